@@ -1,0 +1,2 @@
+#include <cstdio>
+int main() { std::puts("hpr: under construction"); return 0; }

@@ -1,0 +1,9 @@
+// OpenCL C mirror of hpr::kernels::Desc (kernels/device_batch.hpp). Included textually by the host
+// before each application's kernel source.
+typedef struct __attribute__((aligned(16))) {
+  uint off;
+  ushort len;
+  ushort flags;
+  uint flow;
+  uint seq;
+} hpr_desc;

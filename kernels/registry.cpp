@@ -1,0 +1,1 @@
+namespace hpr::kernels { int kKernelsAbi = 1; }

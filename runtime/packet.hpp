@@ -1,0 +1,79 @@
+#pragma once
+// Packet descriptor and drop reasons: the unit every stage of the data path passes along
+// (architecture.md, "The data path"). A Packet is a view: its bytes live in a pooled buffer
+// (a DPDK mbuf or a PacketPool slot) that `buf` owns; descriptors are copied, bytes are not.
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace hpr {
+
+inline constexpr uint16_t kNoOffset = 0xffff;
+inline constexpr uint32_t kNoFlow = 0xffffffffu;
+
+enum class L3 : uint8_t { kNone = 0, kIPv4 = 4, kIPv6 = 6, kOther = 255 };
+
+// Why a packet left the data path without being transmitted. Every packet that enters is either
+// transmitted or counted under exactly one of these (the books must balance).
+enum class DropReason : uint8_t {
+  kNone = 0,
+  kTruncated,          // frame shorter than the headers it announces
+  kBadVersion,         // IP version field does not match the ethertype
+  kBadIhl,             // IPv4 IHL < 5 or header beyond the frame
+  kBadTotalLength,     // IPv4/IPv6 length beyond the frame or below the header
+  kBadChecksum,        // IPv4 header checksum wrong
+  kBadExtHeader,       // IPv6 extension header chain malformed or too long
+  kTtlExceeded,        // IPv4 TTL <= 1 (ICMP Time Exceeded produced on the host)
+  kNoRoute,            // IPv4 LPM miss and no default
+  kNotIPv4,            // the ipv4 app was told to drop non-IPv4 traffic
+  kFrameTooLong,       // longer than the buffer slot / port MTU
+  kUnsupportedLink,    // capture link type we cannot map to Ethernet
+  kQueueFull,          // a lane queue (or the egress queue) was full
+  kNoLane,             // no lane available (all failed)
+  kKeyMissing,         // AES: no key for this flow
+  kShaperQueueFull,    // egress shaper queue full
+  kTxFailed,           // port refused the packet
+  kPoolEmpty,          // no buffer for an incoming packet
+  kCount
+};
+
+inline constexpr std::array<std::string_view, static_cast<size_t>(DropReason::kCount)> kDropReasonNames = {
+    "none",        "truncated",   "bad_version",  "bad_ihl",         "bad_total_length", "bad_checksum",
+    "bad_ext_header", "ttl_exceeded", "no_route", "not_ipv4",        "frame_too_long",   "unsupported_link",
+    "queue_full",  "no_lane",     "key_missing",  "shaper_queue_full", "tx_failed",      "pool_empty"};
+
+inline std::string_view drop_reason_name(DropReason r) { return kDropReasonNames[static_cast<size_t>(r)]; }
+
+// Packet flags.
+enum PacketFlag : uint8_t {
+  kFlagVlan = 1u << 0,      // one or more 802.1Q/802.1ad tags
+  kFlagFragment = 1u << 1,  // IP fragment (non-first fragments have no L4 header)
+  kFlagIpOptions = 1u << 2, // IPv4 options present (IHL > 5)
+};
+
+struct Packet {
+  uint8_t* data = nullptr;   // first byte of the Ethernet frame
+  void* buf = nullptr;       // owner: rte_mbuf* (DPDK port) or PacketPool slot
+  uint64_t rx_ns = 0;        // when the port received it (monotonic ns)
+  uint32_t flow_id = kNoFlow;// FlowTable id
+  uint32_t hash = 0;         // symmetric flow hash (CRC32C)
+  uint32_t seq = 0;          // per-flow sequence number, assigned by the dispatcher
+  uint16_t len = 0;          // frame length in bytes
+  uint16_t l3_off = kNoOffset;       // offset of the IP header
+  uint16_t l4_off = kNoOffset;       // offset of the L4 header (after IPv6 extension headers)
+  uint16_t payload_off = kNoOffset;  // offset of the L4 payload
+  uint16_t payload_len = 0;          // L4 payload bytes, bounded by the IP length (excludes Ethernet padding)
+  uint16_t out_port = 0;             // egress port chosen by the app (ipv4) or the default
+  L3 l3 = L3::kNone;
+  uint8_t l4 = 0;            // IP protocol number of the L4 header (6 TCP, 17 UDP, 1 ICMP, 58 ICMPv6)
+  DropReason drop = DropReason::kNone;
+  uint8_t lane = 0xff;       // lane the dispatcher chose
+  uint8_t flags = 0;         // PacketFlag bits
+  uint8_t service = 0;       // service (application) id for multi-service balancing
+  uint16_t port = 0;         // rx port index
+
+  const uint8_t* payload() const { return data + payload_off; }
+  uint8_t* payload() { return data + payload_off; }
+};
+
+}  // namespace hpr

@@ -1,0 +1,1 @@
+namespace hpr { const char* version() { return HPR_VERSION; } }
