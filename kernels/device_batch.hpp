@@ -16,7 +16,7 @@
 
 namespace hpr::kernels {
 
-// Mirrors the OpenCL C struct in kernels/common/hpr_desc.h (keep the two identical).
+// Mirrors the OpenCL C struct in kernels/common/hpr_desc.cl, embedded as "hpr_desc" (keep the two identical).
 struct alignas(16) Desc {
   uint32_t off;    // byte offset of this packet's slice in pkts (multiple of 16)
   uint16_t len;    // slice length in bytes

@@ -1,4 +1,4 @@
-// OpenCL C mirror of hpr::kernels::Desc (kernels/device_batch.hpp). Included textually by the host
+// OpenCL C mirror of hpr::kernels::Desc (kernels/device_batch.hpp). The host prepends it (embedded_source("hpr_desc"))
 // before each application's kernel source.
 typedef struct __attribute__((aligned(16))) {
   uint off;
