@@ -9,7 +9,7 @@ BUILD_PKGS=(
   dpdk dpdk-dev libdpdk-dev libnuma-dev
   ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers clinfo
   pocl-opencl-icd
-  libpcap-dev libssl-dev libhyperscan-dev
+  libpcap-dev libssl-dev libhyperscan-dev zlib1g-dev
   catch2 libcli11-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   prometheus-cpp-dev libbenchmark-dev libtomlplusplus-dev
   python3 python3-matplotlib

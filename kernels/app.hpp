@@ -1,0 +1,82 @@
+#pragma once
+// A packet application (ipv4, dpi, md5, aes) as one unit: what bytes go to the device, the kernel,
+// its tables, the native reference on the same layout, and the host-side finish
+// (architecture.md, "One application, one unit"; NBA's offloadable elements).
+//
+// Flow of one batch through a lane (the executor in runtime/ drives this):
+//   1. for each packet: s = app.slice(pkt); gather frame[s.offset, s.offset+s.len) into pkts at
+//      desc[i].off (16-byte aligned), desc[i] = {off, len, flags=s.flags, flow=pkt.flow_id, seq=pkt.seq}
+//   2. device: kernel(desc, n, pkts, out, tables...)  or  native: app.run_native(view)
+//   3. if app.writes_back(): copy each slice back into its frame
+//   4. app.finish(packets, view): apply per-packet results (verdicts, drops, out ports, logs)
+#include <CL/opencl.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "hpr/status.hpp"
+#include "kernels/device_batch.hpp"
+#include "runtime/packet.hpp"
+
+namespace hpr::kernels {
+
+// Embedded .cl sources, by file stem ("hpr_desc", "ipv4", ...). Empty when unknown.
+std::string_view embedded_source(std::string_view name);
+
+struct Slice {
+  uint16_t offset = 0;  // first byte in the frame
+  uint16_t len = 0;     // 0: nothing to send; the packet still gets a result slot
+  uint16_t flags = 0;   // copied into Desc::flags
+};
+
+// One gathered batch in host memory (mapped device memory or plain host memory).
+struct BatchView {
+  Desc* desc = nullptr;
+  uint32_t n = 0;
+  uint8_t* pkts = nullptr;
+  uint8_t* out = nullptr;  // n * result_bytes()
+};
+
+// Device-side tables of one app on one OpenCL context, shared by every lane on that context.
+class DeviceTables {
+ public:
+  virtual ~DeviceTables() = default;
+  // Set the kernel arguments from index 4 on (0..3 are desc, n, pkts, out).
+  virtual Status bind(cl::Kernel& kernel) = 0;
+};
+
+class App {
+ public:
+  virtual ~App() = default;
+  virtual std::string_view name() const = 0;
+
+  // Bytes of `p` the kernel needs. Called only for packets the classifier accepted.
+  virtual Slice slice(const Packet& p) const = 0;
+  // Upper bound of Slice::len, for sizing batch buffers.
+  virtual uint32_t max_slice_bytes() const = 0;
+  // Bytes of result per packet in `out`.
+  virtual uint32_t result_bytes() const = 0;
+  // True when the kernel modifies the slice in place and it must go back into the frame.
+  virtual bool writes_back() const = 0;
+
+  // Complete OpenCL C 1.2 source (descriptor header included) and kernel function name.
+  virtual std::string kernel_source() const = 0;
+  virtual std::string_view kernel_name() const = 0;
+  // Build options passed to clBuildProgram (e.g. "-DK_MATCHES=8").
+  virtual std::string build_options() const { return {}; }
+  // Upload this app's tables to a context. Called once per context at start.
+  virtual Result<std::unique_ptr<DeviceTables>> make_device_tables(const cl::Context& ctx,
+                                                                   const cl::CommandQueue& queue) const = 0;
+
+  // Native reference on the same layout: must produce byte-identical pkts (when writes_back) and out.
+  virtual void run_native(const BatchView& batch) const = 0;
+
+  // Apply results to the packets after the batch returns (desc[i] belongs to pkts[i]).
+  // Sets Packet::drop / out_port; never allocates.
+  virtual void finish(std::span<Packet> pkts, const BatchView& batch) const = 0;
+};
+
+}  // namespace hpr::kernels
