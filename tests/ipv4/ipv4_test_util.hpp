@@ -1,0 +1,157 @@
+#pragma once
+// Helpers for the ipv4 tests: hand-made frames, a host-side gather/scatter of the device batch layout
+// (kernels/app.hpp steps 1 and 3), and address extraction from captures.
+#include <pcap/pcap.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/app.hpp"
+#include "kernels/ipv4/ipv4_hdr.hpp"
+#include "runtime/packet.hpp"
+
+namespace hpr::ipv4_test {
+
+// An owned frame plus its Packet view.
+struct Frame {
+  std::vector<uint8_t> bytes;
+  Packet pkt;
+};
+
+struct HeaderSpec {
+  uint32_t src = 0x0a000001;
+  uint32_t dst = 0x01000001;
+  uint8_t ttl = 64;
+  uint8_t proto = 17;
+  uint8_t ihl = 5;
+  uint16_t payload = 26;
+  bool vlan = false;
+};
+
+// Ethernet (+ optional 802.1Q) + IPv4 (+ options of 0x01 NOPs) + payload of 0xab; valid checksum.
+inline Frame make_ipv4_frame(const HeaderSpec& s) {
+  Frame f;
+  const size_t l2 = s.vlan ? 18 : 14;
+  const size_t ih = s.ihl * 4u;
+  f.bytes.assign(l2 + ih + s.payload, 0xab);
+  uint8_t* b = f.bytes.data();
+  const uint8_t dmac[6] = {0x02, 0, 0, 0, 0, 0x01}, smac[6] = {0x02, 0, 0, 0, 0, 0x02};
+  std::memcpy(b, dmac, 6);
+  std::memcpy(b + 6, smac, 6);
+  if (s.vlan) {
+    b[12] = 0x81; b[13] = 0x00; b[14] = 0x00; b[15] = 0x05; b[16] = 0x08; b[17] = 0x00;
+  } else {
+    b[12] = 0x08; b[13] = 0x00;
+  }
+  uint8_t* h = b + l2;
+  const uint16_t tot = static_cast<uint16_t>(ih + s.payload);
+  h[0] = static_cast<uint8_t>(0x40 | (s.ihl & 0xf));
+  h[1] = 0;
+  h[2] = static_cast<uint8_t>(tot >> 8); h[3] = static_cast<uint8_t>(tot);
+  h[4] = 0x12; h[5] = 0x34; h[6] = 0x40; h[7] = 0;
+  h[8] = s.ttl; h[9] = s.proto; h[10] = h[11] = 0;
+  for (int i = 0; i < 4; ++i) {
+    h[12 + i] = static_cast<uint8_t>(s.src >> (24 - 8 * i));
+    h[16 + i] = static_cast<uint8_t>(s.dst >> (24 - 8 * i));
+  }
+  for (size_t i = 20; i < ih; ++i) h[i] = 0x01;
+  const uint16_t c = kernels::ipv4::ip_checksum(h, ih);
+  h[10] = static_cast<uint8_t>(c >> 8); h[11] = static_cast<uint8_t>(c);
+  f.pkt.len = static_cast<uint16_t>(f.bytes.size());
+  f.pkt.l3 = L3::kIPv4;
+  f.pkt.l3_off = static_cast<uint16_t>(l2);
+  return f;
+}
+
+inline void refresh(Frame& f) { f.pkt.data = f.bytes.data(); f.pkt.len = static_cast<uint16_t>(f.bytes.size()); }
+
+inline void fix_checksum(Frame& f) {
+  uint8_t* h = f.bytes.data() + f.pkt.l3_off;
+  h[10] = h[11] = 0;
+  const uint16_t c = kernels::ipv4::ip_checksum(h, (h[0] & 0xfu) * 4u);
+  h[10] = static_cast<uint8_t>(c >> 8); h[11] = static_cast<uint8_t>(c);
+}
+
+// Host copy of one gathered batch (kernels/app.hpp step 1).
+struct HostBatch {
+  std::vector<kernels::Desc> desc;
+  std::vector<uint8_t> pkts;
+  std::vector<uint8_t> out;
+  kernels::BatchView view() {
+    return kernels::BatchView{desc.data(), static_cast<uint32_t>(desc.size()), pkts.data(), out.data()};
+  }
+};
+
+inline HostBatch gather(const kernels::App& app, const std::vector<Packet>& pkts) {
+  HostBatch b;
+  b.desc.resize(pkts.size());
+  uint32_t off = 0;
+  std::vector<kernels::Slice> sl(pkts.size());
+  for (size_t i = 0; i < pkts.size(); ++i) {
+    sl[i] = app.slice(pkts[i]);
+    b.desc[i] = kernels::Desc{off, sl[i].len, sl[i].flags, pkts[i].flow_id, pkts[i].seq};
+    off += kernels::align_slice(sl[i].len);
+  }
+  b.pkts.assign(std::max<uint32_t>(off, 16), 0);
+  for (size_t i = 0; i < pkts.size(); ++i) std::memcpy(b.pkts.data() + b.desc[i].off, pkts[i].data + sl[i].offset, sl[i].len);
+  b.out.assign(std::max<size_t>(pkts.size(), 1) * app.result_bytes(), 0xee);
+  return b;
+}
+
+// Step 3: copy slices back into their frames.
+inline void scatter(const kernels::App& app, const HostBatch& b, std::vector<Packet>& pkts) {
+  for (size_t i = 0; i < pkts.size(); ++i) {
+    const kernels::Slice s = app.slice(pkts[i]);
+    std::memcpy(pkts[i].data + s.offset, b.pkts.data() + b.desc[i].off, b.desc[i].len);
+  }
+}
+
+// Every capture file under dir (pcap / pcapng), sorted.
+inline std::vector<std::string> capture_files(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const auto ext = e.path().extension().string();
+    if (ext == ".pcap" || ext == ".pcapng" || ext == ".cap") out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Source and destination of every IPv4 header (Ethernet with up to two VLAN tags, or raw IP) in a capture.
+inline std::vector<uint32_t> capture_ipv4_addresses(const std::string& path) {
+  std::vector<uint32_t> out;
+  char err[PCAP_ERRBUF_SIZE];
+  pcap_t* p = pcap_open_offline(path.c_str(), err);
+  if (p == nullptr) return out;
+  const int dlt = pcap_datalink(p);
+  pcap_pkthdr* hdr = nullptr;
+  const u_char* data = nullptr;
+  while (pcap_next_ex(p, &hdr, &data) == 1) {
+    size_t off = 0;
+    if (dlt == DLT_EN10MB) {
+      if (hdr->caplen < 14) continue;
+      off = 12;
+      uint16_t et = static_cast<uint16_t>((data[off] << 8) | data[off + 1]);
+      while ((et == 0x8100 || et == 0x88a8) && off + 6 <= hdr->caplen) {
+        off += 4;
+        et = static_cast<uint16_t>((data[off] << 8) | data[off + 1]);
+      }
+      if (et != 0x0800) continue;
+      off += 2;
+    } else if (dlt != DLT_RAW && dlt != 12 /* LINKTYPE_RAW on some systems */) {
+      continue;
+    }
+    if (off + 20 > hdr->caplen || (data[off] >> 4) != 4) continue;
+    auto rd = [&](size_t o) { return (uint32_t{data[o]} << 24) | (uint32_t{data[o + 1]} << 16) | (uint32_t{data[o + 2]} << 8) | data[o + 3]; };
+    out.push_back(rd(off + 12));
+    out.push_back(rd(off + 16));
+  }
+  pcap_close(p);
+  return out;
+}
+
+}  // namespace hpr::ipv4_test
