@@ -171,7 +171,7 @@ TEST_CASE("flat == trie on the full table: every capture address and 1,000,000 r
 
   std::vector<uint32_t> addrs;
   size_t files = 0;
-  for (const auto& f : hpr::ipv4_test::capture_files(hpr::data_path("pcap/ndpi"))) {
+  for (const auto& f : hpr::list_captures(hpr::data_path("pcap/ndpi"))) {
     auto a = hpr::ipv4_test::capture_ipv4_addresses(f);
     files += !a.empty();
     addrs.insert(addrs.end(), a.begin(), a.end());

@@ -1,10 +1,9 @@
 #pragma once
 // Helpers for the ipv4 tests: hand-made frames, a host-side gather/scatter of the device batch layout
 // (kernels/app.hpp steps 1 and 3), and address extraction from captures.
-#include <pcap/pcap.h>
-
 #include <cstdint>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -13,6 +12,8 @@
 #include "kernels/app.hpp"
 #include "kernels/ipv4/ipv4_hdr.hpp"
 #include "runtime/packet.hpp"
+#include "runtime/parser.hpp"
+#include "runtime/pcap_file.hpp"
 
 namespace hpr::ipv4_test {
 
@@ -110,47 +111,23 @@ inline void scatter(const kernels::App& app, const HostBatch& b, std::vector<Pac
   }
 }
 
-// Every capture file under dir (pcap / pcapng), sorted.
-inline std::vector<std::string> capture_files(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    const auto ext = e.path().extension().string();
-    if (ext == ".pcap" || ext == ".pcapng" || ext == ".cap") out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-// Source and destination of every IPv4 header (Ethernet with up to two VLAN tags, or raw IP) in a capture.
+// Source and destination of every IPv4 header the runtime parser finds in a capture (all link types
+// load_capture converts to Ethernet; VLAN tags; malformed packets included when their header is there).
 inline std::vector<uint32_t> capture_ipv4_addresses(const std::string& path) {
   std::vector<uint32_t> out;
-  char err[PCAP_ERRBUF_SIZE];
-  pcap_t* p = pcap_open_offline(path.c_str(), err);
-  if (p == nullptr) return out;
-  const int dlt = pcap_datalink(p);
-  pcap_pkthdr* hdr = nullptr;
-  const u_char* data = nullptr;
-  while (pcap_next_ex(p, &hdr, &data) == 1) {
-    size_t off = 0;
-    if (dlt == DLT_EN10MB) {
-      if (hdr->caplen < 14) continue;
-      off = 12;
-      uint16_t et = static_cast<uint16_t>((data[off] << 8) | data[off + 1]);
-      while ((et == 0x8100 || et == 0x88a8) && off + 6 <= hdr->caplen) {
-        off += 4;
-        et = static_cast<uint16_t>((data[off] << 8) | data[off + 1]);
-      }
-      if (et != 0x0800) continue;
-      off += 2;
-    } else if (dlt != DLT_RAW && dlt != 12 /* LINKTYPE_RAW on some systems */) {
-      continue;
-    }
-    if (off + 20 > hdr->caplen || (data[off] >> 4) != 4) continue;
-    auto rd = [&](size_t o) { return (uint32_t{data[o]} << 24) | (uint32_t{data[o + 1]} << 16) | (uint32_t{data[o + 2]} << 8) | data[o + 3]; };
-    out.push_back(rd(off + 12));
-    out.push_back(rd(off + 16));
+  auto c = load_capture(path);
+  if (!c) return out;
+  for (auto& f : c->frames) {
+    Packet p;
+    p.data = f.data();
+    p.len = static_cast<uint16_t>(f.size());
+    parse(p, {.verify_ipv4_checksum = false});
+    if (p.l3 != L3::kIPv4 || p.l3_off == kNoOffset || p.l3_off + 20u > p.len) continue;
+    const uint8_t* h = p.data + p.l3_off;
+    auto rd = [&](int o) { return (uint32_t{h[o]} << 24) | (uint32_t{h[o + 1]} << 16) | (uint32_t{h[o + 2]} << 8) | h[o + 3]; };
+    out.push_back(rd(12));
+    out.push_back(rd(16));
   }
-  pcap_close(p);
   return out;
 }
 
