@@ -114,6 +114,7 @@ void Ipv4App::finish(std::span<Packet> pkts, const BatchView& batch) const {
   const auto* res = reinterpret_cast<const Ipv4Result*>(batch.out);
   const size_t n = std::min<size_t>(pkts.size(), batch.n);
   for (size_t i = 0; i < n; ++i) {
+    if (pkts[i].drop != DropReason::kNone) continue;  // dropped before the app (empty slice): keep its reason
     Ipv4Result r;
     std::memcpy(&r, res + i, sizeof r);
     if (r.drop != 0) {
@@ -122,6 +123,12 @@ void Ipv4App::finish(std::span<Packet> pkts, const BatchView& batch) const {
       pkts[i].out_port = r.out_port;
     }
   }
+}
+
+uint64_t Ipv4App::count_events(const BatchView& batch) const {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < batch.n; ++i) n += batch.out[size_t{i} * sizeof(Ipv4Result) + 6] == 0;
+  return n;
 }
 
 Result<size_t> build_icmp_time_exceeded(const Packet& p, uint32_t router_addr, std::span<uint8_t> out) {

@@ -89,7 +89,11 @@ class Ipv4App final : public App {
   Result<std::unique_ptr<DeviceTables>> make_device_tables(const cl::Context& ctx,
                                                            const cl::CommandQueue& queue) const override;
   void run_native(const BatchView& batch) const override;
+  // Packets that already carry a drop reason (the executor gave them an empty slice) are left alone.
   void finish(std::span<Packet> pkts, const BatchView& batch) const override;
+  // Packets forwarded (not dropped) in the batch.
+  uint64_t count_events(const BatchView& batch) const override;
+  std::string_view event_name() const override { return "forwarded"; }
 
   const FlatLpm& lpm() const { return lpm_; }
   const Ipv4Config& config() const { return config_; }

@@ -7,6 +7,7 @@
 #include "ipv4_test_util.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
 #include "kernels/ipv4/ipv4_hdr.hpp"
+#include "kernels/runner.hpp"
 
 using namespace hpr::kernels::ipv4;
 using hpr::DropReason;
@@ -35,9 +36,9 @@ std::vector<Ipv4Result> run(const Ipv4App& app, std::vector<Frame>& frames) {
     hpr::ipv4_test::refresh(f);
     pkts.push_back(f.pkt);
   }
-  auto b = hpr::ipv4_test::gather(app, pkts);
+  auto b = hpr::kernels::gather(app, pkts);
   app.run_native(b.view());
-  hpr::ipv4_test::scatter(app, b, pkts);
+  hpr::kernels::scatter_back(app, pkts, b.view());
   app.finish(pkts, b.view());
   std::vector<Ipv4Result> res(frames.size());
   std::memcpy(res.data(), b.out.data(), res.size() * sizeof(Ipv4Result));
@@ -286,4 +287,26 @@ TEST_CASE("kernel source and build options are complete") {
   CHECK_THAT(app->build_options(), Catch::Contains("-DDROP_NO_ROUTE=8"));
   CHECK(app->result_bytes() == 8);
   CHECK(app->writes_back());
+}
+
+TEST_CASE("finish keeps the reason of a packet dropped before the app, and counts forwarded packets") {
+  auto app = make_app();
+  std::vector<Frame> v{make_ipv4_frame({.dst = 0x01020304u}), make_ipv4_frame({.dst = 0x01020304u}),
+                       make_ipv4_frame({.dst = 0x09000000u})};
+  std::vector<hpr::Packet> pkts;
+  for (auto& f : v) {
+    hpr::ipv4_test::refresh(f);
+    pkts.push_back(f.pkt);
+  }
+  pkts[1].drop = DropReason::kFrameTooLong;
+  auto b = hpr::kernels::gather(*app, pkts);
+  CHECK(b.desc[1].len == 0);
+  app->run_native(b.view());
+  app->finish(pkts, b.view());
+  CHECK(pkts[0].drop == DropReason::kNone);
+  CHECK(pkts[0].out_port == 2);
+  CHECK(pkts[1].drop == DropReason::kFrameTooLong);
+  CHECK(pkts[2].drop == DropReason::kNoRoute);
+  CHECK(app->count_events(b.view()) == 1);
+  CHECK(app->event_name() == "forwarded");
 }

@@ -1,6 +1,5 @@
 #pragma once
-// Helpers for the ipv4 tests: hand-made frames, a host-side gather/scatter of the device batch layout
-// (kernels/app.hpp steps 1 and 3), and address extraction from captures.
+// Helpers for the ipv4 tests: hand-made frames and address extraction from captures.
 #include <cstdint>
 #include <cstring>
 #include <algorithm>
@@ -75,40 +74,6 @@ inline void fix_checksum(Frame& f) {
   h[10] = h[11] = 0;
   const uint16_t c = kernels::ipv4::ip_checksum(h, (h[0] & 0xfu) * 4u);
   h[10] = static_cast<uint8_t>(c >> 8); h[11] = static_cast<uint8_t>(c);
-}
-
-// Host copy of one gathered batch (kernels/app.hpp step 1).
-struct HostBatch {
-  std::vector<kernels::Desc> desc;
-  std::vector<uint8_t> pkts;
-  std::vector<uint8_t> out;
-  kernels::BatchView view() {
-    return kernels::BatchView{desc.data(), static_cast<uint32_t>(desc.size()), pkts.data(), out.data()};
-  }
-};
-
-inline HostBatch gather(const kernels::App& app, const std::vector<Packet>& pkts) {
-  HostBatch b;
-  b.desc.resize(pkts.size());
-  uint32_t off = 0;
-  std::vector<kernels::Slice> sl(pkts.size());
-  for (size_t i = 0; i < pkts.size(); ++i) {
-    sl[i] = app.slice(pkts[i]);
-    b.desc[i] = kernels::Desc{off, sl[i].len, sl[i].flags, pkts[i].flow_id, pkts[i].seq};
-    off += kernels::align_slice(sl[i].len);
-  }
-  b.pkts.assign(std::max<uint32_t>(off, 16), 0);
-  for (size_t i = 0; i < pkts.size(); ++i) std::memcpy(b.pkts.data() + b.desc[i].off, pkts[i].data + sl[i].offset, sl[i].len);
-  b.out.assign(std::max<size_t>(pkts.size(), 1) * app.result_bytes(), 0xee);
-  return b;
-}
-
-// Step 3: copy slices back into their frames.
-inline void scatter(const kernels::App& app, const HostBatch& b, std::vector<Packet>& pkts) {
-  for (size_t i = 0; i < pkts.size(); ++i) {
-    const kernels::Slice s = app.slice(pkts[i]);
-    std::memcpy(pkts[i].data + s.offset, b.pkts.data() + b.desc[i].off, b.desc[i].len);
-  }
 }
 
 // Source and destination of every IPv4 header the runtime parser finds in a capture (all link types
