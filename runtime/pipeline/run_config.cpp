@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <set>
 #include <toml++/toml.h>
 
 #include "runtime/ports/dpdk_port.hpp"
