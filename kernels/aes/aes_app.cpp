@@ -273,6 +273,7 @@ void AesApp::finish(std::span<Packet> pkts, const BatchView& batch) const {
   uint64_t enc = 0, sh = 0, miss = 0, empty = 0;
   const uint32_t n = std::min<uint32_t>(batch.n, static_cast<uint32_t>(pkts.size()));
   for (uint32_t i = 0; i < n; ++i) {
+    if (pkts[i].drop != DropReason::kNone) continue;  // dropped before the batch (parser): counted there
     uint32_t r;
     std::memcpy(&r, batch.out + 4 * size_t{i}, 4);
     switch (r) {
@@ -289,6 +290,16 @@ void AesApp::finish(std::span<Packet> pkts, const BatchView& batch) const {
   short_.fetch_add(sh, std::memory_order_relaxed);
   key_missing_.fetch_add(miss, std::memory_order_relaxed);
   empty_.fetch_add(empty, std::memory_order_relaxed);
+}
+
+uint64_t AesApp::count_events(const BatchView& batch) const {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < batch.n; ++i) {
+    uint32_t r;
+    std::memcpy(&r, batch.out + 4 * size_t{i}, 4);
+    n += r == kEncrypted;
+  }
+  return n;
 }
 
 Counters AesApp::counters() const {

@@ -179,8 +179,12 @@ class AesApp final : public App {
                                                            const cl::CommandQueue& queue) const override;
 
   void run_native(const BatchView& batch) const override { aes_batch(batch, *keys_, options_.iv, options_.impl); }
-  // kKeyMissing -> Packet::drop = DropReason::kKeyMissing; every result counted.
+  // kKeyMissing -> Packet::drop = DropReason::kKeyMissing; every result counted (counters()).
+  // Packets that already carry a drop reason are left alone.
   void finish(std::span<Packet> pkts, const BatchView& batch) const override;
+  // Packets encrypted in the batch.
+  uint64_t count_events(const BatchView& batch) const override;
+  std::string_view event_name() const override { return "encrypted"; }
 
   Counters counters() const;
   const KeyTable& keys() const { return *keys_; }

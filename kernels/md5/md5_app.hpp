@@ -63,6 +63,11 @@ class Md5App final : public App {
   void run_native(const BatchView& batch) const override { md5_batch(batch, options_.impl); }
   // Nothing to apply: digests stay in `out` for the caller (dedup store, logs).
   void finish(std::span<Packet> pkts, const BatchView& batch) const override;
+  // One line per packet not dropped: "<prefix(i)> md5 <32 hex digits>\n".
+  void append_log(std::span<const Packet> pkts, const BatchView& batch,
+                  const std::function<std::string(uint32_t)>& prefix, std::string& out) const override;
+  uint64_t count_events(const BatchView& batch) const override { return batch.n; }
+  std::string_view event_name() const override { return "digests"; }
 
   const Md5Options& options() const { return options_; }
 

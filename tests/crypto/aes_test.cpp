@@ -23,7 +23,7 @@ std::vector<Impl> impls() {
     if (impl_supported(i)) v.push_back(i);
   return v;
 }
-uint32_t result(const test::HostBatch& b, size_t i) {
+uint32_t result(const kernels::HostBatch& b, size_t i) {
   uint32_t r;
   std::memcpy(&r, b.out.data() + 4 * i, 4);
   return r;
@@ -79,7 +79,7 @@ TEST_CASE("aes: all 588 NIST CAVS AES-128-CBC vectors, encrypt and decrypt, ever
   AesApp app(keys, {.iv = IvMode::kCarried});
   for (Impl impl : impls()) {
     INFO(impl_name(impl));
-    auto b = test::gather(app, pkts);
+    auto b = kernels::gather(app, pkts);
     aes_batch(b.view(), *keys, IvMode::kCarried, impl);
     for (size_t i = 0; i < vs.size(); ++i) {
       INFO(vs[i].file << " COUNT " << vs[i].count);
@@ -126,7 +126,7 @@ TEST_CASE("aes: random packets 0..1514 bytes equal OpenSSL EVP (CBC, CBC-CTS CS2
   }
   for (Impl impl : impls()) {
     INFO(impl_name(impl));
-    auto b = test::gather(app, pkts);
+    auto b = kernels::gather(app, pkts);
     aes_batch(b.view(), *keys, IvMode::kDerived, impl);
     for (size_t i = 0; i < pkts.size(); ++i) {
       INFO("len " << pkts[i].payload_len);
@@ -156,10 +156,10 @@ TEST_CASE("aes: multi-buffer == scalar on mixed batches of every small size") {
       }
       auto& pkts = ps.fix();
       AesApp app(keys, {.iv = mode});
-      auto ref = test::gather(app, pkts);
+      auto ref = kernels::gather(app, pkts);
       aes_batch(ref.view(), *keys, mode, Impl::kScalar);
       for (Impl impl : impls()) {
-        auto b = test::gather(app, pkts);
+        auto b = kernels::gather(app, pkts);
         aes_batch(b.view(), *keys, mode, impl);
         INFO(impl_name(impl) << " n " << n);
         REQUIRE(b.pkts == ref.pkts);
@@ -211,7 +211,7 @@ TEST_CASE("aes: missing key is a counted drop applied in finish, payload untouch
   AesApp app(keys);
   for (Impl impl : impls()) {
     AesApp a(keys, {.impl = impl});
-    auto b = test::gather(a, pkts);
+    auto b = kernels::gather(a, pkts);
     a.run_native(b.view());
     std::vector<Packet> copy = pkts;
     a.finish(copy, b.view());

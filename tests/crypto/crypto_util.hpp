@@ -1,6 +1,6 @@
 #pragma once
-// Test helpers for the crypto apps: synthetic packets, a host-side gather (the executor's step 1),
-// OpenSSL EVP references and NIST .rsp parsing.
+// Test helpers for the crypto apps: synthetic packets, OpenCL device list, OpenSSL EVP references and
+// NIST .rsp parsing. Gathering and device runs use kernels/runner.hpp.
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
@@ -16,6 +16,7 @@
 #include "hpr/data_dir.hpp"
 #include "kernels/app.hpp"
 #include "kernels/device_batch.hpp"
+#include "kernels/runner.hpp"
 #include "runtime/packet.hpp"
 
 namespace hpr::test {
@@ -65,39 +66,19 @@ inline std::vector<uint8_t> random_bytes(std::mt19937& rng, size_t n) {
   return v;
 }
 
-// The executor's gather step (app.hpp step 1) in plain host memory.
-struct HostBatch {
-  std::vector<kernels::Desc> desc;
-  std::vector<uint8_t> pkts;
-  std::vector<uint8_t> out;
-  kernels::BatchView view() {
-    return kernels::BatchView{desc.data(), static_cast<uint32_t>(desc.size()), pkts.data(), out.data()};
+inline std::vector<cl::Device> all_devices() {
+  std::vector<cl::Device> out;
+  try {
+    std::vector<cl::Platform> ps;
+    cl::Platform::get(&ps);
+    for (auto& p : ps) {
+      std::vector<cl::Device> ds;
+      p.getDevices(CL_DEVICE_TYPE_ALL, &ds);
+      out.insert(out.end(), ds.begin(), ds.end());
+    }
+  } catch (const cl::Error&) {
   }
-};
-
-inline HostBatch gather(const kernels::App& app, std::span<const Packet> pkts) {
-  HostBatch b;
-  uint32_t off = 0;
-  for (const Packet& p : pkts) {
-    kernels::Slice s = app.slice(p);
-    b.desc.push_back(kernels::Desc{off, s.len, s.flags, p.flow_id, p.seq});
-    off += kernels::align_slice(s.len);
-  }
-  b.pkts.assign(std::max<uint32_t>(off, 16), 0);
-  for (size_t i = 0; i < pkts.size(); ++i) {
-    kernels::Slice s = app.slice(pkts[i]);
-    if (s.len) std::memcpy(b.pkts.data() + b.desc[i].off, pkts[i].data + s.offset, s.len);
-  }
-  b.out.assign(std::max<size_t>(pkts.size(), 1) * app.result_bytes(), 0xee);
-  return b;
-}
-
-// Step 3: write each slice back into its frame.
-inline void write_back(const kernels::App& app, std::span<Packet> pkts, const HostBatch& b) {
-  for (size_t i = 0; i < pkts.size(); ++i) {
-    kernels::Slice s = app.slice(pkts[i]);
-    if (s.len) std::memcpy(pkts[i].data + s.offset, b.pkts.data() + b.desc[i].off, s.len);
-  }
+  return out;
 }
 
 // ---- OpenSSL references

@@ -43,7 +43,7 @@ TEST_CASE("md5: RFC 1321 vectors, one-shot and every batch implementation") {
   md5::Md5App app;
   for (md5::Impl impl : {md5::Impl::kScalar, md5::Impl::kAvx2, md5::Impl::kAuto}) {
     if (!md5::impl_supported(impl)) continue;
-    auto b = test::gather(app, pkts);
+    auto b = kernels::gather(app, pkts);
     md5::md5_batch(b.view(), impl);
     for (size_t i = 0; i < vectors.size(); ++i) CHECK(hex(b.out.data() + 16 * i, 16) == vectors[i].md);
   }
@@ -56,7 +56,7 @@ TEST_CASE("md5: random packets 0..1514 bytes equal OpenSSL EVP_md5 for scalar an
   for (int i = 0; i < 300; ++i) ps.add(test::random_bytes(rng, rng() % 9000), 0, 0);  // jumbo
   auto& pkts = ps.fix();
   md5::Md5App app;
-  auto ref = test::gather(app, pkts);
+  auto ref = kernels::gather(app, pkts);
   md5::md5_batch(ref.view(), md5::Impl::kScalar);
   for (size_t i = 0; i < pkts.size(); ++i) {
     auto e = test::evp_md5(pkts[i].payload(), pkts[i].payload_len);
@@ -67,9 +67,9 @@ TEST_CASE("md5: random packets 0..1514 bytes equal OpenSSL EVP_md5 for scalar an
     // Every batch size 1..20 (fewer packets than lanes, refills) and the whole set at once.
     for (size_t n : {size_t{1}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{17}, pkts.size()}) {
       std::span<const Packet> sub(pkts.data() + (pkts.size() - n) / 2, n);
-      auto mb = test::gather(app, sub);
+      auto mb = kernels::gather(app, sub);
       md5::md5_batch(mb.view(), md5::Impl::kAvx2);
-      auto sc = test::gather(app, sub);
+      auto sc = kernels::gather(app, sub);
       md5::md5_batch(sc.view(), md5::Impl::kScalar);
       INFO("n " << n);
       CHECK(mb.out == sc.out);
@@ -92,18 +92,23 @@ TEST_CASE("md5: slices: L4 payload, whole frame option, no payload hashes the em
   CHECK(s.offset == 42);
   CHECK(s.len == 3);
   CHECK(app.slice(pkts[1]).len == 0);
-  auto b = test::gather(app, pkts);
+  auto b = kernels::gather(app, pkts);
   app.run_native(b.view());
   CHECK(hex(b.out.data(), 16) == "900150983cd24fb0d6963f7d28e17f72");
   CHECK(hex(b.out.data() + 16, 16) == "d41d8cd98f00b204e9800998ecf8427e");
   app.finish(pkts, b.view());
   CHECK(pkts[0].drop == DropReason::kNone);
+  std::string log;
+  app.append_log(pkts, b.view(), [](uint32_t i) { return "p" + std::to_string(i); }, log);
+  CHECK(log == "p0 md5 900150983cd24fb0d6963f7d28e17f72\np1 md5 d41d8cd98f00b204e9800998ecf8427e\n");
+  CHECK(app.count_events(b.view()) == 2);
+  CHECK(app.event_name() == "digests");
 
   md5::Md5App whole({.whole_frame = true});
   auto w = whole.slice(pkts[0]);
   CHECK(w.offset == 0);
   CHECK(w.len == 45);
-  auto bw = test::gather(whole, pkts);
+  auto bw = kernels::gather(whole, pkts);
   whole.run_native(bw.view());
   CHECK(std::memcmp(bw.out.data(), test::evp_md5(pkts[0].data, 45).data(), 16) == 0);
 }
