@@ -18,8 +18,9 @@
 //
 // Flows. `flows` flows (1..1,000,000) with rank r = flow index + 1. Popularity uniform or Zipf
 // (P(r) ∝ r^-s, s >= 0), sampled in O(1) from a Walker/Vose alias table built once (8 bytes per
-// flow: 8 MB for a million flows). Synthetic headers are derived from a hash of (seed, flow): no
-// per-flow memory. IPv4 flows: src 10.0.0.0/8, dst uniform over 1.0.0.0-223.255.255.255;
+// flow: 8 MB for a million flows). Flow choices use their own PRNG stream, drawn 16 packets ahead
+// so that the table entry is prefetched (a million-flow table lives in DRAM). Synthetic headers
+// are derived from a hash of (seed, flow): no per-flow memory. IPv4 flows: src 10.0.0.0/8, dst uniform over 1.0.0.0-223.255.255.255;
 // IPv6 flows (ipv6_share of the flows): src fd00::/8, dst 2000::/3; sport 1024-65535; dport from
 // {80,443,22,25,8080} (TCP) or {53,123,443,4789,5060} (UDP); tcp_share of the flows are TCP.
 // IPv4 headers: IHL 5, DF, id = packet counter, valid header checksum; TTL / hop limit `ttl`, or 1
