@@ -7,16 +7,16 @@
 //
 //   build/bench/generator/generator_bench [--runs 7] [--packets 2000000] [--out out/generator]
 // Writes <out>/generator_runs.csv (every run) and <out>/generator_summary.csv.
-#include <ctime>
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "hpr/clock.hpp"
 #include "hpr/data_dir.hpp"
@@ -59,7 +59,8 @@ RunResult time_generator(GeneratorPort& g, uint64_t packets) {
   }
   double s = static_cast<double>(monotonic_ns() - t0) * 1e-9;
   double cs = static_cast<double>(thread_cpu_ns() - c0) * 1e-9;
-  return {static_cast<double>(done) / s / 1e6, static_cast<double>(bytes) * 8 / s / 1e9, static_cast<double>(done) / cs / 1e6};
+  return {static_cast<double>(done) / s / 1e6, static_cast<double>(bytes) * 8 / s / 1e9,
+          static_cast<double>(done) / cs / 1e6};
 }
 
 // Peer: copy pre-built frames (4096 of them, made by the generator itself) into pool buffers.
@@ -153,8 +154,8 @@ int main(int argc, char** argv) {
   runs_csv << "scenario,impl,run,mpps,gbps,cpu_mpps\n";
   sum_csv << "scenario,gen_mpps_median,gen_mpps_p10,gen_mpps_p90,gen_spread,gen_gbps_median,gen_cpu_mpps_median,"
              "gen_cpu_spread,replay_mpps_median,replay_spread,replay_cpu_mpps_median,ratio,cpu_ratio\n";
-  fmt::print("{:<22} {:>9} {:>7} {:>7} {:>9} {:>7} {:>10} {:>9} {:>6} {:>9}\n", "scenario", "gen Mpps", "spread", "Gb/s",
-             "gen cpu", "spread", "replay", "rep cpu", "ratio", "cpu ratio");
+  fmt::print("{:<22} {:>9} {:>7} {:>7} {:>9} {:>7} {:>10} {:>9} {:>6} {:>9}\n", "scenario", "gen Mpps", "spread",
+             "Gb/s", "gen cpu", "spread", "replay", "rep cpu", "ratio", "cpu ratio");
   for (auto& s : sc) {
     if (!only.empty() && s.name != only) continue;
     auto gr = make_generator(s.cfg);
@@ -180,11 +181,12 @@ int main(int argc, char** argv) {
     }
     Summary g_s = summarize(gm), r_s = summarize(rm), gc_s = summarize(gc), rc_s = summarize(rc);
     double ratio = g_s.median / r_s.median, cpu_ratio = gc_s.median / rc_s.median;
-    fmt::print("{:<22} {:>9.2f} {:>6.1f}% {:>7.2f} {:>9.2f} {:>6.1f}% {:>10.2f} {:>9.2f} {:>6.2f} {:>9.2f}\n", s.name, g_s.median,
-               100 * g_s.spread, median(gg), gc_s.median, 100 * gc_s.spread, r_s.median, rc_s.median, ratio, cpu_ratio);
-    sum_csv << fmt::format("{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f}\n", s.name,
-                           g_s.median, percentile(gm, 10), percentile(gm, 90), g_s.spread, median(gg), gc_s.median,
-                           gc_s.spread, r_s.median, r_s.spread, rc_s.median, ratio, cpu_ratio);
+    fmt::print("{:<22} {:>9.2f} {:>6.1f}% {:>7.2f} {:>9.2f} {:>6.1f}% {:>10.2f} {:>9.2f} {:>6.2f} {:>9.2f}\n", s.name,
+               g_s.median, 100 * g_s.spread, median(gg), gc_s.median, 100 * gc_s.spread, r_s.median, rc_s.median, ratio,
+               cpu_ratio);
+    sum_csv << fmt::format("{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f}\n",
+                           s.name, g_s.median, percentile(gm, 10), percentile(gm, 90), g_s.spread, median(gg),
+                           gc_s.median, gc_s.spread, r_s.median, r_s.spread, rc_s.median, ratio, cpu_ratio);
   }
   fmt::print("CSV: {}/generator_runs.csv, {}/generator_summary.csv\n", out, out);
   return 0;

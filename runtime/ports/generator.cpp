@@ -209,8 +209,8 @@ Status Generator::load_templates() {
   const std::string& path = cfg_.template_capture;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
-    return error(Code::kNotFound, "generator template_capture '{}': no such file (captures live in {}/pcap/ndpi/)", path,
-                 "$HPR_DATA_DIR");
+    return error(Code::kNotFound, "generator template_capture '{}': no such file (captures live in {}/pcap/ndpi/)",
+                 path, "$HPR_DATA_DIR");
   auto cap = load_capture(path);
   if (!cap) return cap.status();
   std::unordered_set<uint64_t> seen;
@@ -256,8 +256,8 @@ Status Generator::load_templates() {
   }
   if (templates_.empty())
     return error(Code::kInvalidArgument,
-                 "generator template_capture '{}': no IPv4/IPv6 TCP/UDP packet that parses cleanly ({} frames read)", path,
-                 cap->frames.size());
+                 "generator template_capture '{}': no IPv4/IPv6 TCP/UDP packet that parses cleanly ({} frames read)",
+                 path, cap->frames.size());
   l2_max_ = 0;
   hdr_max_ = 0;
   for (const auto& t : templates_) {
@@ -311,16 +311,20 @@ Result<std::unique_ptr<GeneratorPort>> Generator::create(const GeneratorConfig& 
       return error(Code::kInvalidArgument, "generator size_min_bytes = {} > size_max_bytes = {}", cfg.size_min_bytes,
                    cfg.size_max_bytes);
   }
-  if (!share_ok(cfg.tcp_share)) return error(Code::kInvalidArgument, "generator tcp_share = {}: must be in [0, 1]", cfg.tcp_share);
+  if (!share_ok(cfg.tcp_share))
+    return error(Code::kInvalidArgument, "generator tcp_share = {}: must be in [0, 1]", cfg.tcp_share);
   if (!share_ok(cfg.ipv6_share))
     return error(Code::kInvalidArgument, "generator ipv6_share = {}: must be in [0, 1]", cfg.ipv6_share);
   if (!share_ok(cfg.ttl_low_share))
     return error(Code::kInvalidArgument, "generator ttl_low_share = {}: must be in [0, 1]", cfg.ttl_low_share);
-  if (cfg.ttl == 0) return error(Code::kInvalidArgument, "generator ttl = 0: must be >= 1 (use ttl_low_share for TTL-1 packets)");
+  if (cfg.ttl == 0)
+    return error(Code::kInvalidArgument, "generator ttl = 0: must be >= 1 (use ttl_low_share for TTL-1 packets)");
   if (!share_ok(cfg.pattern_match_rate))
-    return error(Code::kInvalidArgument, "generator pattern_match_rate = {}: must be in [0, 1]", cfg.pattern_match_rate);
+    return error(Code::kInvalidArgument, "generator pattern_match_rate = {}: must be in [0, 1]",
+                 cfg.pattern_match_rate);
   if (cfg.pattern_match_rate > 0 && cfg.patterns.empty())
-    return error(Code::kInvalidArgument, "generator pattern_match_rate = {} but patterns is empty: give the byte strings to plant",
+    return error(Code::kInvalidArgument,
+                 "generator pattern_match_rate = {} but patterns is empty: give the byte strings to plant",
                  cfg.pattern_match_rate);
   for (size_t i = 0; i < cfg.patterns.size(); ++i) {
     if (cfg.patterns[i].empty()) return error(Code::kInvalidArgument, "generator patterns[{}] is empty", i);
@@ -336,8 +340,9 @@ Result<std::unique_ptr<GeneratorPort>> Generator::create(const GeneratorConfig& 
   g->flow_seed_ = gen::mix64(cfg.seed ^ 0x666c6f7773000000ull);
   g->services_ = g->profile_.services();
   if (cfg.flows < g->services_)
-    return error(Code::kInvalidArgument, "generator flows = {}: the Holt-Winters profile has {} services, need flows >= services",
-                 cfg.flows, g->services_);
+    return error(Code::kInvalidArgument,
+                 "generator flows = {}: the Holt-Winters profile has {} services, need flows >= services", cfg.flows,
+                 g->services_);
   g->service_cum_.assign(g->services_, 0.0);
   g->ranks_ = (cfg.flows + g->services_ - 1) / g->services_;
   if (cfg.popularity == Popularity::kZipf && cfg.zipf_s > 0) {
@@ -356,9 +361,15 @@ Result<std::unique_ptr<GeneratorPort>> Generator::create(const GeneratorConfig& 
 
   uint32_t max_frame = 0;
   switch (cfg.size_mode) {
-    case SizeMode::kFixed: max_frame = cfg.size_bytes; break;
-    case SizeMode::kUniform: max_frame = cfg.size_max_bytes; break;
-    case SizeMode::kImix: max_frame = g->l2_max_ + 1500u; break;
+    case SizeMode::kFixed:
+      max_frame = cfg.size_bytes;
+      break;
+    case SizeMode::kUniform:
+      max_frame = cfg.size_max_bytes;
+      break;
+    case SizeMode::kImix:
+      max_frame = g->l2_max_ + 1500u;
+      break;
   }
   max_frame = std::max<uint32_t>(max_frame, g->hdr_max_);
   auto pool = PacketPool::create(cfg.pool_slots, max_frame);
@@ -624,7 +635,8 @@ uint16_t Generator::rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) {
   const bool bits = profile_.counts_bits();
   // One pool call per burst (the pool's ring costs an atomic per call); leftovers go back below.
   uint64_t want = budget;
-  if (paced && !bits) want = std::min<uint64_t>(want, static_cast<uint64_t>(std::max(0.0, std::floor(due - consumed_))));
+  if (paced && !bits)
+    want = std::min<uint64_t>(want, static_cast<uint64_t>(std::max(0.0, std::floor(due - consumed_))));
   if (want == 0) {
     if (profile_.finished(t) && due - consumed_ < 1.0 && !bits) done_ = true;
     return 0;
