@@ -110,9 +110,10 @@ void AdaptiveScheduler::record(ConfigStore& s, const Measurement& m) {
   const Configuration& c = s.get(running_id_);
   double power = saturated ? m.power_w : c.power_w;
   PowerSource src = saturated ? m.power_source : c.power_source;
+  bool capacity_drift = std::fabs(m.capacity_bps - c.throughput_bps) > p_.delta * c.throughput_bps;
   if (s.update(running_id_, m.capacity_bps, m.latency_ns, m.latency_p99_ns, power, src)) {
     ++table_updates_;
-    settled_ = false;  // the table changed: the batch may need tuning again
+    if (capacity_drift) settled_ = false;  // the device got slower or faster: search the batch again
   }
 }
 
@@ -183,14 +184,16 @@ const Decision& AdaptiveScheduler::step(const Measurement& m) {
   }
   bool fresh = m.epoch == dec_.epoch && m.capacity_bps > 0;
   if (fresh) record(s, m);  // Step 3: the table learns what the running setup does now
-  if (tuning_ && fresh) {
-    tune(m, rate);  // Step 3 loop; back to Step 1 at the next quantum once converged
+  // Step 1, every quantum: a traffic change is answered by switching, without waiting for a batch search.
+  // While the batch search (Step 3 loop) runs, candidates on the same devices are left to it.
+  ConfigId cand = s.best(query(rate));
+  bool same_devices = cand != kNoConfig && s.get(cand).device_mask == running_.device_mask;
+  if (running_id_ == kNoConfig && !tuning_) {
+    apply_config(s, cand, Reason::kSwitchCannotSustain, m.now_ns);
     return dec_;
   }
-  // Step 1
-  ConfigId cand = s.best(query(rate));
-  if (running_id_ == kNoConfig || should_switch(s, cand, running_id_, rate)) {
-    bool sustains = running_id_ != kNoConfig && s.get(running_id_).throughput_bps >= rate;
+  if (running_id_ != kNoConfig && !(tuning_ && same_devices) && should_switch(s, cand, running_id_, rate)) {
+    bool sustains = s.get(running_id_).throughput_bps >= rate;
     apply_config(s, cand, sustains ? Reason::kSwitchBetter : Reason::kSwitchCannotSustain, m.now_ns);
     return dec_;
   }
@@ -198,7 +201,11 @@ const Decision& AdaptiveScheduler::step(const Measurement& m) {
     dec_.reason = Reason::kStay;
     return dec_;
   }
-  // Step 3 entry: tune the batch when the rate moved by more than δ since we converged, or we fall behind.
+  if (tuning_) {
+    tune(m, rate);  // Step 3 loop
+    return dec_;
+  }
+  // Step 3 entry: search the batch when the rate moved by more than δ since we converged (or the table changed).
   bool rate_moved = !settled_ || std::fabs(rate - settled_rate_bps_) > p_.delta * settled_rate_bps_;
   if (rate_moved) {
     tuning_ = true;

@@ -79,14 +79,20 @@ class ModelPlatform {
   App app() const { return app_; }
   const std::vector<ModelDevice>& devices() const { return devices_; }
   double base_w() const { return base_w_; }
-  static double combo_factor(int device_count);   // 1, 0.84, 0.80
+  static double count_factor(int device_count);   // 1, 0.84, 0.80
+  double combo_factor(uint32_t device_mask) const;  // as above; the iGPU+GTX pair may differ per app (DPI 0.95)
 
   // Capacity, latency and power of `c` (device set, batches, split) at `offered_bps`.
   ModelOutcome evaluate(const Configuration& c, double offered_bps, const TrafficFeatures& f) const;
   // Split proportional to each member's throughput at its batch size (every member finishes together).
   Configuration balanced(uint32_t device_mask, uint32_t batch, const TrafficFeatures& f) const;
-  // The model "profiling sweep" (§4.1): every non-empty device set × batch sizes 64..65536 (powers of two,
-  // the same size on every member), balanced split; measured at saturation; power source "model".
+  Configuration balanced(uint32_t device_mask, const std::array<uint32_t, kMaxDevices>& batch,
+                         const TrafficFeatures& f) const;
+  // The batch (64..65536, powers of two) at which a device has its highest throughput.
+  uint32_t best_batch(size_t device, const TrafficFeatures& f) const;
+  // The model "profiling sweep" (§4.1): each device alone over batch sizes 64..65536 (powers of two); then every
+  // combination starting from each member's best batch, all members' batches halved together 10 times (min 64);
+  // balanced split; measured at saturation; power source "model". 3 devices: 3 × 11 + 4 × 11 = 77 points.
   std::vector<Configuration> profile(const TrafficFeatures& f) const;
 
  private:
@@ -94,6 +100,7 @@ class ModelPlatform {
   std::vector<ModelDevice> devices_;
   double base_w_;
   double memory_cap_bps_;
+  double gpu_pair_factor_ = 54.0 / 64.0;
 };
 
 }  // namespace hpr::sched::model

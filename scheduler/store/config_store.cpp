@@ -189,6 +189,15 @@ std::vector<NodeView> ConfigStore::nodes(Metric m) const {
   return out;
 }
 
+// a better than b on metric m (power or latency); values within tie_tolerance of each other are a tie, broken
+// by the other less-is-better metric (§4.1: the configuration best for both requirements).
+bool ConfigStore::better(ConfigId a, ConfigId b, Metric m) const {
+  Metric other = m == Metric::kPower ? Metric::kLatency : Metric::kPower;
+  double va = value_of(a, m), vb = value_of(b, m);
+  if (std::fabs(va - vb) <= opt_.tie_tolerance * std::max(va, vb)) return value_of(a, other) < value_of(b, other);
+  return va < vb;
+}
+
 void ConfigStore::rebuild() const {
   size_t n = configs_.size();
   thr_order_.resize(n);
@@ -206,14 +215,14 @@ void ConfigStore::rebuild() const {
       continue;
     }
     ConfigId p = suffix_min_power_[k + 1], l = suffix_min_latency_[k + 1];
-    suffix_min_power_[k] = configs_[id].power_w < configs_[p].power_w ? id : p;
-    suffix_min_latency_[k] = configs_[id].latency_ns < configs_[l].latency_ns ? id : l;
+    suffix_min_power_[k] = better(id, p, Metric::kPower) ? id : p;
+    suffix_min_latency_[k] = better(id, l, Metric::kLatency) ? id : l;
   }
-  // Highest throughput; among those within δ of it, the least power.
+  // Highest throughput; among those within tie_tolerance of it, the least power.
   max_throughput_ = kNoConfig;
   if (n > 0) {
     double top = thr_sorted_.back();
-    auto first = std::lower_bound(thr_sorted_.begin(), thr_sorted_.end(), top * (1 - opt_.delta));
+    auto first = std::lower_bound(thr_sorted_.begin(), thr_sorted_.end(), top * (1 - opt_.tie_tolerance));
     max_throughput_ = suffix_min_power_[static_cast<size_t>(first - thr_sorted_.begin())];
   }
   power_order_ = thr_order_;

@@ -12,9 +12,11 @@
 //     so "higher score is better" everywhere and the best member is found in O(1).
 //
 // Policies (what the scheduler asks), each answered in O(log N) on a stable table:
-//   * kEnergyCritical  (rate R): least power among configurations whose measured throughput >= R;
-//   * kLatencyCritical (rate R): least median latency among configurations whose throughput >= R;
-//   * kThroughputCritical: the highest throughput (ties within δ: least power);
+//   * kEnergyCritical  (rate R): least power among configurations whose measured throughput >= R
+//                                (power ties within tie_tolerance: least latency);
+//   * kLatencyCritical (rate R): least median latency among configurations whose throughput >= R
+//                                (latency ties: least power);
+//   * kThroughputCritical: the highest throughput (ties within tie_tolerance: least power);
 //   * kLatencyTarget   (rate R, target L): least power among configurations with throughput >= R and
 //     p99 latency <= L — O(log N + k), k = cheaper configurations skipped because they miss L.
 //   When no configuration sustains R, the policy falls back to the highest-throughput configuration.
@@ -63,6 +65,10 @@ struct StoreOptions {
   double throughput_scale_bps = 1e10;
   double latency_scale_ns = 1e6;
   double power_scale_w = 100;
+  // Policy answers: power (latency) values within this relative tolerance tie, and the tie goes to the lower
+  // latency (power) — e.g. one device at several batch sizes with the same power: the smallest batch that
+  // sustains R wins.
+  double tie_tolerance = 0.01;
 };
 
 // One node of a tree, as seen from outside.
@@ -117,6 +123,7 @@ class ConfigStore {
   void tree_erase(ConfigId id);
   NodeView view(Metric m, const Tree::const_iterator& it) const;
   void rebuild() const;
+  bool better(ConfigId a, ConfigId b, Metric m) const;
 
   StoreOptions opt_;
   std::vector<Configuration> configs_;
