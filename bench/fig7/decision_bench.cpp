@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   for (auto& r : rates) r = std::uniform_real_distribution<double>(1e9, 40e9)(rng);
 
   auto store_ns = time_runs(runs, iters, [&](int i) {
-    g_sink += store.best({Policy::kEnergyCritical, rates[i & 4095]});
+    g_sink = g_sink + store.best({Policy::kEnergyCritical, rates[i & 4095]});
   });
 
   auto peer_ns = time_runs(runs, iters / 100, [&](int i) {
@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
         best = id;
       }
     }
-    g_sink += best;
+    g_sink = g_sink + best;
   });
 
   AdaptiveParams params;
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
       m.latency_p99_ns = c.latency_p99_ns;
       m.power_w = c.power_w;
     }
-    g_sink += sched->step(m).epoch;
+    g_sink = g_sink + sched->step(m).epoch;
   });
 
   auto s = hpr::summarize(store_ns), p = hpr::summarize(peer_ns), d = hpr::summarize(step_ns);
