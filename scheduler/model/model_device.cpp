@@ -41,6 +41,11 @@ double ModelDevice::latency_ns(uint32_t batch, const TrafficFeatures& f) const {
   return p_.launch_ns + std::max<double>(batch, 1) * f.mean_packet_bytes * 8 / thr * 1e9;
 }
 
+double ModelDevice::service_ns(uint32_t packets, double bytes, const TrafficFeatures& f) const {
+  if (packets == 0) return 0;
+  return p_.launch_ns + bytes * 8 / throughput_bps(packets, f) * 1e9;
+}
+
 double ModelDevice::power_w(double utilisation, bool in_use) const {
   if (!in_use) return p_.off_w;
   double u = std::clamp(utilisation, 0.0, 1.0);

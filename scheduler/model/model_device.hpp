@@ -56,6 +56,9 @@ class ModelDevice {
   double latency_ns(uint32_t batch, const TrafficFeatures& f) const;
   // utilisation in [0,1] (clamped); in_use false → off_w.
   double power_w(double utilisation, bool in_use) const;
+  // Simulated lane: how long this device takes for one batch of `packets` packets totalling `bytes` bytes
+  // (launch + bytes / throughput at that batch size). A lane driven by this reports power source "model".
+  double service_ns(uint32_t packets, double bytes, const TrafficFeatures& f) const;
 
  private:
   DeviceModelParams p_;

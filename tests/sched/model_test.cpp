@@ -64,3 +64,15 @@ TEST_CASE("model power: idle + dynamic x utilisation, GTX off when unused, sourc
   CHECK(parse_app("aes").is_ok());
   CHECK_FALSE(parse_app("ssl").is_ok());
 }
+
+TEST_CASE("a model device serves as a simulated lane: batch service time") {
+  auto md5 = ModelPlatform::paper(App::kMd5);
+  const auto& cpu = md5.devices()[0];
+  TrafficFeatures f;
+  double bytes = 1024 * f.mean_packet_bytes;
+  CHECK(cpu.service_ns(1024, bytes, f) == Approx(cpu.latency_ns(1024, f)));
+  CHECK(cpu.service_ns(0, 0, f) == 0);
+  // Twice the bytes in the same batch: twice the transfer/compute part.
+  double launch = cpu.params().launch_ns;
+  CHECK(cpu.service_ns(1024, 2 * bytes, f) - launch == Approx(2 * (cpu.service_ns(1024, bytes, f) - launch)));
+}
