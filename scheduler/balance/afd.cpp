@@ -17,24 +17,25 @@ Result<AggressiveFlowDetector> AggressiveFlowDetector::create(const AfdConfig& c
 }
 
 AggressiveFlowDetector::AggressiveFlowDetector(const AfdConfig& cfg)
-    : cfg_(cfg), sets_(cfg.annex_entries / cfg.annex_ways), afc_(cfg.afc_entries), annex_(cfg.annex_entries) {}
+    : cfg_(cfg), sets_(cfg.annex_entries / cfg.annex_ways), afc_words_((cfg.afc_entries + 3) / 4 * 4),
+      afc_(cfg.afc_entries), annex_(cfg.annex_entries) {}
 
 void AggressiveFlowDetector::observe(uint32_t key) {
+  // Sampling: every sample_every-th packet (a countdown: no division on the hot path).
+  if (--sample_left_ != 0) return;
+  sample_left_ = cfg_.sample_every;
   ++seen_;
-  if (cfg_.sample_every > 1 && (mix32(static_cast<uint32_t>(seen_)) % cfg_.sample_every) != 0) return;
   if (cfg_.decay_packets && seen_ % cfg_.decay_packets == 0) decay();
-  for (auto& e : afc_) {
-    if (e.count && e.key == key) {
-      ++e.count;
-      if (&e - afc_.data() == afc_min_) {  // the LFU entry grew: find the new minimum
-        afc_min_ = 0;
-        for (uint32_t i = 1; i < afc_.size(); ++i)
-          if (afc_[i].count < afc_[afc_min_].count) afc_min_ = i;
-      }
-      return;
+  if (int i = afc_find(key); i >= 0) {
+    ++afc_[i].count;
+    if (static_cast<uint32_t>(i) == afc_min_) {  // the LFU entry grew: find the new minimum
+      afc_min_ = 0;
+      for (uint32_t k = 1; k < afc_.size(); ++k)
+        if (afc_[k].count < afc_[afc_min_].count) afc_min_ = k;
     }
+    return;
   }
-  Entry* set = &annex_[(mix32(key) % sets_) * cfg_.annex_ways];
+  Entry* set = &annex_[set_index(key) * cfg_.annex_ways];
   Entry* hit = nullptr;
   Entry* lfu = set;
   for (uint32_t w = 0; w < cfg_.annex_ways; ++w) {
@@ -47,12 +48,11 @@ void AggressiveFlowDetector::observe(uint32_t key) {
   } else {
     ++hit->count;
   }
-  Entry& victim = afc_[afc_min_];
-  if (hit->count > victim.count) {  // promotion: the annex count exceeds the AFC's least count
+  if (hit->count > afc_[afc_min_].count) {  // promotion: the annex count exceeds the AFC's least count
     Entry promoted = *hit;
     *hit = Entry{};
-    Entry old = victim;
-    victim = promoted;
+    Entry old = afc_[afc_min_];
+    afc_set(afc_min_, promoted);
     ++promotions_;
     if (old.count) insert_annex(old.key, old.count);
     afc_min_ = 0;
@@ -62,7 +62,7 @@ void AggressiveFlowDetector::observe(uint32_t key) {
 }
 
 void AggressiveFlowDetector::insert_annex(uint32_t key, uint32_t count) {
-  Entry* set = &annex_[(mix32(key) % sets_) * cfg_.annex_ways];
+  Entry* set = &annex_[set_index(key) * cfg_.annex_ways];
   Entry* lfu = set;
   for (uint32_t w = 0; w < cfg_.annex_ways; ++w)
     if (set[w].count < lfu->count) lfu = &set[w];
@@ -70,15 +70,11 @@ void AggressiveFlowDetector::insert_annex(uint32_t key, uint32_t count) {
 }
 
 void AggressiveFlowDetector::decay() {
-  for (auto& e : afc_) e.count = e.count ? std::max(1u, e.count / 2) : 0;
+  for (auto& e : afc_) e.count = e.count ? std::max(1u, e.count / 2) : 0;  // stays valid
   for (auto& e : annex_) e.count /= 2;
 }
 
-bool AggressiveFlowDetector::is_aggressive(uint32_t key) const {
-  for (const auto& e : afc_)
-    if (e.count && e.key == key) return true;
-  return false;
-}
+bool AggressiveFlowDetector::is_aggressive(uint32_t key) const { return afc_find(key) >= 0; }
 
 std::vector<uint32_t> AggressiveFlowDetector::aggressive_flows() const {
   std::vector<Entry> v;

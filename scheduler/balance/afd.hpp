@@ -12,6 +12,9 @@
 // Hot path: observe() and is_aggressive() do not allocate.
 #include <cstdint>
 #include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "hpr/status.hpp"
 
@@ -48,8 +51,45 @@ class AggressiveFlowDetector {
   void insert_annex(uint32_t key, uint32_t count);
   void decay();
 
+  // AFC lookup: compares all keys at once (SoA, vectorizes); count 0 marks an empty entry.
+  int afc_find(uint32_t key) const {
+    uint64_t hit = 0;
+#if defined(__SSE2__)
+    const __m128i k = _mm_set1_epi32(static_cast<int>(key));
+    for (uint32_t i = 0; i < afc_words_; i += 4) {  // 4 keys per compare; movemask gives 4 bits
+      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(afc_key_ + i));
+      hit |= static_cast<uint64_t>(_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(v, k)))) << i;
+    }
+#else
+    for (uint32_t i = 0; i < afc_words_; ++i) hit |= static_cast<uint64_t>(afc_key_[i] == key) << i;
+#endif
+    hit &= valid_;
+    return hit ? __builtin_ctzll(hit) : -1;
+  }
+  void afc_set(uint32_t i, Entry e) {
+    afc_[i] = e;
+    afc_key_[i] = e.key;
+    valid_ = e.count ? (valid_ | (1ull << i)) : (valid_ & ~(1ull << i));
+  }
+
+  uint32_t set_index(uint32_t key) const {
+    uint32_t h = mix(key);
+    return (sets_ & (sets_ - 1)) == 0 ? h & (sets_ - 1) : h % sets_;
+  }
+  static uint32_t mix(uint32_t h) {  // murmur3 fmix32
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    return h ^ (h >> 16);
+  }
+
   AfdConfig cfg_;
   uint32_t sets_ = 0;
+  uint32_t sample_left_ = 1;
+  uint64_t valid_ = 0;
+  uint32_t afc_words_ = 64;  // afc_entries rounded up to a multiple of 4
+  alignas(16) uint32_t afc_key_[64] = {};
   std::vector<Entry> afc_;
   std::vector<Entry> annex_;  // sets_ x ways
   uint32_t afc_min_ = 0;      // index of the AFC's LFU entry

@@ -12,7 +12,7 @@
 namespace hpr::balance {
 
 Balancer::Balancer(const BalancerConfig& cfg)
-    : cfg_(cfg), flow_mask_(cfg.flow_slots - 1), flow_lane_(cfg.flow_slots, kNoLane) {}
+    : cfg_(cfg), flow_mask_(cfg.flow_slots - 1), flows_(cfg.flow_slots) {}
 
 void Balancer::assign(std::span<const PacketMeta> burst, LaneTable& table, std::span<uint16_t> out) {
   assert(out.size() >= burst.size());
@@ -20,6 +20,13 @@ void Balancer::assign(std::span<const PacketMeta> burst, LaneTable& table, std::
   assert(table.lanes.size() == cfg_.lanes);
   assert(table.flow_pending.size() == cfg_.flow_slots);
   ++stats_.bursts;
+  uint64_t mask = 0;
+  for (size_t j = 0; j < table.lanes.size(); ++j) mask |= static_cast<uint64_t>(table.lanes[j].enabled) << j;
+  mask |= static_cast<uint64_t>(table.lanes.size()) << 58;  // 64 lanes max: 6 bits above 58 unused by lanes < 58
+  if (mask != lane_mask_) {
+    lane_mask_ = mask;
+    ++epoch_;
+  }
   do_assign(burst, table, out);
 }
 
@@ -32,7 +39,8 @@ Status Balancer::set_lanes(uint32_t n) {
 
 uint16_t Balancer::commit(const PacketMeta& p, uint16_t want, LaneTable& t) {
   uint32_t slot = p.flow_id & flow_mask_;
-  uint16_t last = flow_lane_[slot];
+  FlowSlot& fs = flows_[slot];
+  uint16_t last = fs.lane;
   if (last != kNoLane && last != want && last < t.lanes.size()) {
     if (t.flow_pending[slot] > 0) {
       ++stats_.would_reorder;
@@ -46,7 +54,7 @@ uint16_t Balancer::commit(const PacketMeta& p, uint16_t want, LaneTable& t) {
       ++stats_.moves;
     }
   }
-  flow_lane_[slot] = want;
+  fs.lane = want;
   ++t.flow_pending[slot];
   ++t.lanes[want].queued;
   ++stats_.packets;
@@ -190,7 +198,7 @@ class MapHash final : public Balancer {
   void do_assign(std::span<const PacketMeta> burst, LaneTable& t, std::span<uint16_t> out) override {
     for (size_t i = 0; i < burst.size(); ++i) {
       const auto& p = burst[i];
-      uint32_t h = crc32_ ? crc32(p.tuple) : crc16(p.tuple);
+      uint32_t h = cached(p, [&] { return crc32_ ? crc32(p.tuple) & 0x7fffffffu : crc16(p.tuple); });
       uint16_t lane = map_.lane(h);
       if (!t.lanes[lane].enabled) lane = enabled_from(t, lane);
       out[i] = commit(p, lane, t);
@@ -212,7 +220,7 @@ class Hrw final : public Balancer {
     const float thr = static_cast<float>(cfg_.load_threshold);
     for (size_t i = 0; i < burst.size(); ++i) {
       const auto& p = burst[i];
-      uint16_t lane = hrw_pick(t, p.flow_hash);
+      uint16_t lane = cached_lane(p, [&] { return hrw_pick(t, p.flow_hash); });
       if (adaptive_ && load_factor(t.lanes[lane]) > thr) {
         lane = ahrw_pick(t, p.flow_hash, lane);
         ++stats_.adjustments;
@@ -237,15 +245,23 @@ class WeightedHrw final : public Balancer {
 
  protected:
   void do_assign(std::span<const PacketMeta> burst, LaneTable& t, std::span<uint16_t> out) override {
-    const auto n = static_cast<uint16_t>(t.lanes.size());
     for (size_t i = 0; i < burst.size(); ++i) {
       const auto& p = burst[i];
+      out[i] = commit(p, cached_lane(p, [&] { return pick(t, p.flow_hash); }), t);
+    }
+  }
+
+ private:
+  uint16_t pick(const LaneTable& t, uint32_t flow_hash) const {
+    const auto n = static_cast<uint16_t>(t.lanes.size());
+    {
+      const uint32_t fh = flow_hash;
       uint16_t best = 0;
       float best_s = -1.0f;
       for (uint16_t j = 0; j < n; ++j) {
         if (!t.lanes[j].enabled) continue;
         // u in (0, 1]; eq. 2 output finalized so that the lanes' u are independent.
-        float u = static_cast<float>((mix32(hrw_weight(j, p.flow_hash)) >> 8) + 1) * (1.0f / 16777216.0f);
+        float u = static_cast<float>((mix32(hrw_weight(j, fh)) >> 8) + 1) * (1.0f / 16777216.0f);
         float nl = -fast_ln(u);  // >= 0; 0 only for u == 1
         float s = nl > 0 ? weight_[j] / nl : 3.0e38f;
         if (s > best_s) {
@@ -253,11 +269,10 @@ class WeightedHrw final : public Balancer {
           best = j;
         }
       }
-      out[i] = commit(p, best, t);
+      return best;
     }
   }
 
- private:
   void load_weights() {
     weight_.fill(1.0f);
     for (size_t j = 0; j < cfg_.lane_weights.size() && j < kMaxLanes; ++j) weight_[j] = cfg_.lane_weights[j];
@@ -282,7 +297,7 @@ class Subflow final : public Balancer {
       uint32_t idx = p.flow_hash % bsz;  // line 3
       int16_t c = target_[idx];
       if (c < 0) {  // lines 5-7
-        c = static_cast<int16_t>(hrw_pick(t, p.flow_hash));
+        c = static_cast<int16_t>(cached_lane(p, [&] { return hrw_pick(t, p.flow_hash); }));
         target_[idx] = c;
       }
       if (staged_[c] == 0 && load_factor(t.lanes[c]) > thr) {  // lines 9-14
@@ -308,19 +323,49 @@ class Fcfs final : public Balancer {
 
  protected:
   void do_assign(std::span<const PacketMeta> burst, LaneTable& t, std::span<uint16_t> out) override {
-    for (size_t i = 0; i < burst.size(); ++i) out[i] = commit(burst[i], least_loaded(t), t);
+    const auto n = static_cast<uint32_t>(t.lanes.size());
+    bool uniform = true;
+    for (uint32_t j = 0; j < n; ++j) {
+      eff_[j] = t.lanes[j].enabled ? t.lanes[j].queued : 0xffffffffu;
+      uniform &= t.lanes[j].capacity == t.lanes[0].capacity;
+    }
+    // JSQ in amortized O(1): lanes at the minimum level m are used in index order; a full scan
+    // for the next level happens once every ~n packets.
+    uint32_t m = 0xffffffffu, pos = n;
+    for (size_t i = 0; i < burst.size(); ++i) {
+      uint16_t want;
+      if (uniform) {
+        while (pos < n && eff_[pos] != m) ++pos;
+        if (pos >= n) {
+          m = 0xffffffffu;
+          for (uint32_t j = 0; j < n; ++j) m = std::min(m, eff_[j]);
+          pos = 0;
+          while (pos < n && eff_[pos] != m) ++pos;
+          if (pos >= n) pos = 0;
+        }
+        want = static_cast<uint16_t>(pos);
+      } else {
+        want = least_loaded(t);
+      }
+      uint16_t lane = commit(burst[i], want, t);
+      out[i] = lane;
+      if (eff_[lane] != 0xffffffffu) eff_[lane] = t.lanes[lane].queued;
+    }
   }
+
+ private:
+  std::array<uint32_t, kMaxLanes> eff_{};
 };
 
 class Afs final : public Balancer {
  public:
   explicit Afs(const BalancerConfig& cfg)
-      : Balancer(cfg), map_(cfg.map_table_size, cfg.lanes), mig_(cfg.flow_slots, kNoLane) {}
+      : Balancer(cfg), map_(cfg.map_table_size, cfg.lanes) {}
   std::string_view name() const override { return "afs"; }
   Status set_lanes(uint32_t n) override {
     HPR_RETURN_IF_ERROR(Balancer::set_lanes(n));
     map_.resize(n);
-    std::fill(mig_.begin(), mig_.end(), kNoLane);
+    for (auto& f : flows_) f.aux = 0xffffffffu;
     return Status::ok();
   }
 
@@ -329,12 +374,13 @@ class Afs final : public Balancer {
     for (size_t i = 0; i < burst.size(); ++i) {
       const auto& p = burst[i];
       uint32_t slot = p.flow_id & flow_mask_;
-      uint16_t lane = mig_[slot] != kNoLane ? mig_[slot] : map_.lane(crc16(p.tuple));
+      uint32_t mig = flows_[slot].aux;
+      uint16_t lane = mig < kMaxLanes ? static_cast<uint16_t>(mig) : map_.lane(cached(p, [&] { return crc16(p.tuple); }));
       if (!t.lanes[lane].enabled) lane = enabled_from(t, lane);
       if (t.lanes[lane].queued >= cfg_.imbalance_queue) {
         uint16_t ll = least_loaded(t);
         if (ll != lane && can_move(p, t)) {
-          mig_[slot] = ll;
+          flows_[slot].aux = ll;
           ++stats_.migrations;
           lane = ll;
         }
@@ -345,13 +391,12 @@ class Afs final : public Balancer {
 
  private:
   MapTable map_;
-  std::vector<uint16_t> mig_;
 };
 
 class Laps final : public Balancer {
  public:
   Laps(const BalancerConfig& cfg, AggressiveFlowDetector afd, std::vector<LinearHashTable> tables)
-      : Balancer(cfg), afd_(std::move(afd)), tables_(std::move(tables)), mig_(cfg.flow_slots, kNoMig) {
+      : Balancer(cfg), afd_(std::move(afd)), tables_(std::move(tables)) {
     for (uint16_t s = 0; s < tables_.size(); ++s)
       for (auto l : tables_[s].lanes()) service_[l] = s;
   }
@@ -389,12 +434,12 @@ class Laps final : public Balancer {
       const auto& p = burst[i];
       uint16_t s = p.service < tables_.size() ? p.service : 0;
       uint32_t slot = p.flow_id & flow_mask_;
-      uint32_t m = mig_[slot];
+      uint32_t m = flows_[slot].aux;
       uint16_t lane;
       if (m != kNoMig && (m >> 16) == gen_[m & 0xffff] && service_[m & 0xffff] == s) {
         lane = static_cast<uint16_t>(m & 0xffff);  // migration table first (§III-D step 1)
       } else {
-        lane = tables_[s].lane(crc16(p.tuple));  // map table (step 2)
+        lane = tables_[s].lane(cached(p, [&] { return crc16(p.tuple); }));  // map table (step 2)
       }
       afd_.observe(p.flow_id);
       if (t.lanes[lane].queued >= cfg_.imbalance_queue) {  // load imbalance (step 3)
@@ -404,7 +449,7 @@ class Laps final : public Balancer {
           if (got != kNoLane) ll = got;
         }
         if (ll != lane && afd_.is_aggressive(p.flow_id) && can_move(p, t)) {
-          mig_[slot] = (static_cast<uint32_t>(gen_[ll]) << 16) | ll;
+          flows_[slot].aux = (static_cast<uint32_t>(gen_[ll]) << 16) | ll;
           ++stats_.migrations;
           lane = ll;
         }
@@ -455,7 +500,7 @@ class Laps final : public Balancer {
 
   AggressiveFlowDetector afd_;
   std::vector<LinearHashTable> tables_;
-  std::vector<uint32_t> mig_;  // per flow slot: gen << 16 | lane, or kNoMig
+  // migration table: FlowSlot::aux = gen << 16 | lane, or kNoMig
   std::array<uint16_t, kMaxLanes> service_{};
   std::array<uint16_t, kMaxLanes> gen_{};
   std::array<uint64_t, kMaxLanes> idle_since_{};

@@ -66,6 +66,10 @@ struct BalancerConfig {
   uint32_t afd_decay_packets = 0;
   uint64_t idle_th_ns = 10'000;       // LAPS §III-C-2: 10 us
   bool dynamic_cores = true;          // laps: allow core reallocation between services
+  // Per-flow decision cache (one 8-byte entry per flow slot, tagged with the flow hash): the 5-tuple
+  // CRC of crc16/crc32/afs/laps and the HRW/whrw/subflow lane of a flow under the current set of
+  // enabled lanes are computed on a flow's first packet only. Off: computed for every packet.
+  bool flow_cache = true;
 };
 
 class Balancer {
@@ -95,15 +99,46 @@ class Balancer {
   bool can_move(const PacketMeta& p, const LaneTable& t) const {
     return !cfg_.no_reorder || t.flow_pending[p.flow_id & flow_mask_] == 0;
   }
-  uint16_t last_lane(const PacketMeta& p) const { return flow_lane_[p.flow_id & flow_mask_]; }
+  uint16_t last_lane(const PacketMeta& p) const { return flows_[p.flow_id & flow_mask_].lane; }
   // Applies the no-reorder rule to `want`, books the packet in `t`, returns the final lane.
   uint16_t commit(const PacketMeta& p, uint16_t want, LaneTable& t);
   uint16_t least_loaded(const LaneTable& t) const;
+  // Cached per-flow value (see BalancerConfig::flow_cache). `tag` distinguishes what is cached
+  // (lane decisions carry the lane-set epoch).
+  template <typename F>
+  uint32_t cached(const PacketMeta& p, F&& compute) {
+    if (!cfg_.flow_cache) return compute();
+    uint64_t& e = flows_[p.flow_id & flow_mask_].cache;
+    if (static_cast<uint32_t>(e >> 32) == p.flow_hash && (e & 0x80000000u)) return static_cast<uint32_t>(e & 0x7fffffffu);
+    uint32_t v = compute();
+    e = (static_cast<uint64_t>(p.flow_hash) << 32) | 0x80000000u | (v & 0x7fffffffu);
+    return v;
+  }
+  // HRW-family lane through the cache: valid while the set of enabled lanes is unchanged.
+  template <typename F>
+  uint16_t cached_lane(const PacketMeta& p, F&& compute) {
+    uint32_t v = cached(p, [&] { return (static_cast<uint32_t>(epoch_ & 0x7fff) << 16) | compute(); });
+    if ((v >> 16) != (epoch_ & 0x7fff)) {  // stale epoch: recompute and store
+      uint32_t nv = (static_cast<uint32_t>(epoch_ & 0x7fff) << 16) | compute();
+      flows_[p.flow_id & flow_mask_].cache = (static_cast<uint64_t>(p.flow_hash) << 32) | 0x80000000u | nv;
+      return static_cast<uint16_t>(nv & 0xffff);
+    }
+    return static_cast<uint16_t>(v & 0xffff);
+  }
 
   BalancerConfig cfg_;
   BalancerStats stats_;
   uint32_t flow_mask_;
-  std::vector<uint16_t> flow_lane_;  // last lane of each flow slot
+  // Per flow slot, one 16-byte record so a packet touches one cache line of balancer state.
+  struct FlowSlot {
+    uint64_t cache = 0;      // flow_hash << 32 | valid bit | value (31 bits)
+    uint32_t aux = 0xffffffffu;  // policy use (afs/laps: migration-table entry)
+    uint16_t lane = kNoLane; // last lane
+    uint16_t pad = 0;
+  };
+  std::vector<FlowSlot> flows_;
+  uint32_t epoch_ = 0;               // bumps when the enabled-lane set changes
+  uint64_t lane_mask_ = 0;
 };
 
 // Creates a policy by name (see the list above). Errors: kInvalidArgument for an unknown name (the

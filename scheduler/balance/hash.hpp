@@ -28,8 +28,9 @@ struct TupleBytes {
 };
 TupleBytes five_tuple_bytes(const FiveTuple& t);
 
-inline uint16_t crc16(const FiveTuple& t) { return crc16(five_tuple_bytes(t).span()); }
-inline uint32_t crc32(const FiveTuple& t) { return crc32(five_tuple_bytes(t).span()); }
+// Over the 5-tuple's canonical bytes; equal to crc16/crc32(five_tuple_bytes(t).span()).
+uint16_t crc16(const FiveTuple& t);
+uint32_t crc32(const FiveTuple& t);
 
 inline constexpr uint32_t kHrwA = 1103515245u;
 inline constexpr uint32_t kHrwB = 12345u;

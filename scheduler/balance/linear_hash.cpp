@@ -23,6 +23,7 @@ void LinearHashTable::recompute() {
     ++round_;
   }
   split_ = b - level_size_;
+  pow2_ = (level_size_ & (level_size_ - 1)) == 0;
 }
 
 void LinearHashTable::grow(uint16_t lane) {

@@ -20,6 +20,10 @@ class LinearHashTable {
   static Result<LinearHashTable> create(std::vector<uint16_t> lanes);
 
   uint32_t bucket(uint32_t key) const {
+    if (pow2_) {  // 2^i m is a power of two when m is: masks instead of divisions
+      uint32_t h = key & (level_size_ - 1);
+      return h < split_ ? key & (level_size_ * 2 - 1) : h;
+    }
     uint32_t h = key % level_size_;
     if (h < split_) h = key % (level_size_ * 2);
     return h;
@@ -41,6 +45,7 @@ class LinearHashTable {
   uint32_t round_ = 0;       // i
   uint32_t split_ = 0;       // p
   uint32_t level_size_ = 1;  // 2^i m
+  bool pow2_ = true;
   std::vector<uint16_t> buckets_;
 };
 

@@ -437,3 +437,14 @@ TEST_CASE("unknown policy names and bad settings give clear errors", "[factory]"
   c.load_threshold = 0;
   CHECK_FALSE(make_balancer("subflow", c).is_ok());
 }
+
+TEST_CASE("5-tuple CRCs equal the byte-wise CRCs of the canonical bytes", "[hash]") {
+  for (uint32_t i = 0; i < 1000; ++i) {
+    auto t = flow_packet(i).tuple;
+    CHECK(crc16(t) == crc16(five_tuple_bytes(t).span()));
+    CHECK(crc32(t) == crc32(five_tuple_bytes(t).span()));
+  }
+  FiveTuple t{0x01020304u, 0x05060708u, 0x090a, 0x0b0c, 0x0d};
+  auto b = five_tuple_bytes(t);
+  for (int i = 0; i < 13; ++i) CHECK(b.b[i] == i + 1);
+}

@@ -1,0 +1,37 @@
+#pragma once
+// Packet headers for the balance simulator: 5-tuples and frame lengths read from real captures
+// (../shared/data/pcap/ndpi, libpcap, pcap and pcapng) and replayed to make long traces.
+// Replay: copy k of a capture keeps every packet's order, length and flow structure, and XORs the
+// source address with k * 0x9e3779b1 (k = 0: unchanged) so each copy has its own flows; copies are
+// concatenated. The flow-size distribution (heavy tail) is the capture's, the flow count grows with
+// the copies. A synthetic Zipf source stands in where no capture is available (pluggable).
+// The lead's runtime/pcap_file.hpp + parser.hpp can replace load_pcap_dir() once on main.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "scheduler/balance/types.hpp"
+
+namespace hpr::balance::sim {
+
+struct TracePacket {
+  FiveTuple tuple;
+  uint32_t flow = 0;   // dense id over the whole trace
+  uint16_t bytes = 0;
+};
+
+struct Trace {
+  std::vector<TracePacket> packets;
+  uint32_t flows = 0;
+  std::string source;  // what it was made from
+};
+
+// Every capture in `dir` whose index i satisfies i % groups == group (sorted by name), concatenated.
+// Non-IP frames are skipped. Returns an empty trace when nothing could be read.
+Trace load_pcap_dir(const std::string& dir, uint32_t group = 0, uint32_t groups = 1);
+// `copies` replays of `base` (see above); flow ids re-densified.
+Trace replay(const Trace& base, uint32_t copies);
+// Zipf(s) flow popularity over `flows` flows, sizes 64..1500.
+Trace synthetic_zipf(uint32_t packets, uint32_t flows, double s, uint32_t seed);
+
+}  // namespace hpr::balance::sim
