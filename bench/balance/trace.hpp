@@ -1,10 +1,11 @@
 #pragma once
 // Packet headers for the balance simulator: 5-tuples and frame lengths read from real captures
 // (../shared/data/pcap/ndpi, libpcap, pcap and pcapng) and replayed to make long traces.
-// Replay: copy k of a capture keeps every packet's order, length and flow structure, and XORs the
-// source address with k * 0x9e3779b1 (k = 0: unchanged) so each copy has its own flows; copies are
-// concatenated. The flow-size distribution (heavy tail) is the capture's, the flow count grows with
-// the copies. A synthetic Zipf source stands in where no capture is available (pluggable).
+// Replay: copy k of the concatenated captures keeps every packet's order, length and flow structure,
+// starts k/copies of the way into it (circularly), and XORs the source address with k * 0x9e3779b1
+// (k = 0: unchanged) so each copy has its own flows; the copies are interleaved packet by packet, so
+// `copies` different captures are active at any moment. The flow-size distribution (heavy tail) is
+// the captures', the number of concurrent flows grows with the copies. A synthetic Zipf source stands in where no capture is available (pluggable).
 // The lead's runtime/pcap_file.hpp + parser.hpp can replace load_pcap_dir() once on main.
 #include <cstdint>
 #include <string>
