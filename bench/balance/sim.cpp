@@ -566,10 +566,12 @@ void subflow_setup(const Args& a, const std::string& pcap_dir) {
   Trace base = load_pcap_dir(pcap_dir, 0, 1);
   if (base.packets.empty()) base = synthetic_zipf(100000, 6000, 1.1, 3);
   Trace tr = replay(base, 4);
+  Trace seq = replay(base, 4, false);
   uint32_t slots = 1;
-  while (slots < tr.flows) slots <<= 1;
-  std::vector<PacketMeta> all;
+  while (slots < std::max(tr.flows, seq.flows)) slots <<= 1;
+  std::vector<PacketMeta> all, concat;
   for (auto& p : tr.packets) all.push_back(meta_of(p, p.flow, 0));
+  for (auto& p : seq.packets) concat.push_back(meta_of(p, p.flow, 0));
   // one / two cores overloaded: flows whose HRW lane and CRC32 map lane are both in {0} / {0,1}
   BalancerConfig c4;
   c4.lanes = 4;
@@ -592,7 +594,7 @@ void subflow_setup(const Args& a, const std::string& pcap_dir) {
   FILE* z = open_csv(a, "subflow_zero_loss.csv", "traffic,policy,no_reorder,zero_loss_mpps");
   std::map<std::string, double> zl;
   for (auto& [name, tr2] : std::vector<std::pair<std::string, std::vector<PacketMeta>*>>{
-           {"skewed", &all}, {"one-core", &one}, {"two-core", &two}}) {
+           {"mixed", &all}, {"skewed", &concat}, {"one-core", &one}, {"two-core", &two}}) {
     for (auto pol : {"rr", "crc32", "hrw", "subflow"})
       for (bool rule : {false, true}) {
         if (rule && std::string(pol) != "subflow" && std::string(pol) != "rr") continue;
@@ -621,6 +623,11 @@ void subflow_setup(const Args& a, const std::string& pcap_dir) {
                 zl["skewedsubflow"] / zl["skewedrr"], zl["skewedsubflow"], zl["skewedhrw"], zl["skewedcrc32"],
                 zl["skewedrr"], zl["skewedsubflowr"]);
   g_repro.push_back({"Subflow zero-loss throughput", "+77% HRW, +64% CRC32, 4.75x RR", buf, ""});
+  std::snprintf(buf, sizeof buf, "mixed: %+.0f%% vs HRW, %+.0f%% vs CRC32, x%.2f RR (%.2f/%.2f/%.2f/%.2f Mpps); rule on: %.2f",
+                (zl["mixedsubflow"] / zl["mixedhrw"] - 1) * 100, (zl["mixedsubflow"] / zl["mixedcrc32"] - 1) * 100,
+                zl["mixedsubflow"] / zl["mixedrr"], zl["mixedsubflow"], zl["mixedhrw"], zl["mixedcrc32"],
+                zl["mixedrr"], zl["mixedsubflowr"]);
+  g_repro.push_back({"Subflow zero-loss, interleaved replays", "(same claim)", buf, ""});
   std::snprintf(buf, sizeof buf, "one-core: subflow %.2f vs HRW %.2f / CRC32 %.2f Mpps; two-core: %.2f vs %.2f / %.2f",
                 zl["one-coresubflow"], zl["one-corehrw"], zl["one-corecrc32"], zl["two-coresubflow"],
                 zl["two-corehrw"], zl["two-corecrc32"]);
@@ -645,10 +652,14 @@ void cost_setup(const Args& a, const std::string& pcap_dir) {
   while (slots < tr.flows) slots <<= 1;
   FILE* f = open_csv(a, "cost.csv", "policy,lanes,flow_cache,ns_per_packet_median,spread,p1,p99,runs");
   std::map<std::string, double> med;
+  std::vector<std::string> names(balancer_names().begin(), balancer_names().end());
+  names.push_back("laps/s16");  // LAPS with AFD sampling 1 in 16 (paper §V-C: accuracy kept)
   for (bool fc : {true, false})
   for (uint32_t lanes : {4u, 16u}) {
-    for (auto name : balancer_names()) {
+    for (const auto& variant : names) {
+      std::string name = variant.substr(0, variant.find('/'));
       BalancerConfig cfg;
+      cfg.afd_sample_every = variant == "laps/s16" ? 16 : 1;
       cfg.flow_cache = fc;
       cfg.lanes = lanes;
       cfg.flow_slots = slots;
@@ -695,19 +706,20 @@ void cost_setup(const Args& a, const std::string& pcap_dir) {
         if (run) runs.push_back(per);
       }
       auto s = hpr::summarize(runs);
-      std::fprintf(f, "%s,%u,%d,%.2f,%.3f,%.2f,%.2f,%zu\n", std::string(name).c_str(), lanes, fc, s.median, s.spread,
+      std::fprintf(f, "%s,%u,%d,%.2f,%.3f,%.2f,%.2f,%zu\n", variant.c_str(), lanes, fc, s.median, s.spread,
                    s.p1, s.p99, runs.size());
-      std::printf("cost %-8s lanes=%2u cache=%d %6.2f ns/pkt (spread %.2f)\n", std::string(name).c_str(), lanes, fc,
+      std::printf("cost %-8s lanes=%2u cache=%d %6.2f ns/pkt (spread %.2f)\n", variant.c_str(), lanes, fc,
                   s.median, s.spread);
-      med[std::string(name) + std::to_string(lanes) + (fc ? "" : "nc")] = s.median;
+      med[variant + std::to_string(lanes) + (fc ? "" : "nc")] = s.median;
     }
   }
   std::fclose(f);
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "4 lanes: RR %.1f, CRC32 %.1f, HRW %.1f, Subflow %.1f ns (x%.2f HRW), LAPS %.1f; no flow cache: CRC32 %.1f, "
-                "HRW %.1f, Subflow %.1f, LAPS %.1f",
+                "4 lanes: RR %.1f, CRC32 %.1f, HRW %.1f, Subflow %.1f ns (x%.2f HRW), LAPS %.1f (AFD 1/16: %.1f); no flow "
+                "cache: CRC32 %.1f, HRW %.1f, Subflow %.1f, LAPS %.1f",
                 med["rr4"], med["crc324"], med["hrw4"], med["subflow4"], med["subflow4"] / med["hrw4"], med["laps4"],
+                med["laps/s164"],
                 med["crc324nc"], med["hrw4nc"], med["subflow4nc"], med["laps4nc"]);
   g_repro.push_back({"cost per packet", "RR 23.3, CRC32 28.4, HRW 24.4, Subflow 31.4 ns (x1.29); goal <15 ns", buf,
                      ""});

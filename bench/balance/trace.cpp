@@ -125,11 +125,21 @@ Trace load_pcap_dir(const std::string& dir, uint32_t group, uint32_t groups) {
   return tr;
 }
 
-Trace replay(const Trace& base, uint32_t copies) {
+Trace replay(const Trace& base, uint32_t copies, bool interleave) {
   Trace t;
   const size_t n = base.packets.size();
   t.packets.reserve(n * copies);
   if (n == 0) return t;
+  if (!interleave) {
+    for (uint32_t k = 0; k < copies; ++k)
+      for (auto p : base.packets) {
+        p.tuple.src_ip ^= k * 0x9e3779b1u;
+        t.packets.push_back(p);
+      }
+    densify(t);
+    t.source = base.source + " x" + std::to_string(copies) + " concatenated replays";
+    return t;
+  }
   // Copy k starts k/copies of the way into the base trace (circularly) and the copies are
   // interleaved packet by packet: at any moment `copies` different parts of the capture set (different
   // captures, different flows) are active, instead of one capture at a time.

@@ -31,7 +31,9 @@ struct Trace {
 // Non-IP frames are skipped. Returns an empty trace when nothing could be read.
 Trace load_pcap_dir(const std::string& dir, uint32_t group = 0, uint32_t groups = 1);
 // `copies` replays of `base` (see above); flow ids re-densified.
-Trace replay(const Trace& base, uint32_t copies);
+// interleave = false: the copies are concatenated instead (one capture active at a time: a few
+// flows dominate each moment; the most skewed input).
+Trace replay(const Trace& base, uint32_t copies, bool interleave = true);
 // Zipf(s) flow popularity over `flows` flows, sizes 64..1500.
 Trace synthetic_zipf(uint32_t packets, uint32_t flows, double s, uint32_t seed);
 

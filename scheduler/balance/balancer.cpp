@@ -289,18 +289,20 @@ class Subflow final : public Balancer {
   void do_assign(std::span<const PacketMeta> burst, LaneTable& t, std::span<uint16_t> out) override {
     // Algorithm 1 line 1: the previous burst's decisions are not reused.
     std::fill(target_.begin(), target_.end(), int16_t{-1});
-    staged_.fill(0);
+    std::fill(staged_.begin(), staged_.begin() + t.lanes.size(), 0u);
     const auto bsz = static_cast<uint32_t>(target_.size());
+    const bool pow2 = (bsz & (bsz - 1)) == 0;
     const float thr = static_cast<float>(cfg_.load_threshold);
     for (size_t i = 0; i < burst.size(); ++i) {
       const auto& p = burst[i];
-      uint32_t idx = p.flow_hash % bsz;  // line 3
+      uint32_t idx = pow2 ? (p.flow_hash & (bsz - 1)) : p.flow_hash % bsz;  // line 3
       int16_t c = target_[idx];
       if (c < 0) {  // lines 5-7
         c = static_cast<int16_t>(cached_lane(p, [&] { return hrw_pick(t, p.flow_hash); }));
         target_[idx] = c;
       }
-      if (staged_[c] == 0 && load_factor(t.lanes[c]) > thr) {  // lines 9-14
+      // tau > threshold, as queued > threshold * capacity (no division per packet)
+      if (staged_[c] == 0 && static_cast<float>(t.lanes[c].queued) > thr * static_cast<float>(t.lanes[c].capacity)) {
         c = static_cast<int16_t>(ahrw_pick(t, p.flow_hash, static_cast<uint16_t>(c)));
         target_[idx] = c;
         ++stats_.adjustments;
