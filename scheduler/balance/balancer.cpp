@@ -302,13 +302,17 @@ class Subflow final : public Balancer {
         target_[idx] = c;
       }
       // tau > threshold, as queued > threshold * capacity (no division per packet)
+      bool adjusted = false;
       if (staged_[c] == 0 && static_cast<float>(t.lanes[c].queued) > thr * static_cast<float>(t.lanes[c].capacity)) {
         c = static_cast<int16_t>(ahrw_pick(t, p.flow_hash, static_cast<uint16_t>(c)));
         target_[idx] = c;
+        adjusted = true;
         ++stats_.adjustments;
       }
       uint16_t lane = commit(p, static_cast<uint16_t>(c), t);
-      ++staged_[lane];
+      // A re-decision the no-reorder rule refused does not count as staged: the next subflow bound
+      // for the overloaded lane (perhaps one with nothing pending) gets its own chance to move.
+      if (lane == static_cast<uint16_t>(c) || !adjusted) ++staged_[lane];
       out[i] = lane;
     }
   }
