@@ -59,7 +59,7 @@ FILE* open_csv(const Args& a, const std::string& name, const char* header) {
 PacketMeta meta_of(const TracePacket& p, uint32_t flow, uint8_t svc) {
   PacketMeta m;
   m.tuple = p.tuple;
-  m.flow_hash = crc32(p.tuple);  // the dispatcher's flow hash stands in for hpr::Packet::hash
+  m.flow_hash = p.hash;  // hpr::Packet::hash
   m.flow_id = flow;
   m.bytes = p.bytes;
   m.service = svc;

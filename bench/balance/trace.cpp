@@ -1,51 +1,19 @@
 #include "bench/balance/trace.hpp"
 
-#include <pcap/pcap.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
 #include <unordered_map>
 
+#include "runtime/flow.hpp"
+#include "runtime/packet.hpp"
+#include "runtime/parser.hpp"
+#include "runtime/pcap_file.hpp"
+#include "scheduler/balance/hash.hpp"
+
 namespace hpr::balance::sim {
 namespace {
-
-uint32_t rd32(const uint8_t* p) { return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3]; }
-uint16_t rd16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
-
-// IP header at `ip` (len bytes available) -> tuple. False when not IPv4/IPv6.
-bool parse_ip(const uint8_t* ip, size_t len, FiveTuple& t) {
-  if (len < 1) return false;
-  uint8_t v = ip[0] >> 4;
-  const uint8_t* l4 = nullptr;
-  size_t l4len = 0;
-  if (v == 4 && len >= 20) {
-    size_t ihl = (ip[0] & 0xf) * 4u;
-    if (ihl < 20 || ihl > len) return false;
-    t.src_ip = rd32(ip + 12);
-    t.dst_ip = rd32(ip + 16);
-    t.proto = ip[9];
-    bool frag_later = (rd16(ip + 6) & 0x1fff) != 0;
-    if (!frag_later) {
-      l4 = ip + ihl;
-      l4len = len - ihl;
-    }
-  } else if (v == 6 && len >= 40) {
-    t.src_ip = rd32(ip + 8) ^ rd32(ip + 12) ^ rd32(ip + 16) ^ rd32(ip + 20);
-    t.dst_ip = rd32(ip + 24) ^ rd32(ip + 28) ^ rd32(ip + 32) ^ rd32(ip + 36);
-    t.proto = ip[6];
-    l4 = ip + 40;
-    l4len = len - 40;
-  } else {
-    return false;
-  }
-  if (l4 && l4len >= 4 && (t.proto == 6 || t.proto == 17 || t.proto == 132)) {
-    t.src_port = rd16(l4);
-    t.dst_port = rd16(l4 + 2);
-  }
-  return true;
-}
 
 struct TupleHash {
   size_t operator()(const FiveTuple& t) const {
@@ -72,51 +40,44 @@ void densify(Trace& t) {
 
 }  // namespace
 
+FiveTuple to_five_tuple(const FlowKey& k) {
+  auto word = [](const uint8_t* b, int i) {
+    return (uint32_t(b[i]) << 24) | (uint32_t(b[i + 1]) << 16) | (uint32_t(b[i + 2]) << 8) | b[i + 3];
+  };
+  FiveTuple t;
+  if (k.family == 6) {  // IPv6: the four words folded by XOR
+    t.src_ip = word(k.src, 0) ^ word(k.src, 4) ^ word(k.src, 8) ^ word(k.src, 12);
+    t.dst_ip = word(k.dst, 0) ^ word(k.dst, 4) ^ word(k.dst, 8) ^ word(k.dst, 12);
+  } else {
+    t.src_ip = word(k.src, 0);
+    t.dst_ip = word(k.dst, 0);
+  }
+  t.src_port = k.sport;
+  t.dst_port = k.dport;
+  t.proto = k.proto;
+  return t;
+}
+
 Trace load_pcap_dir(const std::string& dir, uint32_t group, uint32_t groups) {
   Trace tr;
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.is_regular_file()) files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
+  std::vector<std::string> files = list_captures(dir);  // sorted by name
   uint32_t used = 0;
   for (size_t i = 0; i < files.size(); ++i) {
     if (i % groups != group) continue;
-    char err[PCAP_ERRBUF_SIZE];
-    pcap_t* pc = pcap_open_offline(files[i].c_str(), err);
-    if (!pc) continue;
-    int dlt = pcap_datalink(pc);
-    pcap_pkthdr* h;
-    const u_char* d;
-    while (pcap_next_ex(pc, &h, &d) == 1) {
-      const uint8_t* ip = nullptr;
-      size_t cap = h->caplen;
-      if (dlt == DLT_EN10MB) {
-        if (cap < 14) continue;
-        size_t off = 12;
-        uint16_t et = rd16(d + off);
-        while ((et == 0x8100 || et == 0x88a8) && cap >= off + 6) {
-          off += 4;
-          et = rd16(d + off);
-        }
-        if (et != 0x0800 && et != 0x86dd) continue;
-        ip = d + off + 2;
-        cap -= off + 2;
-      } else if (dlt == DLT_RAW || dlt == 101 || dlt == 12) {
-        ip = d;
-      } else if (dlt == DLT_LINUX_SLL) {
-        if (cap < 16) continue;
-        ip = d + 16;
-        cap -= 16;
-      } else {
-        break;
-      }
+    auto cap = load_capture(files[i]);
+    if (!cap) continue;  // unreadable capture: skipped (the count in `source` says how many were used)
+    for (auto& frame : cap->frames) {
+      Packet pkt;
+      pkt.data = frame.data();
+      pkt.len = static_cast<uint16_t>(std::min<size_t>(frame.size(), 0xffff));
+      if (parse(pkt) != DropReason::kNone || (pkt.l3 != L3::kIPv4 && pkt.l3 != L3::kIPv6)) continue;
+      FlowKey key = flow_key(pkt);
       TracePacket p;
-      if (!parse_ip(ip, cap, p.tuple)) continue;
-      p.bytes = static_cast<uint16_t>(std::clamp<uint32_t>(h->len, 60, 1514));
+      p.tuple = to_five_tuple(key);
+      p.hash = flow_hash_symmetric(key);  // what the dispatcher puts in hpr::Packet::hash
+      p.bytes = static_cast<uint16_t>(std::clamp<size_t>(frame.size(), 60, 1514));
       tr.packets.push_back(p);
     }
-    pcap_close(pc);
     ++used;
   }
   densify(tr);
@@ -134,6 +95,7 @@ Trace replay(const Trace& base, uint32_t copies, bool interleave) {
     for (uint32_t k = 0; k < copies; ++k)
       for (auto p : base.packets) {
         p.tuple.src_ip ^= k * 0x9e3779b1u;
+        if (k) p.hash = mix32(p.hash ^ k * 0x85ebca6bu);
         t.packets.push_back(p);
       }
     densify(t);
@@ -147,6 +109,7 @@ Trace replay(const Trace& base, uint32_t copies, bool interleave) {
     for (uint32_t k = 0; k < copies; ++k) {
       TracePacket p = base.packets[(i + k * n / copies) % n];
       p.tuple.src_ip ^= k * 0x9e3779b1u;
+      p.hash = mix32(p.hash ^ k * 0x85ebca6bu);  // a new flow: a new hash
       t.packets.push_back(p);
     }
   densify(t);
@@ -168,6 +131,7 @@ Trace synthetic_zipf(uint32_t packets, uint32_t flows, double s, uint32_t seed) 
     p.tuple = FiveTuple{0x0a000000u + f * 2654435761u, 0xc0a80000u + (f % 251), static_cast<uint16_t>(1024 + f % 60000),
                         443, 6};
     p.bytes = static_cast<uint16_t>(sz(rng));
+    p.hash = crc32(p.tuple);
     t.packets.push_back(p);
   }
   densify(t);
