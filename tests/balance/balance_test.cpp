@@ -448,3 +448,53 @@ TEST_CASE("5-tuple CRCs equal the byte-wise CRCs of the canonical bytes", "[hash
   auto b = five_tuple_bytes(t);
   for (int i = 0; i < 13; ++i) CHECK(b.b[i] == i + 1);
 }
+
+TEST_CASE("the per-flow decision cache never changes a decision, also after a lane is disabled", "[cache]") {
+  for (auto name : {"crc16", "crc32", "hrw", "whrw", "subflow", "afs", "laps"}) {
+    INFO(name);
+    BalancerConfig on, off;
+    on.lanes = off.lanes = 8;
+    on.services = off.services = 2;
+    off.flow_cache = false;
+    auto a = make(name, on);
+    auto b = make(name, off);
+    Lanes sa(8), sb(8);
+    for (int round = 0; round < 3; ++round) {
+      if (round == 1) sa.lanes[5].enabled = sb.lanes[5].enabled = false;
+      if (round == 2) sa.lanes[5].enabled = sb.lanes[5].enabled = true;
+      for (uint32_t i = 0; i < 3000; ++i) {
+        PacketMeta p = flow_packet(i, static_cast<uint8_t>(i % 2));
+        uint16_t la, lb;
+        auto ta = sa.table(), tb = sb.table();
+        a->assign({&p, 1}, ta, {&la, 1});
+        b->assign({&p, 1}, tb, {&lb, 1});
+        REQUIRE(la == lb);
+        if (round == 1 && std::string(name) != "laps") CHECK(la != 5);
+        sa.clear();
+        sb.clear();
+      }
+    }
+  }
+}
+
+TEST_CASE("LAPS set_lanes adds lanes to the smallest service and removes lanes", "[laps]") {
+  BalancerConfig cfg;
+  cfg.lanes = 4;
+  cfg.services = 2;
+  auto b = make("laps", cfg);
+  REQUIRE(b->set_lanes(5).is_ok());
+  Lanes st(5);
+  std::set<uint16_t> used;
+  for (uint32_t i = 0; i < 2000; ++i) {
+    PacketMeta p = flow_packet(i, static_cast<uint8_t>(i % 2));
+    uint16_t lane;
+    auto t = st.table();
+    b->assign({&p, 1}, t, {&lane, 1});
+    used.insert(lane);
+    st.clear();
+  }
+  CHECK(used.size() == 5);
+  REQUIRE(b->set_lanes(4).is_ok());
+  CHECK(b->set_lanes(1).code() == hpr::Code::kInvalidArgument);  // fewer lanes than services
+  CHECK(b->set_lanes(0).code() == hpr::Code::kInvalidArgument);
+}
