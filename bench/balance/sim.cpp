@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <ctime>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <deque>
 #include <filesystem>
 #include <functional>
@@ -80,8 +80,14 @@ struct SimPkt {
 struct Engine {
   using ServiceFn = std::function<uint64_t(const SimPkt&, uint32_t lane)>;
   Engine(uint32_t n, uint32_t cap, uint32_t flow_slots, ServiceFn fn)
-      : q(n), finish(n, 0), lanes(n), pending(flow_slots, 0), next_seq(flow_slots, 0), max_done(flow_slots, 0),
-        svc(std::move(fn)), cap_(cap) {
+      : q(n),
+        finish(n, 0),
+        lanes(n),
+        pending(flow_slots, 0),
+        next_seq(flow_slots, 0),
+        max_done(flow_slots, 0),
+        svc(std::move(fn)),
+        cap_(cap) {
     for (auto& l : lanes) l.capacity = cap;
   }
   LaneTable table(uint64_t now) { return LaneTable{lanes, pending, now}; }
@@ -102,8 +108,10 @@ struct Engine {
     for (uint32_t c = 0; c < q.size(); ++c) {
       while (!q[c].empty() && finish[c] <= t) {
         const SimPkt& p = q[c].front();
-        if (p.seq < max_done[p.flow]) ++ooo;
-        else max_done[p.flow] = p.seq;
+        if (p.seq < max_done[p.flow])
+          ++ooo;
+        else
+          max_done[p.flow] = p.seq;
         ++done;
         bytes_done += p.bytes;
         --lanes[c].queued;
@@ -130,17 +138,27 @@ struct Hw {
   double a, b, C, m, sigma;
 };
 const std::array<std::array<Hw, 4>, 2> kTableIV = {{
-    {{{1, 0.03, 0.3, 40, 0.1}, {1.8, -0.025, 0.1, 25, 0.05}, {0.5, 0.01, 0.07, 60, 0.25}, {0.3, 0.005, 0.09, 600, 0.3}}},
-    {{{1.5, 0.002, 0.3, 100, 0.3}, {1.3, -0.02, 0.15, 25, 0.05}, {1, 0.004, 0.25, 30, 0.25}, {0.7, 0.01, 0.18, 200, 0.3}}},
+    {{{1, 0.03, 0.3, 40, 0.1},
+      {1.8, -0.025, 0.1, 25, 0.05},
+      {0.5, 0.01, 0.07, 60, 0.25},
+      {0.3, 0.005, 0.09, 600, 0.3}}},
+    {{{1.5, 0.002, 0.3, 100, 0.3},
+      {1.3, -0.02, 0.15, 25, 0.05},
+      {1, 0.004, 0.25, 30, 0.25},
+      {0.7, 0.01, 0.18, 200, 0.3}}},
 }};
 
 // eq. 2-4: processing time of service s (path s+1) in ns
 uint64_t tproc_ns(uint8_t s, uint16_t bytes) {
   switch (s) {
-    case 0: return static_cast<uint64_t>(3700 + bytes / 64.0 * 230);
-    case 1: return 500;
-    case 2: return 3530;
-    default: return static_cast<uint64_t>(5800 + bytes / 64.0 * 210);
+    case 0:
+      return static_cast<uint64_t>(3700 + bytes / 64.0 * 230);
+    case 1:
+      return 500;
+    case 2:
+      return 3530;
+    default:
+      return static_cast<uint64_t>(5800 + bytes / 64.0 * 210);
   }
 }
 
@@ -158,8 +176,8 @@ struct LapsSetup {
   uint32_t flow_slots = 1u << 17;
 };
 
-LapsRun run_laps(const LapsSetup& su, const std::string& policy, int set, double const_mpps, bool rule,
-                 bool penalties, uint64_t sim_ns, double time_scale, uint32_t seed) {
+LapsRun run_laps(const LapsSetup& su, const std::string& policy, int set, double const_mpps, bool rule, bool penalties,
+                 uint64_t sim_ns, double time_scale, uint32_t seed) {
   const uint32_t kCores = 16, kQueue = 32;
   std::vector<uint8_t> last_svc(kCores, 0xff);
   std::vector<uint32_t> flow_core(su.flow_slots, 0xffffffffu);
@@ -293,9 +311,10 @@ void laps_setup(const Args& a, const std::string& pcap_dir) {
         std::fprintf(f, "%s,%d,%d,%.4f,%.4f,%lu,%.5f,%lu,%.5f,%.4f,%lu,%lu,%lu,%lu,%lu\n", pol, set, rule,
                      r.offered_mpps, r.thr_mpps, r.drops, r.drop_frac, r.ooo, r.ooo_frac, r.cold_frac, r.migrations,
                      r.flow_moves, r.would_reorder, r.blocked, r.reallocs);
-        std::printf("laps set %d %-5s rule=%d offered %.2f thr %.2f Mpps drops %.4f ooo %.5f cold %.3f migr %lu moves %lu\n",
-                    set, pol, rule, r.offered_mpps, r.thr_mpps, r.drop_frac, r.ooo_frac, r.cold_frac, r.migrations,
-                    r.flow_moves);
+        std::printf(
+            "laps set %d %-5s rule=%d offered %.2f thr %.2f Mpps drops %.4f ooo %.5f cold %.3f migr %lu moves %lu\n",
+            set, pol, rule, r.offered_mpps, r.thr_mpps, r.drop_frac, r.ooo_frac, r.cold_frac, r.migrations,
+            r.flow_moves);
         res[std::string(pol) + std::to_string(set) + (rule ? "r" : "")] = r;
       }
   std::fclose(f);
@@ -340,7 +359,8 @@ void laps_setup(const Args& a, const std::string& pcap_dir) {
   FILE* h = open_csv(a, "afd.csv", "trace,annex_entries,sample_every,top16_found,false_positive_ratio");
   std::vector<std::pair<std::string, Trace>> afd_traces;
   afd_traces.push_back({"ndpi-all", load_pcap_dir(pcap_dir, 0, 1)});
-  for (uint32_t s = 0; s < 2; ++s) afd_traces.push_back({"ndpi-group" + std::to_string(s), load_pcap_dir(pcap_dir, s, 4)});
+  for (uint32_t s = 0; s < 2; ++s)
+    afd_traces.push_back({"ndpi-group" + std::to_string(s), load_pcap_dir(pcap_dir, s, 4)});
   afd_traces.push_back({"zipf-1.0-20k", synthetic_zipf(300000, 20000, 1.0, 5)});
   afd_traces.push_back({"zipf-0.9-200k", synthetic_zipf(a.quick ? 300000 : 1000000, 200000, 0.9, 6)});
   for (auto& [name, tr] : afd_traces) {
@@ -400,7 +420,8 @@ LapResult run_lap(const std::vector<std::pair<uint8_t, uint16_t>>& pk, uint32_t 
   size_t next = 0;
   auto refill = [&]() {
     while (next < pk.size() && !s.full()) {
-      s.push(static_cast<uint32_t>(next), pk[next].first, static_cast<uint64_t>(te(static_cast<uint32_t>(next)) * 1000));
+      s.push(static_cast<uint32_t>(next), pk[next].first,
+             static_cast<uint64_t>(te(static_cast<uint32_t>(next)) * 1000));
       ++next;
     }
   };
@@ -496,7 +517,8 @@ void lap_setup(const Args& a, const std::string& pcap_dir) {
   std::fclose(f);
   char buf[256];
   auto g = [&](const char* k) { return at[k]; };
-  std::snprintf(buf, sizeof buf, "FCFS cold %.2f; LA/LAP/T-Opt throughput at b=16: %.2f/%.2f/%.2f, b=64: %.2f/%.2f, FCFS %.2f (x T-Opt)",
+  std::snprintf(buf, sizeof buf,
+                "FCFS cold %.2f; LA/LAP/T-Opt throughput at b=16: %.2f/%.2f/%.2f, b=64: %.2f/%.2f, FCFS %.2f (x T-Opt)",
                 g("30/16/16fcfs").cold, g("30/16/16la").throughput / g("30/16/16topt").throughput,
                 g("30/16/16lap").throughput / g("30/16/16topt").throughput, 1.0,
                 g("30/16/64la").throughput / g("30/16/64topt").throughput,
@@ -516,8 +538,8 @@ struct SubflowRun {
   uint64_t ooo = 0, adjustments = 0, blocked = 0, would_reorder = 0;
 };
 
-SubflowRun run_subflow(const std::vector<PacketMeta>& trace, uint32_t flow_slots, const std::string& pol,
-                       double mpps, bool rule, size_t n) {
+SubflowRun run_subflow(const std::vector<PacketMeta>& trace, uint32_t flow_slots, const std::string& pol, double mpps,
+                       bool rule, size_t n) {
   const uint32_t kWorkers = 4, kRing = 1024, kBurst = 32, kCache = 4096;
   const uint64_t kBase = 100, kMiss = 300;  // ns: warm flow state vs a flow-state cache miss
   // Flow state (per-flow counters, parser state) is warm only in the cache of the worker that
@@ -591,7 +613,9 @@ void subflow_setup(const Args& a, const std::string& pcap_dir) {
     if (h <= 1 && c <= 1) two.push_back(m);
   }
   const size_t n = a.quick ? 200000 : 600000;
-  FILE* f = open_csv(a, "subflow.csv", "traffic,policy,no_reorder,offered_mpps,loss,out_of_order,adjustments,blocked_moves,would_reorder");
+  FILE* f =
+      open_csv(a, "subflow.csv",
+               "traffic,policy,no_reorder,offered_mpps,loss,out_of_order,adjustments,blocked_moves,would_reorder");
   FILE* z = open_csv(a, "subflow_zero_loss.csv", "traffic,policy,no_reorder,zero_loss_mpps");
   std::map<std::string, double> zl;
   for (auto& [name, tr2] : std::vector<std::pair<std::string, std::vector<PacketMeta>*>>{
@@ -609,8 +633,10 @@ void subflow_setup(const Args& a, const std::string& pcap_dir) {
         double lo = 0.1, hi = 40;
         for (int it = 0; it < (a.quick ? 8 : 12); ++it) {
           double mid = std::sqrt(lo * hi);
-          if (run_subflow(*tr2, slots, pol, mid, rule, n).loss == 0) lo = mid;
-          else hi = mid;
+          if (run_subflow(*tr2, slots, pol, mid, rule, n).loss == 0)
+            lo = mid;
+          else
+            hi = mid;
         }
         std::fprintf(z, "%s,%s,%d,%.3f\n", name.c_str(), pol, rule, lo);
         zl[name + pol + (rule ? "r" : "")] = lo;
@@ -620,19 +646,21 @@ void subflow_setup(const Args& a, const std::string& pcap_dir) {
   std::fclose(f);
   std::fclose(z);
   char buf[256];
-  std::snprintf(buf, sizeof buf, "skewed: %+.0f%% vs HRW, %+.0f%% vs CRC32, x%.2f RR (%.2f/%.2f/%.2f/%.2f Mpps); rule on: %.2f",
+  std::snprintf(buf, sizeof buf,
+                "skewed: %+.0f%% vs HRW, %+.0f%% vs CRC32, x%.2f RR (%.2f/%.2f/%.2f/%.2f Mpps); rule on: %.2f",
                 (zl["skewedsubflow"] / zl["skewedhrw"] - 1) * 100, (zl["skewedsubflow"] / zl["skewedcrc32"] - 1) * 100,
                 zl["skewedsubflow"] / zl["skewedrr"], zl["skewedsubflow"], zl["skewedhrw"], zl["skewedcrc32"],
                 zl["skewedrr"], zl["skewedsubflowr"]);
   g_repro.push_back({"Subflow zero-loss throughput", "+77% HRW, +64% CRC32, 4.75x RR", buf, ""});
-  std::snprintf(buf, sizeof buf, "mixed: %+.0f%% vs HRW, %+.0f%% vs CRC32, x%.2f RR (%.2f/%.2f/%.2f/%.2f Mpps); rule on: %.2f",
+  std::snprintf(buf, sizeof buf,
+                "mixed: %+.0f%% vs HRW, %+.0f%% vs CRC32, x%.2f RR (%.2f/%.2f/%.2f/%.2f Mpps); rule on: %.2f",
                 (zl["mixedsubflow"] / zl["mixedhrw"] - 1) * 100, (zl["mixedsubflow"] / zl["mixedcrc32"] - 1) * 100,
-                zl["mixedsubflow"] / zl["mixedrr"], zl["mixedsubflow"], zl["mixedhrw"], zl["mixedcrc32"],
-                zl["mixedrr"], zl["mixedsubflowr"]);
+                zl["mixedsubflow"] / zl["mixedrr"], zl["mixedsubflow"], zl["mixedhrw"], zl["mixedcrc32"], zl["mixedrr"],
+                zl["mixedsubflowr"]);
   g_repro.push_back({"Subflow zero-loss, interleaved replays", "(same claim)", buf, ""});
   std::snprintf(buf, sizeof buf, "one-core: subflow %.2f vs HRW %.2f / CRC32 %.2f Mpps; two-core: %.2f vs %.2f / %.2f",
-                zl["one-coresubflow"], zl["one-corehrw"], zl["one-corecrc32"], zl["two-coresubflow"],
-                zl["two-corehrw"], zl["two-corecrc32"]);
+                zl["one-coresubflow"], zl["one-corehrw"], zl["one-corecrc32"], zl["two-coresubflow"], zl["two-corehrw"],
+                zl["two-corecrc32"]);
   g_repro.push_back({"Subflow, 1/2 cores overloaded", "0 loss to 2400 Mbps; HRW/CRC32 lose at 300 Mbps", buf, ""});
 }
 
@@ -657,74 +685,74 @@ void cost_setup(const Args& a, const std::string& pcap_dir) {
   std::vector<std::string> names(balancer_names().begin(), balancer_names().end());
   names.push_back("laps/s16");  // LAPS with AFD sampling 1 in 16 (paper §V-C: accuracy kept)
   for (bool fc : {true, false})
-  for (uint32_t lanes : {4u, 16u}) {
-    for (const auto& variant : names) {
-      std::string name = variant.substr(0, variant.find('/'));
-      BalancerConfig cfg;
-      cfg.afd_sample_every = variant == "laps/s16" ? 16 : 1;
-      cfg.flow_cache = fc;
-      cfg.lanes = lanes;
-      cfg.flow_slots = slots;
-      cfg.burst_max = 32;
-      cfg.services = 4;
-      cfg.map_table_size = 256;
-      auto bal = std::move(make_balancer(name, cfg)).value();
-      std::vector<LaneState> ls(lanes);
-      for (auto& l : ls) l.capacity = 1024;
-      std::vector<uint32_t> pending(slots, 0);
-      std::vector<uint16_t> out(32);
-      std::vector<double> runs;
-      // Each run: the whole trace in bursts of 32 through assign(), then the lanes drain (the
-      // dispatcher's completion bookkeeping). The same loop with a fixed lane array instead of
-      // assign() is timed right after and subtracted: the figure is assign() alone.
-      std::vector<uint16_t> fixed(pk.size());
-      for (size_t i = 0; i < pk.size(); ++i) fixed[i] = static_cast<uint16_t>(pk[i].flow_id % lanes);
-      for (int run = 0; run < 8; ++run) {  // run 0 is the warm-up
-        const size_t nb = pk.size() / 32 * 32;
-        uint64_t t0 = cpu_now();
-        for (size_t i = 0; i < nb; i += 32) {
-          std::span<const PacketMeta> b(&pk[i], 32);
-          LaneTable t{ls, pending, i * 100};
-          bal->assign(b, t, out);
-          for (int k = 0; k < 32; ++k) {
-            --ls[out[k]].queued;
-            --pending[b[k].flow_id];
+    for (uint32_t lanes : {4u, 16u}) {
+      for (const auto& variant : names) {
+        std::string name = variant.substr(0, variant.find('/'));
+        BalancerConfig cfg;
+        cfg.afd_sample_every = variant == "laps/s16" ? 16 : 1;
+        cfg.flow_cache = fc;
+        cfg.lanes = lanes;
+        cfg.flow_slots = slots;
+        cfg.burst_max = 32;
+        cfg.services = 4;
+        cfg.map_table_size = 256;
+        auto bal = std::move(make_balancer(name, cfg)).value();
+        std::vector<LaneState> ls(lanes);
+        for (auto& l : ls) l.capacity = 1024;
+        std::vector<uint32_t> pending(slots, 0);
+        std::vector<uint16_t> out(32);
+        std::vector<double> runs;
+        // Each run: the whole trace in bursts of 32 through assign(), then the lanes drain (the
+        // dispatcher's completion bookkeeping). The same loop with a fixed lane array instead of
+        // assign() is timed right after and subtracted: the figure is assign() alone.
+        std::vector<uint16_t> fixed(pk.size());
+        for (size_t i = 0; i < pk.size(); ++i) fixed[i] = static_cast<uint16_t>(pk[i].flow_id % lanes);
+        for (int run = 0; run < 8; ++run) {  // run 0 is the warm-up
+          const size_t nb = pk.size() / 32 * 32;
+          uint64_t t0 = cpu_now();
+          for (size_t i = 0; i < nb; i += 32) {
+            std::span<const PacketMeta> b(&pk[i], 32);
+            LaneTable t{ls, pending, i * 100};
+            bal->assign(b, t, out);
+            for (int k = 0; k < 32; ++k) {
+              --ls[out[k]].queued;
+              --pending[b[k].flow_id];
+            }
           }
+          uint64_t t1 = cpu_now();
+          for (size_t i = 0; i < nb; i += 32) {
+            std::span<const PacketMeta> b(&pk[i], 32);
+            for (int k = 0; k < 32; ++k) {
+              ++ls[fixed[i + k]].queued;
+              ++pending[b[k].flow_id];
+            }
+            for (int k = 0; k < 32; ++k) {
+              --ls[fixed[i + k]].queued;
+              --pending[b[k].flow_id];
+            }
+          }
+          uint64_t t2 = cpu_now();
+          double per = (static_cast<double>(t1 - t0) - static_cast<double>(t2 - t1)) / static_cast<double>(nb);
+          if (run) runs.push_back(per);
         }
-        uint64_t t1 = cpu_now();
-        for (size_t i = 0; i < nb; i += 32) {
-          std::span<const PacketMeta> b(&pk[i], 32);
-          for (int k = 0; k < 32; ++k) {
-            ++ls[fixed[i + k]].queued;
-            ++pending[b[k].flow_id];
-          }
-          for (int k = 0; k < 32; ++k) {
-            --ls[fixed[i + k]].queued;
-            --pending[b[k].flow_id];
-          }
-        }
-        uint64_t t2 = cpu_now();
-        double per = (static_cast<double>(t1 - t0) - static_cast<double>(t2 - t1)) / static_cast<double>(nb);
-        if (run) runs.push_back(per);
+        auto s = hpr::summarize(runs);
+        std::fprintf(f, "%s,%u,%d,%.2f,%.3f,%.2f,%.2f,%zu\n", variant.c_str(), lanes, fc, s.median, s.spread, s.p1,
+                     s.p99, runs.size());
+        std::printf("cost %-8s lanes=%2u cache=%d %6.2f ns/pkt (spread %.2f)\n", variant.c_str(), lanes, fc, s.median,
+                    s.spread);
+        med[variant + std::to_string(lanes) + (fc ? "" : "nc")] = s.median;
       }
-      auto s = hpr::summarize(runs);
-      std::fprintf(f, "%s,%u,%d,%.2f,%.3f,%.2f,%.2f,%zu\n", variant.c_str(), lanes, fc, s.median, s.spread,
-                   s.p1, s.p99, runs.size());
-      std::printf("cost %-8s lanes=%2u cache=%d %6.2f ns/pkt (spread %.2f)\n", variant.c_str(), lanes, fc,
-                  s.median, s.spread);
-      med[variant + std::to_string(lanes) + (fc ? "" : "nc")] = s.median;
     }
-  }
   std::fclose(f);
   char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "4 lanes: RR %.1f, CRC32 %.1f, HRW %.1f, Subflow %.1f ns (x%.2f HRW), LAPS %.1f (AFD 1/16: %.1f); no flow "
-                "cache: CRC32 %.1f, HRW %.1f, Subflow %.1f, LAPS %.1f",
-                med["rr4"], med["crc324"], med["hrw4"], med["subflow4"], med["subflow4"] / med["hrw4"], med["laps4"],
-                med["laps/s164"],
-                med["crc324nc"], med["hrw4nc"], med["subflow4nc"], med["laps4nc"]);
-  g_repro.push_back({"cost per packet", "RR 23.3, CRC32 28.4, HRW 24.4, Subflow 31.4 ns (x1.29); goal <15 ns", buf,
-                     ""});
+  std::snprintf(
+      buf, sizeof buf,
+      "4 lanes: RR %.1f, CRC32 %.1f, HRW %.1f, Subflow %.1f ns (x%.2f HRW), LAPS %.1f (AFD 1/16: %.1f); no flow "
+      "cache: CRC32 %.1f, HRW %.1f, Subflow %.1f, LAPS %.1f",
+      med["rr4"], med["crc324"], med["hrw4"], med["subflow4"], med["subflow4"] / med["hrw4"], med["laps4"],
+      med["laps/s164"], med["crc324nc"], med["hrw4nc"], med["subflow4nc"], med["laps4nc"]);
+  g_repro.push_back(
+      {"cost per packet", "RR 23.3, CRC32 28.4, HRW 24.4, Subflow 31.4 ns (x1.29); goal <15 ns", buf, ""});
 }
 
 }  // namespace
@@ -733,10 +761,14 @@ int main(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
-    if (s == "--out" && i + 1 < argc) a.out = argv[++i];
-    else if (s == "--data" && i + 1 < argc) a.data = argv[++i];
-    else if (s == "--quick") a.quick = true;
-    else if (s == "--only" && i + 1 < argc) a.only = argv[++i];
+    if (s == "--out" && i + 1 < argc)
+      a.out = argv[++i];
+    else if (s == "--data" && i + 1 < argc)
+      a.data = argv[++i];
+    else if (s == "--quick")
+      a.quick = true;
+    else if (s == "--only" && i + 1 < argc)
+      a.only = argv[++i];
     else {
       std::fprintf(stderr, "usage: balance_sim [--out DIR] [--data DIR] [--quick] [--only laps|lap|subflow|cost]\n");
       return 2;

@@ -6,7 +6,8 @@
 // starts k/copies of the way into it (circularly), and XORs the source address with k * 0x9e3779b1
 // (k = 0: unchanged) so each copy has its own flows; the copies are interleaved packet by packet, so
 // `copies` different captures are active at any moment. The flow-size distribution (heavy tail) is
-// the captures', the number of concurrent flows grows with the copies. A synthetic Zipf source stands in where no capture is available (pluggable).
+// the captures', the number of concurrent flows grows with the copies. A synthetic Zipf source stands in where no
+// capture is available (pluggable).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,8 +21,8 @@ using hpr::FlowKey;
 
 struct TracePacket {
   FiveTuple tuple;
-  uint32_t hash = 0;   // the dispatcher's flow hash (symmetric CRC32C of the FlowKey)
-  uint32_t flow = 0;   // dense id over the whole trace (direction-sensitive 5-tuple)
+  uint32_t hash = 0;  // the dispatcher's flow hash (symmetric CRC32C of the FlowKey)
+  uint32_t flow = 0;  // dense id over the whole trace (direction-sensitive 5-tuple)
   uint16_t bytes = 0;
 };
 

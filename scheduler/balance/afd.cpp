@@ -17,8 +17,11 @@ Result<AggressiveFlowDetector> AggressiveFlowDetector::create(const AfdConfig& c
 }
 
 AggressiveFlowDetector::AggressiveFlowDetector(const AfdConfig& cfg)
-    : cfg_(cfg), sets_(cfg.annex_entries / cfg.annex_ways), afc_words_((cfg.afc_entries + 3) / 4 * 4),
-      afc_(cfg.afc_entries), annex_(cfg.annex_entries) {}
+    : cfg_(cfg),
+      sets_(cfg.annex_entries / cfg.annex_ways),
+      afc_words_((cfg.afc_entries + 3) / 4 * 4),
+      afc_(cfg.afc_entries),
+      annex_(cfg.annex_entries) {}
 
 void AggressiveFlowDetector::observe(uint32_t key) {
   // Sampling: every sample_every-th packet (a countdown: no division on the hot path).

@@ -24,8 +24,8 @@ struct AfdConfig {
   uint32_t afc_entries = 16;
   uint32_t annex_entries = 512;
   uint32_t annex_ways = 4;
-  uint32_t sample_every = 1;    // 1: every packet
-  uint32_t decay_packets = 0;   // 0: no aging
+  uint32_t sample_every = 1;   // 1: every packet
+  uint32_t decay_packets = 0;  // 0: no aging
 };
 
 class AggressiveFlowDetector {

@@ -11,8 +11,7 @@
 
 namespace hpr::balance {
 
-Balancer::Balancer(const BalancerConfig& cfg)
-    : cfg_(cfg), flow_mask_(cfg.flow_slots - 1), flows_(cfg.flow_slots) {}
+Balancer::Balancer(const BalancerConfig& cfg) : cfg_(cfg), flow_mask_(cfg.flow_slots - 1), flows_(cfg.flow_slots) {}
 
 void Balancer::assign(std::span<const PacketMeta> burst, LaneTable& table, std::span<uint16_t> out) {
   assert(out.size() >= burst.size());
@@ -31,7 +30,8 @@ void Balancer::assign(std::span<const PacketMeta> burst, LaneTable& table, std::
 }
 
 Status Balancer::set_lanes(uint32_t n) {
-  if (n == 0 || n > kMaxLanes) return error(Code::kInvalidArgument, "balancer: lanes must be in 1..{} (got {})", kMaxLanes, n);
+  if (n == 0 || n > kMaxLanes)
+    return error(Code::kInvalidArgument, "balancer: lanes must be in 1..{} (got {})", kMaxLanes, n);
   cfg_.lanes = n;
   cfg_.lane_weights.resize(n, 1.0f);
   return Status::ok();
@@ -365,8 +365,7 @@ class Fcfs final : public Balancer {
 
 class Afs final : public Balancer {
  public:
-  explicit Afs(const BalancerConfig& cfg)
-      : Balancer(cfg), map_(cfg.map_table_size, cfg.lanes) {}
+  explicit Afs(const BalancerConfig& cfg) : Balancer(cfg), map_(cfg.map_table_size, cfg.lanes) {}
   std::string_view name() const override { return "afs"; }
   Status set_lanes(uint32_t n) override {
     HPR_RETURN_IF_ERROR(Balancer::set_lanes(n));
@@ -381,7 +380,8 @@ class Afs final : public Balancer {
       const auto& p = burst[i];
       uint32_t slot = p.flow_id & flow_mask_;
       uint32_t mig = flows_[slot].aux;
-      uint16_t lane = mig < kMaxLanes ? static_cast<uint16_t>(mig) : map_.lane(cached(p, [&] { return crc16(p.tuple); }));
+      uint16_t lane =
+          mig < kMaxLanes ? static_cast<uint16_t>(mig) : map_.lane(cached(p, [&] { return crc16(p.tuple); }));
       if (!t.lanes[lane].enabled) lane = enabled_from(t, lane);
       if (t.lanes[lane].queued >= cfg_.imbalance_queue) {
         uint16_t ll = least_loaded(t);
@@ -469,8 +469,10 @@ class Laps final : public Balancer {
     const uint64_t now = t.now_ns + 1;  // 0 means "not idle"
     for (uint16_t l = 0; l < t.lanes.size(); ++l) {
       if (t.lanes[l].queued == 0) {
-        if (idle_since_[l] == 0) idle_since_[l] = now;
-        else if (surplus_since_[l] == 0 && now - idle_since_[l] >= cfg_.idle_th_ns) surplus_since_[l] = now;
+        if (idle_since_[l] == 0)
+          idle_since_[l] = now;
+        else if (surplus_since_[l] == 0 && now - idle_since_[l] >= cfg_.idle_th_ns)
+          surplus_since_[l] = now;
       } else {
         idle_since_[l] = 0;
         surplus_since_[l] = 0;  // its own service uses it again: unmark
@@ -548,21 +550,30 @@ std::span<const std::string_view> balancer_names() { return kNames; }
 Result<std::unique_ptr<Balancer>> make_balancer(std::string_view name, const BalancerConfig& cfg) {
   HPR_RETURN_IF_ERROR(validate(cfg));
   std::unique_ptr<Balancer> b;
-  if (name == "rr") b = std::make_unique<RoundRobin>(cfg);
-  else if (name == "crc16") b = std::make_unique<MapHash>(cfg, false);
-  else if (name == "crc32") b = std::make_unique<MapHash>(cfg, true);
-  else if (name == "hrw") b = std::make_unique<Hrw>(cfg, false);
-  else if (name == "ahrw") b = std::make_unique<Hrw>(cfg, true);
-  else if (name == "whrw") b = std::make_unique<WeightedHrw>(cfg);
-  else if (name == "subflow") b = std::make_unique<Subflow>(cfg);
-  else if (name == "fcfs") b = std::make_unique<Fcfs>(cfg);
-  else if (name == "afs") b = std::make_unique<Afs>(cfg);
+  if (name == "rr")
+    b = std::make_unique<RoundRobin>(cfg);
+  else if (name == "crc16")
+    b = std::make_unique<MapHash>(cfg, false);
+  else if (name == "crc32")
+    b = std::make_unique<MapHash>(cfg, true);
+  else if (name == "hrw")
+    b = std::make_unique<Hrw>(cfg, false);
+  else if (name == "ahrw")
+    b = std::make_unique<Hrw>(cfg, true);
+  else if (name == "whrw")
+    b = std::make_unique<WeightedHrw>(cfg);
+  else if (name == "subflow")
+    b = std::make_unique<Subflow>(cfg);
+  else if (name == "fcfs")
+    b = std::make_unique<Fcfs>(cfg);
+  else if (name == "afs")
+    b = std::make_unique<Afs>(cfg);
   else if (name == "laps") {
     if (cfg.services == 0 || cfg.services > cfg.lanes)
       return error(Code::kInvalidArgument, "balancer setting 'services' must be in 1..lanes ({}) (got {})", cfg.lanes,
                    cfg.services);
-    auto afd = AggressiveFlowDetector::create(AfdConfig{cfg.afc_entries, cfg.annex_entries, cfg.annex_ways,
-                                                        cfg.afd_sample_every, cfg.afd_decay_packets});
+    auto afd = AggressiveFlowDetector::create(
+        AfdConfig{cfg.afc_entries, cfg.annex_entries, cfg.annex_ways, cfg.afd_sample_every, cfg.afd_decay_packets});
     if (!afd) return afd.status();
     std::vector<LinearHashTable> tables;
     for (uint32_t s = 0; s < cfg.services; ++s) {  // lanes split evenly, contiguous

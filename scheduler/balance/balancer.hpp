@@ -49,23 +49,23 @@
 namespace hpr::balance {
 
 struct BalancerConfig {
-  uint32_t lanes = 4;                 // number of lanes (1..kMaxLanes)
-  std::vector<float> lane_weights;    // whrw: relative capacities (empty: all 1)
-  uint32_t flow_slots = 1u << 16;     // per-flow arrays (power of two); flow_id & (flow_slots-1)
+  uint32_t lanes = 4;               // number of lanes (1..kMaxLanes)
+  std::vector<float> lane_weights;  // whrw: relative capacities (empty: all 1)
+  uint32_t flow_slots = 1u << 16;   // per-flow arrays (power of two); flow_id & (flow_slots-1)
   bool no_reorder = true;
-  uint32_t map_table_size = 256;      // crc16/crc32/afs buckets
-  uint32_t burst_max = 256;           // largest burst assign() accepts (subflow: bsz_rd)
-  double load_threshold = 0.25;       // subflow/ahrw: tau threshold (paper §4.1: 25%)
+  uint32_t map_table_size = 256;  // crc16/crc32/afs buckets
+  uint32_t burst_max = 256;       // largest burst assign() accepts (subflow: bsz_rd)
+  double load_threshold = 0.25;   // subflow/ahrw: tau threshold (paper §4.1: 25%)
   // LAPS / AFS
-  uint32_t services = 1;              // laps: number of services (partitions); PacketMeta::service < services
-  uint32_t imbalance_queue = 24;      // queue length that signals load imbalance (packets)
+  uint32_t services = 1;          // laps: number of services (partitions); PacketMeta::service < services
+  uint32_t imbalance_queue = 24;  // queue length that signals load imbalance (packets)
   uint32_t afc_entries = 16;
   uint32_t annex_entries = 512;
   uint32_t annex_ways = 4;
   uint32_t afd_sample_every = 1;
   uint32_t afd_decay_packets = 0;
-  uint64_t idle_th_ns = 10'000;       // LAPS §III-C-2: 10 us
-  bool dynamic_cores = true;          // laps: allow core reallocation between services
+  uint64_t idle_th_ns = 10'000;  // LAPS §III-C-2: 10 us
+  bool dynamic_cores = true;     // laps: allow core reallocation between services
   // Per-flow decision cache (one 8-byte entry per flow slot, tagged with the flow hash): the 5-tuple
   // CRC of crc16/crc32/afs/laps and the HRW/whrw/subflow lane of a flow under the current set of
   // enabled lanes are computed on a flow's first packet only. Off: computed for every packet.
@@ -109,7 +109,8 @@ class Balancer {
   uint32_t cached(const PacketMeta& p, F&& compute) {
     if (!cfg_.flow_cache) return compute();
     uint64_t& e = flows_[p.flow_id & flow_mask_].cache;
-    if (static_cast<uint32_t>(e >> 32) == p.flow_hash && (e & 0x80000000u)) return static_cast<uint32_t>(e & 0x7fffffffu);
+    if (static_cast<uint32_t>(e >> 32) == p.flow_hash && (e & 0x80000000u))
+      return static_cast<uint32_t>(e & 0x7fffffffu);
     uint32_t v = compute();
     e = (static_cast<uint64_t>(p.flow_hash) << 32) | 0x80000000u | (v & 0x7fffffffu);
     return v;
@@ -131,13 +132,13 @@ class Balancer {
   uint32_t flow_mask_;
   // Per flow slot, one 16-byte record so a packet touches one cache line of balancer state.
   struct FlowSlot {
-    uint64_t cache = 0;      // flow_hash << 32 | valid bit | value (31 bits)
+    uint64_t cache = 0;          // flow_hash << 32 | valid bit | value (31 bits)
     uint32_t aux = 0xffffffffu;  // policy use (afs/laps: migration-table entry)
-    uint16_t lane = kNoLane; // last lane
+    uint16_t lane = kNoLane;     // last lane
     uint16_t pad = 0;
   };
   std::vector<FlowSlot> flows_;
-  uint32_t epoch_ = 0;               // bumps when the enabled-lane set changes
+  uint32_t epoch_ = 0;  // bumps when the enabled-lane set changes
   uint64_t lane_mask_ = 0;
 };
 

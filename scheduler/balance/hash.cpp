@@ -40,9 +40,7 @@ uint32_t crc_reflected(uint32_t crc, std::span<const uint8_t> bytes) {
 
 }  // namespace
 
-uint16_t crc16(std::span<const uint8_t> bytes) {
-  return static_cast<uint16_t>(crc_reflected<kCrc16>(0, bytes));
-}
+uint16_t crc16(std::span<const uint8_t> bytes) { return static_cast<uint16_t>(crc_reflected<kCrc16>(0, bytes)); }
 
 uint32_t crc32(std::span<const uint8_t> bytes) { return ~crc_reflected<kCrc32>(0xffffffffu, bytes); }
 
@@ -57,7 +55,8 @@ uint32_t crc_tuple(uint32_t crc, const FiveTuple& t) {
   };
   round(__builtin_bswap32(t.src_ip));
   round(__builtin_bswap32(t.dst_ip));
-  round(static_cast<uint32_t>(__builtin_bswap16(t.src_port)) | (static_cast<uint32_t>(__builtin_bswap16(t.dst_port)) << 16));
+  round(static_cast<uint32_t>(__builtin_bswap16(t.src_port)) |
+        (static_cast<uint32_t>(__builtin_bswap16(t.dst_port)) << 16));
   return (crc >> 8) ^ T.t[0][(crc ^ t.proto) & 0xff];
 }
 }  // namespace

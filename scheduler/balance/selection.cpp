@@ -4,22 +4,31 @@ namespace hpr::balance {
 
 Result<SelectionScheduler> SelectionScheduler::create(std::string_view name, const SelectionConfig& cfg) {
   SelectionPolicy p;
-  if (name == "fcfs") p = SelectionPolicy::kFcfs;
-  else if (name == "la") p = SelectionPolicy::kLa;
-  else if (name == "lap") p = SelectionPolicy::kLap;
-  else return error(Code::kInvalidArgument, "unknown selection scheduler '{}' (known: fcfs, la, lap)", name);
+  if (name == "fcfs")
+    p = SelectionPolicy::kFcfs;
+  else if (name == "la")
+    p = SelectionPolicy::kLa;
+  else if (name == "lap")
+    p = SelectionPolicy::kLap;
+  else
+    return error(Code::kInvalidArgument, "unknown selection scheduler '{}' (known: fcfs, la, lap)", name);
   if (cfg.buffer == 0 || cfg.buffer > (1u << 20))
     return error(Code::kInvalidArgument, "selection setting 'buffer' must be in 1..2^20 (got {})", cfg.buffer);
   if (cfg.apps == 0 || cfg.apps > 255)
     return error(Code::kInvalidArgument, "selection setting 'apps' must be in 1..255 (got {})", cfg.apps);
-  if (cfg.processors == 0)
-    return error(Code::kInvalidArgument, "selection setting 'processors' must be >= 1");
+  if (cfg.processors == 0) return error(Code::kInvalidArgument, "selection setting 'processors' must be >= 1");
   return SelectionScheduler(p, cfg);
 }
 
 SelectionScheduler::SelectionScheduler(SelectionPolicy p, const SelectionConfig& cfg)
-    : policy_(p), cfg_(cfg), slots_(cfg.buffer), ahead_(cfg.apps, kNil), atail_(cfg.apps, kNil), est_(cfg.apps, 0),
-      warm_count_(cfg.apps, 0), warm_(cfg.processors, kCold) {
+    : policy_(p),
+      cfg_(cfg),
+      slots_(cfg.buffer),
+      ahead_(cfg.apps, kNil),
+      atail_(cfg.apps, kNil),
+      est_(cfg.apps, 0),
+      warm_count_(cfg.apps, 0),
+      warm_(cfg.processors, kCold) {
   free_.reserve(cfg.buffer);
   for (uint32_t i = cfg.buffer; i-- > 0;) free_.push_back(i);
 }
@@ -30,11 +39,15 @@ bool SelectionScheduler::push(uint32_t id, uint8_t app, uint64_t est_ns) {
   free_.pop_back();
   Slot& e = slots_[s];
   e = Slot{id, est_ns, app, tail_, kNil, atail_[app], kNil};
-  if (tail_ != kNil) slots_[tail_].next = s;
-  else head_ = s;
+  if (tail_ != kNil)
+    slots_[tail_].next = s;
+  else
+    head_ = s;
   tail_ = s;
-  if (atail_[app] != kNil) slots_[atail_[app]].anext = s;
-  else ahead_[app] = s;
+  if (atail_[app] != kNil)
+    slots_[atail_[app]].anext = s;
+  else
+    ahead_[app] = s;
   atail_[app] = s;
   est_[app] += est_ns;
   total_est_ += est_ns;
@@ -44,14 +57,22 @@ bool SelectionScheduler::push(uint32_t id, uint8_t app, uint64_t est_ns) {
 
 void SelectionScheduler::unlink(uint32_t s) {
   Slot& e = slots_[s];
-  if (e.prev != kNil) slots_[e.prev].next = e.next;
-  else head_ = e.next;
-  if (e.next != kNil) slots_[e.next].prev = e.prev;
-  else tail_ = e.prev;
-  if (e.aprev != kNil) slots_[e.aprev].anext = e.anext;
-  else ahead_[e.app] = e.anext;
-  if (e.anext != kNil) slots_[e.anext].aprev = e.aprev;
-  else atail_[e.app] = e.aprev;
+  if (e.prev != kNil)
+    slots_[e.prev].next = e.next;
+  else
+    head_ = e.next;
+  if (e.next != kNil)
+    slots_[e.next].prev = e.prev;
+  else
+    tail_ = e.prev;
+  if (e.aprev != kNil)
+    slots_[e.aprev].anext = e.anext;
+  else
+    ahead_[e.app] = e.anext;
+  if (e.anext != kNil)
+    slots_[e.anext].aprev = e.aprev;
+  else
+    atail_[e.app] = e.aprev;
   est_[e.app] -= e.est_ns;
   total_est_ -= e.est_ns;
   --size_;

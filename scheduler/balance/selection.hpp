@@ -48,7 +48,9 @@ class SelectionScheduler {
   std::optional<Pick> pick(uint32_t u);
 
   // f_B(a) and w_t(a) as defined above (tests, simulator).
-  double f(uint8_t app) const { return total_est_ ? static_cast<double>(est_[app]) / static_cast<double>(total_est_) : 0; }
+  double f(uint8_t app) const {
+    return total_est_ ? static_cast<double>(est_[app]) / static_cast<double>(total_est_) : 0;
+  }
   double w(uint8_t app) const { return static_cast<double>(warm_count_[app]) / cfg_.processors; }
   uint8_t warm(uint32_t u) const { return warm_[u]; }
   SelectionPolicy policy() const { return policy_; }
@@ -63,8 +65,8 @@ class SelectionScheduler {
     uint32_t id = 0;
     uint64_t est_ns = 0;
     uint8_t app = 0;
-    uint32_t prev = kNil, next = kNil;          // all-packets list
-    uint32_t aprev = kNil, anext = kNil;        // per-application list
+    uint32_t prev = kNil, next = kNil;    // all-packets list
+    uint32_t aprev = kNil, anext = kNil;  // per-application list
   };
   SelectionPolicy policy_;
   SelectionConfig cfg_;

@@ -36,31 +36,31 @@ struct PacketMeta {
 
 // One lane (core, device slot) as the balancer sees it.
 struct LaneState {
-  uint32_t queued = 0;       // packets queued or in flight on the lane (balancer adds 1 per assignment)
-  uint32_t capacity = 32;    // queue capacity in packets (load factor tau = queued / capacity)
-  float weight = 1.0f;       // relative capacity (weighted HRW); > 0
-  uint8_t warm_app = 0xff;   // application the lane ran last (0xff: cold)
-  bool enabled = true;       // false: never chosen (device unavailable)
+  uint32_t queued = 0;      // packets queued or in flight on the lane (balancer adds 1 per assignment)
+  uint32_t capacity = 32;   // queue capacity in packets (load factor tau = queued / capacity)
+  float weight = 1.0f;      // relative capacity (weighted HRW); > 0
+  uint8_t warm_app = 0xff;  // application the lane ran last (0xff: cold)
+  bool enabled = true;      // false: never chosen (device unavailable)
 };
 
 // The shared state a balancer reads and updates.
 struct LaneTable {
-  std::span<LaneState> lanes;          // lanes.size() <= kMaxLanes
-  std::span<uint32_t> flow_pending;    // per flow_id (masked by size-1; size a power of two):
-                                       // packets queued or in flight
-  uint64_t now_ns = 0;                 // time is passed in (architecture.md convention 4)
+  std::span<LaneState> lanes;        // lanes.size() <= kMaxLanes
+  std::span<uint32_t> flow_pending;  // per flow_id (masked by size-1; size a power of two):
+                                     // packets queued or in flight
+  uint64_t now_ns = 0;               // time is passed in (architecture.md convention 4)
 };
 
 // Counters every balancer keeps (read with Balancer::stats()).
 struct BalancerStats {
   uint64_t packets = 0;
   uint64_t bursts = 0;
-  uint64_t moves = 0;            // a flow changed lane (with no packet pending: no reorder)
-  uint64_t blocked_moves = 0;    // a move the policy wanted but the no-reorder rule refused
-  uint64_t would_reorder = 0;    // packets that would have been reordered had those moves happened
-                                 // (with no_reorder=false: packets put at risk by moves that happened)
-  uint64_t migrations = 0;       // LAPS/AFS migration-table insertions
-  uint64_t adjustments = 0;      // Subflow/adaptive re-decisions
+  uint64_t moves = 0;               // a flow changed lane (with no packet pending: no reorder)
+  uint64_t blocked_moves = 0;       // a move the policy wanted but the no-reorder rule refused
+  uint64_t would_reorder = 0;       // packets that would have been reordered had those moves happened
+                                    // (with no_reorder=false: packets put at risk by moves that happened)
+  uint64_t migrations = 0;          // LAPS/AFS migration-table insertions
+  uint64_t adjustments = 0;         // Subflow/adaptive re-decisions
   uint64_t core_reallocations = 0;  // LAPS cores moved between services
 };
 
