@@ -38,7 +38,7 @@ void AggressiveFlowDetector::observe(uint32_t key) {
     }
     return;
   }
-  Entry* set = &annex_[set_index(key) * cfg_.annex_ways];
+  Entry* set = &annex_[static_cast<size_t>(set_index(key)) * cfg_.annex_ways];
   Entry* hit = nullptr;
   Entry* lfu = set;
   for (uint32_t w = 0; w < cfg_.annex_ways; ++w) {
@@ -65,7 +65,7 @@ void AggressiveFlowDetector::observe(uint32_t key) {
 }
 
 void AggressiveFlowDetector::insert_annex(uint32_t key, uint32_t count) {
-  Entry* set = &annex_[set_index(key) * cfg_.annex_ways];
+  Entry* set = &annex_[static_cast<size_t>(set_index(key)) * cfg_.annex_ways];
   Entry* lfu = set;
   for (uint32_t w = 0; w < cfg_.annex_ways; ++w)
     if (set[w].count < lfu->count) lfu = &set[w];
@@ -85,6 +85,7 @@ std::vector<uint32_t> AggressiveFlowDetector::aggressive_flows() const {
     if (e.count) v.push_back(e);
   std::sort(v.begin(), v.end(), [](const Entry& a, const Entry& b) { return a.count > b.count; });
   std::vector<uint32_t> keys;
+  keys.reserve(v.size());
   for (const auto& e : v) keys.push_back(e.key);
   return keys;
 }

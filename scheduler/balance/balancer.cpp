@@ -63,7 +63,7 @@ uint16_t Balancer::commit(const PacketMeta& p, uint16_t want, LaneTable& t) {
 
 uint16_t Balancer::least_loaded(const LaneTable& t) const {
   uint16_t best = kNoLane;
-  for (uint16_t i = 0; i < t.lanes.size(); ++i) {
+  for (uint32_t i = 0; i < t.lanes.size(); ++i) {
     const auto& l = t.lanes[i];
     if (!l.enabled) continue;
     // queued/capacity, compared without division
@@ -79,7 +79,7 @@ namespace {
 // First enabled lane at or after `lane` (cyclic); `lane` itself when none is enabled.
 uint16_t enabled_from(const LaneTable& t, uint16_t lane) {
   const auto n = static_cast<uint16_t>(t.lanes.size());
-  for (uint16_t k = 0; k < n; ++k) {
+  for (uint32_t k = 0; k < n; ++k) {
     uint16_t c = static_cast<uint16_t>((lane + k) % n);
     if (t.lanes[c].enabled) return c;
   }
@@ -95,7 +95,7 @@ uint16_t hrw_pick(const LaneTable& t, uint32_t digest) {
   uint16_t best = 0;
   uint32_t best_w = 0;
   bool any = false;
-  for (uint16_t j = 0; j < t.lanes.size(); ++j) {
+  for (uint32_t j = 0; j < t.lanes.size(); ++j) {
     if (!t.lanes[j].enabled) continue;
     uint32_t w = hrw_weight(j, digest);
     if (!any || w > best_w) {
@@ -111,7 +111,7 @@ uint16_t hrw_pick(const LaneTable& t, uint32_t digest) {
 uint16_t ahrw_pick(const LaneTable& t, uint32_t digest, uint16_t exclude) {
   uint16_t best = exclude;
   float best_w = -1.0f;
-  for (uint16_t j = 0; j < t.lanes.size(); ++j) {
+  for (uint32_t j = 0; j < t.lanes.size(); ++j) {
     if (j == exclude || !t.lanes[j].enabled) continue;
     float mu = 1.0f - std::min(1.0f, load_factor(t.lanes[j]));
     float w = mu * static_cast<float>(hrw_weight(j, digest));
@@ -154,7 +154,7 @@ class MapTable {
     for (auto l : map_) ++count[l];
     auto emptiest = [&]() {
       uint16_t e = 0;
-      for (uint16_t l = 1; l < n; ++l)
+      for (uint32_t l = 1; l < n; ++l)
         if (count[l] < count[e]) e = l;
       return e;
     };
@@ -258,7 +258,7 @@ class WeightedHrw final : public Balancer {
       const uint32_t fh = flow_hash;
       uint16_t best = 0;
       float best_s = -1.0f;
-      for (uint16_t j = 0; j < n; ++j) {
+      for (uint32_t j = 0; j < n; ++j) {
         if (!t.lanes[j].enabled) continue;
         // u in (0, 1]; eq. 2 output finalized so that the lanes' u are independent.
         float u = static_cast<float>((mix32(hrw_weight(j, fh)) >> 8) + 1) * (1.0f / 16777216.0f);
@@ -403,7 +403,7 @@ class Laps final : public Balancer {
  public:
   Laps(const BalancerConfig& cfg, AggressiveFlowDetector afd, std::vector<LinearHashTable> tables)
       : Balancer(cfg), afd_(std::move(afd)), tables_(std::move(tables)) {
-    for (uint16_t s = 0; s < tables_.size(); ++s)
+    for (uint32_t s = 0; s < tables_.size(); ++s)
       for (auto l : tables_[s].lanes()) service_[l] = s;
   }
   std::string_view name() const override { return "laps"; }
@@ -421,7 +421,7 @@ class Laps final : public Balancer {
     HPR_RETURN_IF_ERROR(Balancer::set_lanes(n));
     for (uint32_t l = old; l < n; ++l) {  // a new lane joins the service with the fewest lanes
       uint16_t s = 0;
-      for (uint16_t k = 1; k < tables_.size(); ++k)
+      for (uint32_t k = 1; k < tables_.size(); ++k)
         if (tables_[k].size() < tables_[s].size()) s = k;
       tables_[s].grow(static_cast<uint16_t>(l));
       service_[l] = s;
@@ -467,7 +467,7 @@ class Laps final : public Balancer {
  private:
   void track_idle(const LaneTable& t) {
     const uint64_t now = t.now_ns + 1;  // 0 means "not idle"
-    for (uint16_t l = 0; l < t.lanes.size(); ++l) {
+    for (uint32_t l = 0; l < t.lanes.size(); ++l) {
       if (t.lanes[l].queued == 0) {
         if (idle_since_[l] == 0)
           idle_since_[l] = now;
@@ -491,7 +491,7 @@ class Laps final : public Balancer {
   // The lane marked surplus for the longest time, from another service that keeps >= 1 lane.
   uint16_t take_surplus(uint16_t s, const LaneTable& t) {
     uint16_t best = kNoLane;
-    for (uint16_t l = 0; l < t.lanes.size(); ++l) {
+    for (uint32_t l = 0; l < t.lanes.size(); ++l) {
       if (surplus_since_[l] == 0 || service_[l] == s || tables_[service_[l]].size() <= 1) continue;
       if (best == kNoLane || surplus_since_[l] < surplus_since_[best]) best = l;
     }
