@@ -16,8 +16,9 @@ struct AppOptions {
   std::string rules;         // dpi: rule file or directory of *.rules
   std::string keys;          // aes: key file; empty: keys derived from the master key
   std::string master_key;    // aes: hex master key for derived keys
-  uint32_t key_capacity = 1u << 20;  // aes: key table slots (= flow table capacity)
+  uint32_t key_capacity = 65536;     // aes: key table slots (= flow table capacity; keys indexed by flow id)
   bool md5_whole_frame = false;      // md5: digest the whole frame instead of the L4 payload
+  uint32_t max_frame_bytes = 2048;   // largest frame the input port hands out (its buffer slot)
 };
 
 std::vector<std::string> app_names();

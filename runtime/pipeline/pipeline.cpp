@@ -58,6 +58,8 @@ Pipeline::~Pipeline() {
   stop_rx_ = true;
   if (dispatcher_.joinable()) dispatcher_.join();
   for (auto& l : lanes_) l->request_stop();
+  for (auto& l : lanes_) l->join();
+  lanes_done_ = true;
   if (egress_.joinable()) egress_.join();
   if (log_ != nullptr) std::fclose(log_);
 }
@@ -184,10 +186,15 @@ void Pipeline::dispatch_loop() {
       }
       if (p.flow_id != kNoFlow) {
         fs = &flows_->state(p.flow_id);
-        if (fs->lane == kNoLane || lanes_[fs->lane]->state() != LaneState::kRunning) {
-          // Only a flow with nothing in flight can be (re)bound; failed lanes' flows are handled above.
-          fs->lane = pick_lane(p.hash);
+        if (fs->lane != kNoLane) {
+          LaneState ls = lanes_[fs->lane]->state();
+          // The flow's lane failed during this burst: its packets still there must be re-routed
+          // before this one, or this one would overtake them.
+          if (ls == LaneState::kFailed || ls == LaneState::kDrained) handle_failed_lanes();
         }
+        // A flow on a removed lane has nothing in flight any more (its packets were re-routed and
+        // rebound above, or had left): it may move.
+        if (fs->lane == kNoLane || lanes_[fs->lane]->state() != LaneState::kRunning) fs->lane = pick_lane(p.hash);
         lane = fs->lane;
         p.seq = fs->next_seq++;
         fs->packets++;
@@ -271,13 +278,11 @@ void Pipeline::egress_loop() {
       idle = 0;
       continue;
     }
-    if (dispatch_done_.load(std::memory_order_acquire)) {
-      bool all_idle = true;
-      for (auto& l : lanes_)
-        if (l->state() == LaneState::kRunning && (!l->idle() || !l->completions().empty())) all_idle = false;
-      for (auto& l : lanes_)
-        if (!l->completions().empty()) all_idle = false;
-      if (all_idle) break;
+    if (lanes_done_.load(std::memory_order_acquire)) {
+      // Every lane thread has ended: what is left is in the completion rings.
+      bool empty = true;
+      for (auto& l : lanes_) empty &= l->completions().empty();
+      if (empty) break;
     }
     backoff(idle);
   }
@@ -307,6 +312,7 @@ Summary Pipeline::run() {
   dispatcher_.join();
   for (auto& l : lanes_) l->request_stop();
   for (auto& l : lanes_) l->join();
+  lanes_done_.store(true, std::memory_order_release);
   egress_.join();
   end_ns_ = monotonic_ns();
   if (log_ != nullptr) {
@@ -336,11 +342,6 @@ Summary Pipeline::snapshot() const {
     s.dropped += c;
   }
   s.reorders = reorders_.load();
-  uint64_t in_flight_now = 0;
-  if (end_ns_ == 0) {
-    for (auto& l : lanes_) in_flight_now += l->stats().packets.load();
-    // while running, packets inside lanes are neither sent nor dropped yet
-  }
   s.unaccounted = end_ns_ != 0 && s.rx_packets > s.tx_packets + s.dropped ? s.rx_packets - s.tx_packets - s.dropped : 0;
   s.flows_seen = flows_seen_.load();
   s.flow_table_full = flows_->full_events();

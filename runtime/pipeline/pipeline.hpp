@@ -110,6 +110,7 @@ class Pipeline {
 
   std::atomic<bool> stop_rx_{false};
   std::atomic<bool> dispatch_done_{false};
+  std::atomic<bool> lanes_done_{false};
   std::atomic<bool> egress_done_{false};
   std::thread dispatcher_, egress_;
 

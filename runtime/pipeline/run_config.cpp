@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <set>
 #include <toml++/toml.h>
 
 #include "runtime/ports/dpdk_port.hpp"
@@ -194,7 +195,9 @@ Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_inp
 Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   HPR_RETURN_IF_ERROR(validate(c));
   auto ctx = std::make_unique<RunContext>();
-  auto app = kernels::make_app(c.app, c.app_opts);
+  kernels::AppOptions ao = c.app_opts;
+  ao.key_capacity = c.flow_capacity;  // AES keys are indexed by flow id
+  auto app = kernels::make_app(c.app, ao);
   if (!app) return app.status();
   ctx->app = std::move(*app);
 

@@ -50,7 +50,7 @@ struct RunConfig {
   std::optional<bool> backpressure;  // unset: on for file and generator input, off for DPDK
   std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
 
-  uint32_t flow_capacity = 1u << 20;
+  uint32_t flow_capacity = 65536;
   double flow_idle_s = 30;
 
   std::string prometheus;      // "127.0.0.1:9464"; empty: off

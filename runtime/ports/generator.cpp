@@ -1,6 +1,7 @@
 #include "runtime/ports/generator.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -37,6 +38,43 @@ inline uint64_t csum_add(const uint8_t* p, uint32_t len, uint64_t sum) {
   if (i < len) sum += static_cast<uint32_t>(p[i] << 8);
   return sum;
 }
+// RFC 1071 sum over a long buffer, 8 bytes at a time in host order with end-around carry (the
+// ones' complement sum is byte-order independent: swap the folded result). Returns the folded sum
+// as a big-endian-valued 16-bit number, ready to add to csum_add sums.
+inline uint32_t csum_bulk(const uint8_t* p, uint32_t len) {
+  static_assert(std::endian::native == std::endian::little);
+  uint64_t sum = 0;
+  auto add = [&sum](uint64_t v) {
+    sum += v;
+    sum += sum < v;
+  };
+  for (; len >= 8; p += 8, len -= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    add(v);
+  }
+  if (len >= 4) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    add(v);
+    p += 4;
+    len -= 4;
+  }
+  if (len >= 2) {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    add(v);
+    p += 2;
+    len -= 2;
+  }
+  if (len != 0) add(*p);  // the odd byte is the high byte of a big-endian word: low byte here
+  sum = (sum & 0xffffffffu) + (sum >> 32);
+  sum = (sum & 0xffffffffu) + (sum >> 32);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint32_t>(__builtin_bswap16(static_cast<uint16_t>(sum)));
+}
 inline uint16_t csum_fold(uint64_t sum) {
   while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
   return static_cast<uint16_t>(~sum);
@@ -54,10 +92,17 @@ struct Template {
   uint32_t group_idx = 0, group_size = 1;
 };
 
+// Hash chain of a synthetic flow: everything in its headers derives from it.
+struct SynthFlow {
+  uint64_t h2 = 0, h3 = 0, h4 = 0;
+  bool v6 = false, tcp = false;
+};
+
 // Every random decision of one packet (drawn in this order from the packet stream; the bytes are
 // then written without further draws).
 struct Plan {
   uint32_t flow = 0;
+  SynthFlow synth;
   uint8_t service = 0;
   bool ttl_low = false;
   bool raised = false;
@@ -95,30 +140,47 @@ class Generator final : public GeneratorPort {
   const RateProfile& profile() const override { return profile_; }
 
  private:
-  Generator(const GeneratorConfig& cfg, RateProfile profile) : cfg_(cfg), profile_(std::move(profile)), rng_(cfg.seed) {}
+  Generator(const GeneratorConfig& cfg, RateProfile profile)
+      : cfg_(cfg), profile_(std::move(profile)), rng_(cfg.seed), rng_flow_(cfg.seed ^ 0x666c6f7773656c00ull) {}
   Status load_templates();
   void fill_payload_pool();
-  Geometry geometry(uint32_t flow) const {
+  SynthFlow synth(uint32_t flow) const {
+    SynthFlow s;
+    const uint64_t h0 = gen::mix64(flow_seed_ ^ flow);
+    const uint64_t h1 = gen::mix64(h0);
+    s.h2 = gen::mix64(h1);
+    s.h3 = gen::mix64(s.h2);
+    s.h4 = gen::mix64(s.h3);
+    s.v6 = gen::unit_from(h0) < cfg_.ipv6_share;
+    s.tcp = gen::unit_from(h1) < cfg_.tcp_share;
+    return s;
+  }
+  // Header geometry of the flow; fills p.synth for synthetic flows.
+  Geometry geometry(Plan& p) const {
     if (!templates_.empty()) {
-      const Template& t = templates_[flow % templates_.size()];
+      const Template& t = templates_[p.flow % templates_.size()];
       return {t.l3_off, t.hdr_len};
     }
-    uint64_t h = gen::mix64(flow_seed_ ^ flow);
-    bool v6 = gen::unit_from(h) < cfg_.ipv6_share;
-    bool tcp = gen::unit_from(gen::mix64(h)) < cfg_.tcp_share;
-    return {14, static_cast<uint16_t>(14 + (v6 ? 40 : 20) + (tcp ? 20 : 8))};
+    p.synth = synth(p.flow);
+    return {14, static_cast<uint16_t>(14 + (p.synth.v6 ? 40 : 20) + (p.synth.tcp ? 20 : 8))};
   }
   void draw_plan(Plan& p);
   uint32_t pick_flow(uint32_t service, uint64_t r) const;
   // Writes the frame of `p` (no random draws). Returns the L4 payload offset.
   void write(const Plan& p, uint8_t* d) const;
-  void write_headers(uint32_t flow, uint8_t* d, uint16_t& l3_off, uint16_t& l4_off, uint16_t& hdr_len, uint8_t& family,
+  void write_headers(const Plan& p, uint8_t* d, uint16_t& l3_off, uint16_t& l4_off, uint16_t& hdr_len, uint8_t& family,
                      uint8_t& proto) const;
   void update_service_shares(uint64_t t_ns);
 
   GeneratorConfig cfg_;
   RateProfile profile_;
   gen::Xoshiro256 rng_;
+  // Flow choices come from their own stream, drawn kFlowAhead packets early so that the popularity
+  // table entry is prefetched by the time it is read.
+  static constexpr uint32_t kFlowAhead = 16;
+  gen::Xoshiro256 rng_flow_;
+  uint64_t flow_ahead_[kFlowAhead] = {};
+  uint32_t ahead_pos_ = 0;
   std::string describe_;
   std::unique_ptr<PacketPool> pool_;
   uint64_t flow_seed_ = 0;
@@ -147,8 +209,8 @@ Status Generator::load_templates() {
   const std::string& path = cfg_.template_capture;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
-    return error(Code::kNotFound, "generator template_capture '{}': no such file (captures live in {}/pcap/ndpi/)", path,
-                 "$HPR_DATA_DIR");
+    return error(Code::kNotFound, "generator template_capture '{}': no such file (captures live in {}/pcap/ndpi/)",
+                 path, "$HPR_DATA_DIR");
   auto cap = load_capture(path);
   if (!cap) return cap.status();
   std::unordered_set<uint64_t> seen;
@@ -194,8 +256,8 @@ Status Generator::load_templates() {
   }
   if (templates_.empty())
     return error(Code::kInvalidArgument,
-                 "generator template_capture '{}': no IPv4/IPv6 TCP/UDP packet that parses cleanly ({} frames read)", path,
-                 cap->frames.size());
+                 "generator template_capture '{}': no IPv4/IPv6 TCP/UDP packet that parses cleanly ({} frames read)",
+                 path, cap->frames.size());
   l2_max_ = 0;
   hdr_max_ = 0;
   for (const auto& t : templates_) {
@@ -249,16 +311,20 @@ Result<std::unique_ptr<GeneratorPort>> Generator::create(const GeneratorConfig& 
       return error(Code::kInvalidArgument, "generator size_min_bytes = {} > size_max_bytes = {}", cfg.size_min_bytes,
                    cfg.size_max_bytes);
   }
-  if (!share_ok(cfg.tcp_share)) return error(Code::kInvalidArgument, "generator tcp_share = {}: must be in [0, 1]", cfg.tcp_share);
+  if (!share_ok(cfg.tcp_share))
+    return error(Code::kInvalidArgument, "generator tcp_share = {}: must be in [0, 1]", cfg.tcp_share);
   if (!share_ok(cfg.ipv6_share))
     return error(Code::kInvalidArgument, "generator ipv6_share = {}: must be in [0, 1]", cfg.ipv6_share);
   if (!share_ok(cfg.ttl_low_share))
     return error(Code::kInvalidArgument, "generator ttl_low_share = {}: must be in [0, 1]", cfg.ttl_low_share);
-  if (cfg.ttl == 0) return error(Code::kInvalidArgument, "generator ttl = 0: must be >= 1 (use ttl_low_share for TTL-1 packets)");
+  if (cfg.ttl == 0)
+    return error(Code::kInvalidArgument, "generator ttl = 0: must be >= 1 (use ttl_low_share for TTL-1 packets)");
   if (!share_ok(cfg.pattern_match_rate))
-    return error(Code::kInvalidArgument, "generator pattern_match_rate = {}: must be in [0, 1]", cfg.pattern_match_rate);
+    return error(Code::kInvalidArgument, "generator pattern_match_rate = {}: must be in [0, 1]",
+                 cfg.pattern_match_rate);
   if (cfg.pattern_match_rate > 0 && cfg.patterns.empty())
-    return error(Code::kInvalidArgument, "generator pattern_match_rate = {} but patterns is empty: give the byte strings to plant",
+    return error(Code::kInvalidArgument,
+                 "generator pattern_match_rate = {} but patterns is empty: give the byte strings to plant",
                  cfg.pattern_match_rate);
   for (size_t i = 0; i < cfg.patterns.size(); ++i) {
     if (cfg.patterns[i].empty()) return error(Code::kInvalidArgument, "generator patterns[{}] is empty", i);
@@ -274,8 +340,9 @@ Result<std::unique_ptr<GeneratorPort>> Generator::create(const GeneratorConfig& 
   g->flow_seed_ = gen::mix64(cfg.seed ^ 0x666c6f7773000000ull);
   g->services_ = g->profile_.services();
   if (cfg.flows < g->services_)
-    return error(Code::kInvalidArgument, "generator flows = {}: the Holt-Winters profile has {} services, need flows >= services",
-                 cfg.flows, g->services_);
+    return error(Code::kInvalidArgument,
+                 "generator flows = {}: the Holt-Winters profile has {} services, need flows >= services", cfg.flows,
+                 g->services_);
   g->service_cum_.assign(g->services_, 0.0);
   g->ranks_ = (cfg.flows + g->services_ - 1) / g->services_;
   if (cfg.popularity == Popularity::kZipf && cfg.zipf_s > 0) {
@@ -288,14 +355,21 @@ Result<std::unique_ptr<GeneratorPort>> Generator::create(const GeneratorConfig& 
     for (const auto& e : kImixTable) w.push_back(e.percent);
     g->imix_.build(w);
   }
+  for (auto& r : g->flow_ahead_) r = g->rng_flow_.next();
   if (!cfg.template_capture.empty()) HPR_RETURN_IF_ERROR(g->load_templates());
   g->fill_payload_pool();
 
   uint32_t max_frame = 0;
   switch (cfg.size_mode) {
-    case SizeMode::kFixed: max_frame = cfg.size_bytes; break;
-    case SizeMode::kUniform: max_frame = cfg.size_max_bytes; break;
-    case SizeMode::kImix: max_frame = g->l2_max_ + 1500u; break;
+    case SizeMode::kFixed:
+      max_frame = cfg.size_bytes;
+      break;
+    case SizeMode::kUniform:
+      max_frame = cfg.size_max_bytes;
+      break;
+    case SizeMode::kImix:
+      max_frame = g->l2_max_ + 1500u;
+      break;
   }
   max_frame = std::max<uint32_t>(max_frame, g->hdr_max_);
   auto pool = PacketPool::create(cfg.pool_slots, max_frame);
@@ -347,8 +421,12 @@ void Generator::draw_plan(Plan& p) {
     while (s + 1 < services_ && u >= service_cum_[s]) ++s;
     p.service = static_cast<uint8_t>(s);
   }
-  p.flow = pick_flow(p.service, rng_.next());
-  const Geometry geo = geometry(p.flow);
+  const uint64_t r_flow = flow_ahead_[ahead_pos_];
+  flow_ahead_[ahead_pos_] = rng_flow_.next();
+  if (zipf_.size() != 0) zipf_.prefetch(flow_ahead_[ahead_pos_]);
+  ahead_pos_ = (ahead_pos_ + 1) % kFlowAhead;
+  p.flow = pick_flow(p.service, r_flow);
+  const Geometry geo = geometry(p);
   const uint32_t l3_hdr = geo.hdr_len - geo.l3_off;  // IP + L4 header bytes
   uint32_t frame = 0, ip = 0;
   switch (cfg_.size_mode) {
@@ -390,8 +468,9 @@ void Generator::draw_plan(Plan& p) {
   }
 }
 
-void Generator::write_headers(uint32_t flow, uint8_t* d, uint16_t& l3_off, uint16_t& l4_off, uint16_t& hdr_len,
+void Generator::write_headers(const Plan& pl, uint8_t* d, uint16_t& l3_off, uint16_t& l4_off, uint16_t& hdr_len,
                               uint8_t& family, uint8_t& proto) const {
+  const uint32_t flow = pl.flow;
   if (!templates_.empty()) {
     const uint32_t T = static_cast<uint32_t>(templates_.size());
     const Template& t = templates_[flow % T];
@@ -414,13 +493,9 @@ void Generator::write_headers(uint32_t flow, uint8_t* d, uint16_t& l3_off, uint1
     }
     return;
   }
-  const uint64_t h0 = gen::mix64(flow_seed_ ^ flow);
-  const uint64_t h1 = gen::mix64(h0);
-  const uint64_t h2 = gen::mix64(h1);
-  const uint64_t h3 = gen::mix64(h2);
-  const uint64_t h4 = gen::mix64(h3);
-  const bool v6 = gen::unit_from(h0) < cfg_.ipv6_share;
-  const bool tcp = gen::unit_from(h1) < cfg_.tcp_share;
+  const uint64_t h2 = pl.synth.h2, h3 = pl.synth.h3, h4 = pl.synth.h4;
+  const bool v6 = pl.synth.v6;
+  const bool tcp = pl.synth.tcp;
   static constexpr uint8_t kEth[14] = {0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02, 0x08, 0x00};
   std::memcpy(d, kEth, 14);
   l3_off = 14;
@@ -478,7 +553,7 @@ void Generator::write_headers(uint32_t flow, uint8_t* d, uint16_t& l3_off, uint1
 void Generator::write(const Plan& p, uint8_t* d) const {
   uint16_t l3_off, l4_off, hdr_len;
   uint8_t family, proto;
-  write_headers(p.flow, d, l3_off, l4_off, hdr_len, family, proto);
+  write_headers(p, d, l3_off, l4_off, hdr_len, family, proto);
   uint8_t* ip = d + l3_off;
   const uint32_t ip_end = l3_off + p.ip_len;
   const uint32_t payload_len = ip_end - hdr_len;
@@ -496,7 +571,7 @@ void Generator::write(const Plan& p, uint8_t* d) const {
     put16(ip + 4, ip_id_);
     ip[8] = ttl;
     put16(ip + 10, 0);
-    put16(ip + 10, ipv4_header_checksum(ip, (ip[0] & 0x0fu) * 4u));
+    put16(ip + 10, csum_fold(csum_add(ip, (ip[0] & 0x0fu) * 4u, 0)));
   } else {
     put16(ip + 4, static_cast<uint16_t>(p.ip_len - 40));
     ip[7] = ttl;
@@ -508,7 +583,7 @@ void Generator::write(const Plan& p, uint8_t* d) const {
     uint64_t sum = family == 4 ? csum_add(ip + 12, 8, 0) : csum_add(ip + 8, 32, 0);
     sum += proto;
     sum += l4_len;
-    sum = csum_add(l4, l4_len, sum);
+    sum += csum_bulk(l4, l4_len);
     uint16_t c = csum_fold(sum);
     if (proto == 17 && c == 0) c = 0xffff;
     put16(ck, c);
@@ -520,7 +595,7 @@ FlowKey Generator::flow_key(uint32_t f) const {
   std::vector<uint8_t> buf(kGenMaxFrameBytes + 256);
   Plan p;
   p.flow = f;
-  Geometry geo = geometry(f);
+  Geometry geo = geometry(p);
   p.ip_len = static_cast<uint16_t>(geo.hdr_len - geo.l3_off);
   p.frame_len = std::max<uint16_t>(kGenMinFrameBytes, geo.hdr_len);
   write(p, buf.data());
@@ -558,18 +633,24 @@ uint16_t Generator::rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) {
     update_service_shares(t);
   }
   const bool bits = profile_.counts_bits();
+  // One pool call per burst (the pool's ring costs an atomic per call); leftovers go back below.
+  uint64_t want = budget;
+  if (paced && !bits)
+    want = std::min<uint64_t>(want, static_cast<uint64_t>(std::max(0.0, std::floor(due - consumed_))));
+  if (want == 0) {
+    if (profile_.finished(t) && due - consumed_ < 1.0 && !bits) done_ = true;
+    return 0;
+  }
+  const uint32_t have = pool_->alloc(pkts, static_cast<uint32_t>(want));
+  if (have < want) ++stats_.rx_no_buffer;  // back-pressure: the rest waits for the next call
   uint16_t got = 0;
-  while (got < budget) {
+  while (got < have) {
     if (!have_plan_) {
       draw_plan(plan_);
       have_plan_ = true;
     }
     const double cost = bits ? (plan_.frame_len + cfg_.rate.wire_overhead_bytes) * 8.0 : 1.0;
     if (paced && consumed_ + cost > due) break;
-    if (pool_->alloc(&pkts[got], 1) != 1) {
-      ++stats_.rx_no_buffer;  // back-pressure: the planned packet waits for the next call
-      break;
-    }
     Packet& p = pkts[got];
     write(plan_, p.data);
     p.len = plan_.frame_len;
@@ -596,6 +677,7 @@ uint16_t Generator::rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) {
     gstats_.planted += plan_.pattern >= 0;
     gstats_.pattern_no_fit += plan_.pattern_no_fit;
   }
+  if (got < have) pool_->free(pkts + got, have - got);
   if (cfg_.max_packets != 0 && gstats_.generated >= cfg_.max_packets) done_ = true;
   if (profile_.finished(t)) {
     // Steps are over: done once what they offered is out (in bits/s: the next packet no longer fits).

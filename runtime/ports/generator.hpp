@@ -18,15 +18,15 @@
 //
 // Flows. `flows` flows (1..1,000,000) with rank r = flow index + 1. Popularity uniform or Zipf
 // (P(r) ∝ r^-s, s >= 0), sampled in O(1) from a Walker/Vose alias table built once (8 bytes per
-// flow: 8 MB for a million flows). Synthetic headers are derived from a hash of (seed, flow): no
-// per-flow memory. IPv4 flows: src 10.0.0.0/8, dst uniform over 1.0.0.0-223.255.255.255;
-// IPv6 flows (ipv6_share of the flows): src fd00::/8, dst 2000::/3; sport 1024-65535; dport from
-// {80,443,22,25,8080} (TCP) or {53,123,443,4789,5060} (UDP); tcp_share of the flows are TCP.
-// IPv4 headers: IHL 5, DF, id = packet counter, valid header checksum; TTL / hop limit `ttl`, or 1
-// for a `ttl_low_share` fraction of packets. MACs 02:00:00:00:00:02 -> 02:00:00:00:00:01.
-// TCP: 20-byte header, ACK|PSH, seq/ack from the flow hash. L4 checksums are computed only with
-// l4_checksums = true (RFC 768/793 with the pseudo-header); otherwise they are 0 (valid "no
-// checksum" for UDP over IPv4, unchecked elsewhere).
+// flow: 8 MB for a million flows). Flow choices use their own PRNG stream, drawn 16 packets ahead
+// so that the table entry is prefetched (a million-flow table lives in DRAM). Synthetic headers
+// are derived from a hash of (seed, flow): no per-flow memory. IPv4 flows: src 10.0.0.0/8, dst uniform
+// over 1.0.0.0-223.255.255.255; IPv6 flows (ipv6_share of the flows): src fd00::/8, dst 2000::/3; sport 1024-65535;
+// dport from {80,443,22,25,8080} (TCP) or {53,123,443,4789,5060} (UDP); tcp_share of the flows are TCP. IPv4 headers:
+// IHL 5, DF, id = packet counter, valid header checksum; TTL / hop limit `ttl`, or 1 for a `ttl_low_share` fraction of
+// packets. MACs 02:00:00:00:00:02 -> 02:00:00:00:00:01. TCP: 20-byte header, ACK|PSH, seq/ack from the flow hash. L4
+// checksums are computed only with l4_checksums = true (RFC 768/793 with the pseudo-header); otherwise they are 0
+// (valid "no checksum" for UDP over IPv4, unchecked elsewhere).
 //
 // Template headers (template_capture set): the capture is read once (pcap_file.hpp), every frame
 // that parses cleanly as an unfragmented IPv4/IPv6 TCP/UDP packet is a candidate, and the first
@@ -36,8 +36,8 @@
 // in source port and the last two bytes of the source address form a group, v = (g - 1) × group
 // size + index in group numbers the group's generated flows, the source port becomes
 // 1024 + v mod 64512 and the address tail is XOR-ed with 0x5a5a + v / 64512 (never 0), so generated
-// flows are distinct from each other and from the capture's connections. Lengths (IPv4 total length, IPv6 payload length, UDP length), TTL / hop
-// limit and the IPv4 checksum are rewritten for every packet (L4 checksums as below).
+// flows are distinct from each other and from the capture's connections. Lengths (IPv4 total length, IPv6 payload
+// length, UDP length), TTL / hop limit and the IPv4 checksum are rewritten for every packet (L4 checksums as below).
 //
 // Payload. Pseudo-random bytes copied from a 256 KiB pool filled at start (from the seed) and
 // scrubbed of every configured pattern (length >= 2), so a pattern appears only where planted.
@@ -81,14 +81,15 @@ struct ImixEntry {
   double percent;
 };
 // token-bucket-parallel-heaps.txt Table I.
-inline constexpr ImixEntry kImixTable[] = {{28, 1.20},  {40, 35.50}, {44, 2.00},  {48, 2.00},  {52, 3.50},  {552, 0.80},
-                                           {576, 11.50}, {628, 1.00}, {770, 29.50}, {1420, 3.00}, {1500, 10.00}};
+inline constexpr ImixEntry kImixTable[] = {{28, 1.20},   {40, 35.50},  {44, 2.00},   {48, 2.00},
+                                           {52, 3.50},   {552, 0.80},  {576, 11.50}, {628, 1.00},
+                                           {770, 29.50}, {1420, 3.00}, {1500, 10.00}};
 
 struct GeneratorConfig {
   uint64_t seed = 1;
 
   SizeMode size_mode = SizeMode::kFixed;
-  uint32_t size_bytes = 60;                       // kFixed
+  uint32_t size_bytes = 60;                             // kFixed
   uint32_t size_min_bytes = 60, size_max_bytes = 1514;  // kUniform, inclusive
 
   uint32_t flows = 1024;
@@ -117,13 +118,13 @@ struct GeneratorConfig {
 };
 
 struct GeneratorStats {
-  uint64_t generated = 0;         // packets handed out
-  uint64_t planted = 0;           // packets with a planted pattern
-  uint64_t pattern_no_fit = 0;    // packets picked for a pattern whose payload was too short
-  uint64_t size_raised = 0;       // packets grown to hold their headers (see Sizes above)
-  uint64_t ttl_low = 0;           // packets sent with TTL 1
-  double skipped_units = 0;       // offered units dropped by rate.max_backlog
-  uint32_t templates = 0;         // header templates in use (0: synthetic)
+  uint64_t generated = 0;       // packets handed out
+  uint64_t planted = 0;         // packets with a planted pattern
+  uint64_t pattern_no_fit = 0;  // packets picked for a pattern whose payload was too short
+  uint64_t size_raised = 0;     // packets grown to hold their headers (see Sizes above)
+  uint64_t ttl_low = 0;         // packets sent with TTL 1
+  double skipped_units = 0;     // offered units dropped by rate.max_backlog
+  uint32_t templates = 0;       // header templates in use (0: synthetic)
 };
 
 class GeneratorPort : public Port {

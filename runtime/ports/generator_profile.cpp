@@ -8,11 +8,17 @@
 namespace hpr {
 
 std::vector<HoltWintersService> laps_table4_set1() {
-  return {{1.0, 0.03, 0.3, 40, 0.1}, {1.8, -0.025, 0.1, 25, 0.05}, {0.5, 0.01, 0.07, 60, 0.25}, {0.3, 0.005, 0.09, 600, 0.3}};
+  return {{1.0, 0.03, 0.3, 40, 0.1},
+          {1.8, -0.025, 0.1, 25, 0.05},
+          {0.5, 0.01, 0.07, 60, 0.25},
+          {0.3, 0.005, 0.09, 600, 0.3}};
 }
 
 std::vector<HoltWintersService> laps_table4_set2() {
-  return {{1.5, 0.002, 0.3, 100, 0.3}, {1.3, -0.02, 0.15, 25, 0.05}, {1.0, 0.004, 0.25, 30, 0.25}, {0.7, 0.01, 0.18, 200, 0.3}};
+  return {{1.5, 0.002, 0.3, 100, 0.3},
+          {1.3, -0.02, 0.15, 25, 0.05},
+          {1.0, 0.004, 0.25, 30, 0.25},
+          {0.7, 0.01, 0.18, 200, 0.3}};
 }
 
 namespace {
@@ -28,21 +34,26 @@ Result<RateProfile> RateProfile::create(const RateConfig& cfg, uint64_t seed) {
   if (bad_number(cfg.max_backlog))
     return error(Code::kInvalidArgument, "generator rate.max_backlog = {}: must be >= 0", cfg.max_backlog);
   switch (cfg.mode) {
-    case RateMode::kUnpaced: break;
+    case RateMode::kUnpaced:
+      break;
     case RateMode::kConstant:
       if (bad_number(cfg.rate))
-        return error(Code::kInvalidArgument, "generator rate.rate = {}: a constant rate must be finite and >= 0", cfg.rate);
+        return error(Code::kInvalidArgument, "generator rate.rate = {}: a constant rate must be finite and >= 0",
+                     cfg.rate);
       break;
     case RateMode::kSteps: {
       if (cfg.steps.empty())
-        return error(Code::kInvalidArgument, "generator rate.steps is empty: a steps profile needs at least one (duration_ns, rate)");
+        return error(Code::kInvalidArgument,
+                     "generator rate.steps is empty: a steps profile needs at least one (duration_ns, rate)");
       double cum = 0;
       for (size_t i = 0; i < cfg.steps.size(); ++i) {
         const auto& s = cfg.steps[i];
         if (s.duration_ns == 0)
-          return error(Code::kInvalidArgument, "generator rate.steps[{}].duration_ns = 0: every step needs a duration", i);
+          return error(Code::kInvalidArgument, "generator rate.steps[{}].duration_ns = 0: every step needs a duration",
+                       i);
         if (bad_number(s.rate))
-          return error(Code::kInvalidArgument, "generator rate.steps[{}].rate = {}: must be finite and >= 0", i, s.rate);
+          return error(Code::kInvalidArgument, "generator rate.steps[{}].rate = {}: must be finite and >= 0", i,
+                       s.rate);
         p.step_cum_.push_back(cum);
         cum += s.rate * cfg.rate_scale * static_cast<double>(s.duration_ns) * 1e-9;
         p.steps_total_ns_ += s.duration_ns;
@@ -52,20 +63,23 @@ Result<RateProfile> RateProfile::create(const RateConfig& cfg, uint64_t seed) {
     }
     case RateMode::kHoltWinters:
       if (cfg.services.empty())
-        return error(Code::kInvalidArgument,
-                     "generator rate.services is empty: Holt-Winters needs at least one service (e.g. laps_table4_set1())");
+        return error(
+            Code::kInvalidArgument,
+            "generator rate.services is empty: Holt-Winters needs at least one service (e.g. laps_table4_set1())");
       for (size_t i = 0; i < cfg.services.size(); ++i) {
         const auto& s = cfg.services[i];
         if (!std::isfinite(s.period_s) || s.period_s <= 0)
-          return error(Code::kInvalidArgument, "generator rate.services[{}].period_s = {}: the season period m must be > 0", i,
-                       s.period_s);
+          return error(Code::kInvalidArgument,
+                       "generator rate.services[{}].period_s = {}: the season period m must be > 0", i, s.period_s);
         if (bad_number(s.sigma_mpps))
-          return error(Code::kInvalidArgument, "generator rate.services[{}].sigma_mpps = {}: must be >= 0", i, s.sigma_mpps);
+          return error(Code::kInvalidArgument, "generator rate.services[{}].sigma_mpps = {}: must be >= 0", i,
+                       s.sigma_mpps);
         if (!std::isfinite(s.a_mpps) || !std::isfinite(s.b_mpps_per_s) || !std::isfinite(s.c_mpps))
           return error(Code::kInvalidArgument, "generator rate.services[{}]: a, b and C must be finite", i);
       }
       if (cfg.services.size() > 255)
-        return error(Code::kInvalidArgument, "generator rate.services has {} entries: at most 255 (Packet::service is 8 bits)",
+        return error(Code::kInvalidArgument,
+                     "generator rate.services has {} entries: at most 255 (Packet::service is 8 bits)",
                      cfg.services.size());
       if (cfg.hw_step_ns == 0) return error(Code::kInvalidArgument, "generator rate.hw_step_ns = 0: must be > 0");
       if (!std::isfinite(cfg.hw_time_scale) || cfg.hw_time_scale <= 0)
@@ -105,8 +119,10 @@ double RateProfile::service_rate_at(uint32_t i, uint64_t t_ns) const {
 
 double RateProfile::rate_at(uint64_t t_ns) const {
   switch (cfg_.mode) {
-    case RateMode::kUnpaced: return 0;
-    case RateMode::kConstant: return cfg_.rate * cfg_.rate_scale;
+    case RateMode::kUnpaced:
+      return 0;
+    case RateMode::kConstant:
+      return cfg_.rate * cfg_.rate_scale;
     case RateMode::kSteps: {
       if (t_ns >= steps_total_ns_) {
         if (!cfg_.loop_steps) return 0;
@@ -118,7 +134,8 @@ double RateProfile::rate_at(uint64_t t_ns) const {
       }
       return 0;
     }
-    case RateMode::kHoltWinters: return hw_step_rate(t_ns / cfg_.hw_step_ns);
+    case RateMode::kHoltWinters:
+      return hw_step_rate(t_ns / cfg_.hw_step_ns);
   }
   return 0;
 }
@@ -129,8 +146,10 @@ bool RateProfile::finished(uint64_t t_ns) const {
 
 double RateProfile::cumulative(uint64_t t_ns) {
   switch (cfg_.mode) {
-    case RateMode::kUnpaced: return 0;
-    case RateMode::kConstant: return cfg_.rate * cfg_.rate_scale * static_cast<double>(t_ns) * 1e-9;
+    case RateMode::kUnpaced:
+      return 0;
+    case RateMode::kConstant:
+      return cfg_.rate * cfg_.rate_scale * static_cast<double>(t_ns) * 1e-9;
     case RateMode::kSteps: {
       double base = 0;
       if (t_ns >= steps_total_ns_) {
@@ -140,7 +159,8 @@ double RateProfile::cumulative(uint64_t t_ns) {
       }
       for (size_t i = 0; i < cfg_.steps.size(); ++i) {
         const auto& s = cfg_.steps[i];
-        if (t_ns < s.duration_ns) return base + step_cum_[i] + s.rate * cfg_.rate_scale * static_cast<double>(t_ns) * 1e-9;
+        if (t_ns < s.duration_ns)
+          return base + step_cum_[i] + s.rate * cfg_.rate_scale * static_cast<double>(t_ns) * 1e-9;
         t_ns -= s.duration_ns;
       }
       return base + steps_cycle_units_;

@@ -43,11 +43,11 @@ struct RateStep {
 
 // One service of eq. 1 (one row of Table IV).
 struct HoltWintersService {
-  double a_mpps = 0;          // baseline
-  double b_mpps_per_s = 0;    // trend
-  double c_mpps = 0;          // seasonal magnitude
-  double period_s = 1;        // m
-  double sigma_mpps = 0;      // noise standard deviation
+  double a_mpps = 0;        // baseline
+  double b_mpps_per_s = 0;  // trend
+  double c_mpps = 0;        // seasonal magnitude
+  double period_s = 1;      // m
+  double sigma_mpps = 0;    // noise standard deviation
 };
 
 // Table IV, set 1 (aggregate rate below the capacity of 16 cores) and set 2 (above it).
@@ -59,12 +59,12 @@ struct RateConfig {
   RateUnit unit = RateUnit::kPacketsPerSecond;  // constant and steps (Holt-Winters is always packets)
   double rate = 0;                              // constant
   std::vector<RateStep> steps;
-  bool loop_steps = false;  // after the last step: start over (true) or offer nothing more (false)
-  std::vector<HoltWintersService> services;     // Holt-Winters
-  uint64_t hw_step_ns = 1'000'000;              // Holt-Winters evaluation grid (and noise period)
-  double hw_time_scale = 1.0;                   // model time = real time × scale (compress a season)
-  double rate_scale = 1.0;                      // multiplies every rate (all modes but unpaced)
-  uint32_t wire_overhead_bytes = 0;             // bits/s accounting, see RateUnit
+  bool loop_steps = false;                   // after the last step: start over (true) or offer nothing more (false)
+  std::vector<HoltWintersService> services;  // Holt-Winters
+  uint64_t hw_step_ns = 1'000'000;           // Holt-Winters evaluation grid (and noise period)
+  double hw_time_scale = 1.0;                // model time = real time × scale (compress a season)
+  double rate_scale = 1.0;                   // multiplies every rate (all modes but unpaced)
+  uint32_t wire_overhead_bytes = 0;          // bits/s accounting, see RateUnit
   // Most units (packets, or bits for bits/s) owed at once; older debt is skipped and counted, as a
   // real generator that fell behind would. 0: no limit (every packet due is eventually handed out).
   double max_backlog = 0;
@@ -78,7 +78,9 @@ class RateProfile {
   static Result<RateProfile> create(const RateConfig& cfg, uint64_t seed);
 
   bool paced() const { return cfg_.mode != RateMode::kUnpaced; }
-  bool counts_bits() const { return paced() && cfg_.mode != RateMode::kHoltWinters && cfg_.unit == RateUnit::kBitsPerSecond; }
+  bool counts_bits() const {
+    return paced() && cfg_.mode != RateMode::kHoltWinters && cfg_.unit == RateUnit::kBitsPerSecond;
+  }
   const RateConfig& config() const { return cfg_; }
 
   // Offered rate at t (units per second: packets/s, or bits/s when counts_bits()).
@@ -94,7 +96,7 @@ class RateProfile {
   bool finished(uint64_t t_ns) const;
 
  private:
-  double hw_step_rate(uint64_t step) const;        // total packets/s during grid step `step`
+  double hw_step_rate(uint64_t step) const;  // total packets/s during grid step `step`
   double hw_service_rate(uint32_t i, uint64_t step) const;
   RateConfig cfg_;
   uint64_t seed_ = 0;

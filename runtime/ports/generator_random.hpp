@@ -103,10 +103,13 @@ class AliasTable {
 
   // One 64-bit draw: high half picks the column, low half the coin.
   uint32_t sample(uint64_t r) const {
-    auto col = static_cast<uint32_t>(((r >> 32) * entries_.size()) >> 32);
+    const uint32_t col = column(r);
     const Entry& e = entries_[col];
     return (static_cast<uint32_t>(r) < e.threshold || e.threshold == 0xffffffffu) ? col : e.alias;
   }
+  // Start loading the entry sample(r) will read (a large table lives in DRAM: ~70% of the time of a
+  // million-flow generator went to this one load before it was prefetched a few packets ahead).
+  void prefetch(uint64_t r) const { __builtin_prefetch(&entries_[column(r)]); }
   size_t size() const { return entries_.size(); }
   size_t memory_bytes() const { return entries_.size() * sizeof(Entry); }
 
@@ -115,6 +118,7 @@ class AliasTable {
     uint32_t threshold;  // keep the column when the coin < threshold (0xffffffff: always)
     uint32_t alias;
   };
+  uint32_t column(uint64_t r) const { return static_cast<uint32_t>(((r >> 32) * entries_.size()) >> 32); }
   static uint32_t to_threshold(double p) {
     if (p <= 0) return 0;
     double t = p * 4294967296.0;

@@ -1,7 +1,10 @@
 // Traffic generator port: size distributions (IMIX Table I), flow popularity, determinism, valid
 // headers, planted patterns, rate pacing on a manual clock, Holt-Winters (LAPS eq. 1), templates,
 // and configuration errors.
+#include "runtime/ports/generator.hpp"
+
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -11,14 +14,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "hpr/clock.hpp"
 #include "hpr/data_dir.hpp"
 #include "runtime/flow.hpp"
 #include "runtime/parser.hpp"
 #include "runtime/pcap_file.hpp"
-#include "runtime/ports/generator.hpp"
 
 using namespace hpr;
 
@@ -70,7 +70,10 @@ bool l4_checksum_ok(const Packet& p) {
   auto add = [&](const uint8_t* b, uint32_t n) {
     for (uint32_t i = 0; i < n; i += 2) sum += (b[i] << 8) | (i + 1 < n ? b[i + 1] : 0);
   };
-  if (p.l3 == L3::kIPv4) add(ip + 12, 8); else add(ip + 8, 32);
+  if (p.l3 == L3::kIPv4)
+    add(ip + 12, 8);
+  else
+    add(ip + 8, 32);
   sum += p.l4;
   sum += l4_len;
   add(p.data + p.l4_off, l4_len);
@@ -174,7 +177,10 @@ TEST_CASE("Zipf popularity fits the rank-frequency law", "[generator][zipf]") {
     pull(*g, kN, [&](Packet& p) {
       REQUIRE(parse(p) == DropReason::kNone);
       int64_t f = idx.find(flow_key(p));
-      if (f < 0) ++unknown; else count[static_cast<size_t>(f)]++;
+      if (f < 0)
+        ++unknown;
+      else
+        count[static_cast<size_t>(f)]++;
     });
     REQUIRE(unknown == 0);
     double hn = 0;
@@ -195,7 +201,10 @@ TEST_CASE("Zipf popularity fits the rank-frequency law", "[generator][zipf]") {
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (uint32_t r = 1; r <= 100; ++r) {
       double x = std::log(r), y = std::log(static_cast<double>(count[r - 1]));
-      sx += x; sy += y; sxx += x * x; sxy += x * y;
+      sx += x;
+      sy += y;
+      sxx += x * x;
+      sxy += x * y;
     }
     double slope = (100 * sxy - sx * sy) / (100 * sxx - sx * sx);
     CHECK(slope == Approx(-s).margin(0.06));
@@ -539,7 +548,8 @@ TEST_CASE("Holt-Winters rate follows eq. 1", "[generator][holt-winters]") {
       double expect = 0;
       for (uint32_t i = 0; i < set.size(); ++i) {
         const auto& s = set[i];
-        double x = s.a_mpps + s.b_mpps_per_s * t_s + s.c_mpps * std::sin(2 * M_PI * std::fmod(t_s, s.period_s) / s.period_s);
+        double x =
+            s.a_mpps + s.b_mpps_per_s * t_s + s.c_mpps * std::sin(2 * M_PI * std::fmod(t_s, s.period_s) / s.period_s);
         CHECK(prof->service_rate_at(i, t_ns) == Approx(std::max(0.0, x) * 1e6).epsilon(1e-9));
         expect += std::max(0.0, x) * 1e6;
       }
@@ -568,7 +578,8 @@ TEST_CASE("Holt-Winters rate follows eq. 1", "[generator][holt-winters]") {
   for (int k = 0; k < kSteps; ++k) {
     uint64_t t_ns = static_cast<uint64_t>(k) * rc.hw_step_ns;
     double t_s = t_ns * 1e-9;
-    double det = s.a_mpps + s.b_mpps_per_s * t_s + s.c_mpps * std::sin(2 * M_PI * std::fmod(t_s, s.period_s) / s.period_s);
+    double det =
+        s.a_mpps + s.b_mpps_per_s * t_s + s.c_mpps * std::sin(2 * M_PI * std::fmod(t_s, s.period_s) / s.period_s);
     double r = prof->service_rate_at(1, t_ns) / 1e6 - det;
     sum += r;
     sum2 += r * r;
@@ -592,8 +603,8 @@ TEST_CASE("Holt-Winters generator hands out the profile's packets and services",
   cfg.flows = 1000;
   cfg.rate.mode = RateMode::kHoltWinters;
   cfg.rate.services = laps_table4_set2();
-  cfg.rate.rate_scale = 1e-3;       // Mpps -> kpps: a few thousand packets per second
-  cfg.rate.hw_time_scale = 100;     // a 100 s season in 1 s
+  cfg.rate.rate_scale = 1e-3;    // Mpps -> kpps: a few thousand packets per second
+  cfg.rate.hw_time_scale = 100;  // a 100 s season in 1 s
   auto g = make(cfg);
   auto ref = RateProfile::create(cfg.rate, cfg.seed);
   REQUIRE(ref.is_ok());
@@ -649,8 +660,10 @@ TEST_CASE("headers from a real capture", "[generator][templates]") {
     std::string ks(reinterpret_cast<char*>(&k), sizeof k);
     all.insert(ks);
     bool in_capture = capture_keys.count({flow_hash(k), ks}) != 0;
-    if (f < T) CHECK(in_capture);
-    else CHECK(!in_capture);
+    if (f < T)
+      CHECK(in_capture);
+    else
+      CHECK(!in_capture);
   }
   CHECK(all.size() == cfg.flows);  // generations make distinct flows
   uint64_t v4 = 0, v6 = 0;
@@ -677,24 +690,103 @@ TEST_CASE("bad configurations name the setting", "[generator][errors]") {
     CHECK(g.status().message().find(needle) != std::string::npos);
   };
   GeneratorConfig c;
-  { auto x = c; x.flows = 0; expect_error(x, "flows = 0"); }
-  { auto x = c; x.flows = 1'000'001; expect_error(x, "flows = 1000001"); }
-  { auto x = c; x.popularity = Popularity::kZipf; x.zipf_s = -0.5; expect_error(x, "zipf_s"); }
-  { auto x = c; x.size_bytes = 59; expect_error(x, "size_bytes = 59"); }
-  { auto x = c; x.size_bytes = 9001; expect_error(x, "size_bytes = 9001"); }
-  { auto x = c; x.size_mode = SizeMode::kUniform; x.size_min_bytes = 100; x.size_max_bytes = 70; expect_error(x, "size_min_bytes"); }
-  { auto x = c; x.size_mode = SizeMode::kUniform; x.size_max_bytes = 10000; expect_error(x, "size_max_bytes = 10000"); }
-  { auto x = c; x.pattern_match_rate = 0.1; expect_error(x, "patterns is empty"); }
-  { auto x = c; x.patterns = {""}; expect_error(x, "patterns[0] is empty"); }
-  { auto x = c; x.pattern_match_rate = 1.5; x.patterns = {"a"}; expect_error(x, "pattern_match_rate"); }
-  { auto x = c; x.ipv6_share = -0.1; expect_error(x, "ipv6_share"); }
-  { auto x = c; x.tcp_share = 2; expect_error(x, "tcp_share"); }
-  { auto x = c; x.ttl = 0; expect_error(x, "ttl = 0"); }
-  { auto x = c; x.template_capture = "/nonexistent/x.pcap"; expect_error(x, "template_capture", Code::kNotFound); }
-  { auto x = c; x.rate.mode = RateMode::kConstant; x.rate.rate = -1; expect_error(x, "rate.rate"); }
-  { auto x = c; x.rate.mode = RateMode::kSteps; expect_error(x, "rate.steps is empty"); }
-  { auto x = c; x.rate.mode = RateMode::kSteps; x.rate.steps = {{0, 1}}; expect_error(x, "steps[0].duration_ns"); }
-  { auto x = c; x.rate.mode = RateMode::kHoltWinters; expect_error(x, "rate.services is empty"); }
+  {
+    auto x = c;
+    x.flows = 0;
+    expect_error(x, "flows = 0");
+  }
+  {
+    auto x = c;
+    x.flows = 1'000'001;
+    expect_error(x, "flows = 1000001");
+  }
+  {
+    auto x = c;
+    x.popularity = Popularity::kZipf;
+    x.zipf_s = -0.5;
+    expect_error(x, "zipf_s");
+  }
+  {
+    auto x = c;
+    x.size_bytes = 59;
+    expect_error(x, "size_bytes = 59");
+  }
+  {
+    auto x = c;
+    x.size_bytes = 9001;
+    expect_error(x, "size_bytes = 9001");
+  }
+  {
+    auto x = c;
+    x.size_mode = SizeMode::kUniform;
+    x.size_min_bytes = 100;
+    x.size_max_bytes = 70;
+    expect_error(x, "size_min_bytes");
+  }
+  {
+    auto x = c;
+    x.size_mode = SizeMode::kUniform;
+    x.size_max_bytes = 10000;
+    expect_error(x, "size_max_bytes = 10000");
+  }
+  {
+    auto x = c;
+    x.pattern_match_rate = 0.1;
+    expect_error(x, "patterns is empty");
+  }
+  {
+    auto x = c;
+    x.patterns = {""};
+    expect_error(x, "patterns[0] is empty");
+  }
+  {
+    auto x = c;
+    x.pattern_match_rate = 1.5;
+    x.patterns = {"a"};
+    expect_error(x, "pattern_match_rate");
+  }
+  {
+    auto x = c;
+    x.ipv6_share = -0.1;
+    expect_error(x, "ipv6_share");
+  }
+  {
+    auto x = c;
+    x.tcp_share = 2;
+    expect_error(x, "tcp_share");
+  }
+  {
+    auto x = c;
+    x.ttl = 0;
+    expect_error(x, "ttl = 0");
+  }
+  {
+    auto x = c;
+    x.template_capture = "/nonexistent/x.pcap";
+    expect_error(x, "template_capture", Code::kNotFound);
+  }
+  {
+    auto x = c;
+    x.rate.mode = RateMode::kConstant;
+    x.rate.rate = -1;
+    expect_error(x, "rate.rate");
+  }
+  {
+    auto x = c;
+    x.rate.mode = RateMode::kSteps;
+    expect_error(x, "rate.steps is empty");
+  }
+  {
+    auto x = c;
+    x.rate.mode = RateMode::kSteps;
+    x.rate.steps = {{0, 1}};
+    expect_error(x, "steps[0].duration_ns");
+  }
+  {
+    auto x = c;
+    x.rate.mode = RateMode::kHoltWinters;
+    expect_error(x, "rate.services is empty");
+  }
   {
     auto x = c;
     x.rate.mode = RateMode::kHoltWinters;
@@ -709,7 +801,11 @@ TEST_CASE("bad configurations name the setting", "[generator][errors]") {
     x.flows = 3;
     expect_error(x, "flows = 3");
   }
-  { auto x = c; x.pool_slots = 0; expect_error(x, "pool_slots"); }
+  {
+    auto x = c;
+    x.pool_slots = 0;
+    expect_error(x, "pool_slots");
+  }
   // A good config gives a port of kind "generator".
   auto ok = make_generator_port(c);
   REQUIRE(ok.is_ok());
