@@ -219,6 +219,7 @@ int main(int argc, char** argv) {
   run->add_option("--timeout-us", rc.batch_timeout_us, "Close a partial batch after this many microseconds");
   run->add_option("--queue", rc.queue, "Lane queue size (packets)");
   run->add_option("--in-flight", rc.in_flight, "OpenCL batches in flight per lane");
+  run->add_option("--balancer", rc.balancer, "Flow-to-lane policy: rr crc16 crc32 hrw whrw (default) ahrw subflow fcfs afs laps");
   run->add_option("--routes", rc.app_opts.routes, "ipv4: route table (pyasn .dat[.gz] or 'prefix/len nexthop' text)");
   run->add_option("--ports", rc.app_opts.ports, "ipv4: number of output ports (next hop = origin AS mod ports)");
   run->add_option("--rules", rc.app_opts.rules, "dpi: Snort/Suricata rule file or directory");
@@ -293,6 +294,7 @@ int main(int argc, char** argv) {
     if (given("--timeout-us")) cfg.batch_timeout_us = rc.batch_timeout_us;
     if (given("--queue")) cfg.queue = rc.queue;
     if (given("--in-flight")) cfg.in_flight = rc.in_flight;
+    if (given("--balancer")) cfg.balancer = rc.balancer;
     if (given("--routes")) cfg.app_opts.routes = rc.app_opts.routes;
     if (given("--ports")) cfg.app_opts.ports = rc.app_opts.ports;
     if (given("--rules")) cfg.app_opts.rules = rc.app_opts.rules;

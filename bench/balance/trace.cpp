@@ -1,3 +1,4 @@
+#include "runtime/balance_glue.hpp"
 #include "bench/balance/trace.hpp"
 
 #include <algorithm>
@@ -39,24 +40,6 @@ void densify(Trace& t) {
 }
 
 }  // namespace
-
-FiveTuple to_five_tuple(const FlowKey& k) {
-  auto word = [](const uint8_t* b, int i) {
-    return (uint32_t(b[i]) << 24) | (uint32_t(b[i + 1]) << 16) | (uint32_t(b[i + 2]) << 8) | b[i + 3];
-  };
-  FiveTuple t;
-  if (k.family == 6) {  // IPv6: the four words folded by XOR
-    t.src_ip = word(k.src, 0) ^ word(k.src, 4) ^ word(k.src, 8) ^ word(k.src, 12);
-    t.dst_ip = word(k.dst, 0) ^ word(k.dst, 4) ^ word(k.dst, 8) ^ word(k.dst, 12);
-  } else {
-    t.src_ip = word(k.src, 0);
-    t.dst_ip = word(k.dst, 0);
-  }
-  t.src_port = k.sport;
-  t.dst_port = k.dport;
-  t.proto = k.proto;
-  return t;
-}
 
 Trace load_pcap_dir(const std::string& dir, uint32_t group, uint32_t groups) {
   Trace tr;

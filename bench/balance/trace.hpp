@@ -8,6 +8,7 @@
 // `copies` different captures are active at any moment. The flow-size distribution (heavy tail) is
 // the captures', the number of concurrent flows grows with the copies. A synthetic Zipf source stands in where no
 // capture is available (pluggable).
+#include "runtime/balance_glue.hpp"
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,8 +36,7 @@ struct Trace {
 // Every capture in `dir` whose index i satisfies i % groups == group (sorted by name), concatenated.
 // Non-IP frames are skipped. Returns an empty trace when nothing could be read.
 Trace load_pcap_dir(const std::string& dir, uint32_t group = 0, uint32_t groups = 1);
-// The dispatcher's FlowKey -> the balancers' FiveTuple (IPv6 addresses folded by XOR of the words).
-FiveTuple to_five_tuple(const FlowKey& k);
+using hpr::to_five_tuple;  // runtime/balance_glue.hpp: the dispatcher uses the same
 // `copies` replays of `base` (see above); flow ids re-densified.
 // interleave = false: the copies are concatenated instead (one capture active at a time: a few
 // flows dominate each moment; the most skewed input).

@@ -8,8 +8,10 @@ namespace hpr {
 
 Lane::Lane(LaneConfig cfg, const kernels::App& app, std::unique_ptr<Executor> exec, uint32_t completion_ring)
     : cfg_(std::move(cfg)), app_(app), exec_(std::move(exec)), input_(cfg_.queue_size), completions_(completion_ring) {
-  batch_.reserve(cfg_.batch_size);
-  done_.reserve(static_cast<size_t>(cfg_.batch_size) * (exec_->slots() + 1));
+  max_batch_ = std::max(cfg_.max_batch, cfg_.batch_size);
+  batch_target_.store(cfg_.batch_size);
+  batch_.reserve(max_batch_);
+  done_.reserve(static_cast<size_t>(max_batch_) * (exec_->slots() + 1));
 }
 
 Lane::~Lane() { join(); }
@@ -80,9 +82,10 @@ void Lane::run() {
   while (state_.load(std::memory_order_relaxed) == LaneState::kRunning) {
     bool did = false;
     // Fill the batch.
-    if (batch_.size() < cfg_.batch_size) {
+    const uint32_t target = batch_target_.load(std::memory_order_relaxed);
+    if (batch_.size() < target) {
       Packet tmp[64];
-      size_t want = std::min<size_t>(64, cfg_.batch_size - batch_.size());
+      size_t want = std::min<size_t>(64, target - batch_.size());
       size_t n = input_.pop_burst(tmp, want);
       if (n > 0) {
         if (batch_.empty()) first_ns = monotonic_ns();
@@ -92,7 +95,7 @@ void Lane::run() {
     }
     uint64_t now = monotonic_ns();
     bool stopping = stop_.load(std::memory_order_acquire);
-    bool close = !batch_.empty() && (batch_.size() >= cfg_.batch_size || now - first_ns >= cfg_.batch_timeout_ns ||
+    bool close = !batch_.empty() && (batch_.size() >= target || now - first_ns >= cfg_.batch_timeout_ns ||
                                      (stopping && input_.empty()));
     if (close && exec_->outstanding() == exec_->slots()) {
       reap(/*wait=*/true);  // all slots busy: wait for the oldest

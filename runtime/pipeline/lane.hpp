@@ -8,6 +8,7 @@
 // batches submitted; batches complete in submission order, so a flow's packets leave the lane in
 // the order they entered it. When the executor fails, the lane stops, hands back every packet it
 // still holds (failed batch first, then the queue, in order) and reports itself failed.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -55,6 +56,7 @@ Result<std::unique_ptr<Executor>> make_cl_executor(const kernels::App& app, std:
 struct LaneConfig {
   std::string name;                 // "native0", "cl:pthread-haswell"
   uint32_t batch_size = 256;
+  uint32_t max_batch = 0;           // largest batch the scheduler may ask for (buffers); 0: batch_size
   uint64_t batch_timeout_ns = 100'000;
   uint32_t queue_size = 4096;
   double weight = 1.0;              // share of new flows
@@ -95,6 +97,10 @@ class Lane {
   const std::string& failure() const { return failure_; }
 
   LaneStats& stats() { return stats_; }
+  void set_batch_size(uint32_t n) {
+    batch_target_.store(std::clamp<uint32_t>(n, 1, max_batch_), std::memory_order_relaxed);
+  }
+  uint32_t batch_size() const { return batch_target_.load(std::memory_order_relaxed); }
   std::string log_drain();  // log lines produced since the last call
   void set_logging(bool on, std::function<std::string(const Packet&)> prefix) {
     log_on_ = on;
@@ -121,6 +127,8 @@ class Lane {
   std::string failure_;
   LaneStats stats_;
   uint64_t submitted_ = 0;
+  uint32_t max_batch_ = 1;
+  std::atomic<uint32_t> batch_target_{1};
   bool log_on_ = false;
   std::function<std::string(const Packet&)> log_prefix_;
   std::mutex log_mu_;

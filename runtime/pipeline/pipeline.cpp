@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "hpr/clock.hpp"
+#include "runtime/balance_glue.hpp"
 
 namespace hpr {
 namespace {
@@ -30,7 +31,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   for (auto& spec : cfg.lanes) {
     if (spec.lane.batch_size == 0) return error(Code::kInvalidArgument, "lane {}: batch size must be at least 1", spec.lane.name);
     if (spec.lane.queue_size == 0) return error(Code::kInvalidArgument, "lane {}: queue size must be at least 1", spec.lane.name);
-    ExecutorConfig ec{spec.lane.batch_size, spec.in_flight};
+    ExecutorConfig ec{std::max(spec.lane.max_batch, spec.lane.batch_size), spec.in_flight};
     std::unique_ptr<Executor> ex;
     if (spec.kind == LaneSpec::Kind::kNative) {
       ex = make_native_executor(*app, ec);
@@ -42,6 +43,19 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
     p->lanes_.push_back(std::make_unique<Lane>(spec.lane, *app, std::move(ex), cfg.completion_ring));
     p->egress_handled_.push_back(std::make_unique<std::atomic<uint64_t>>(0));
   }
+  // The balancer: one slot per flow-table id, one lane per lane, weights from the lanes.
+  balance::BalancerConfig bc = cfg.balancer_cfg;
+  bc.lanes = static_cast<uint32_t>(cfg.lanes.size());
+  bc.lane_weights.clear();
+  for (const auto& spec : cfg.lanes) bc.lane_weights.push_back(static_cast<float>(spec.lane.weight));
+  bc.flow_slots = p->flows_->capacity();
+  bc.burst_max = 256;
+  auto bal = balance::make_balancer(cfg.balancer, bc);
+  if (!bal) return error(bal.status().code(), "lanes.balancer: {}", bal.status().message());
+  p->balancer_ = std::move(*bal);
+  p->weights_ = bc.lane_weights;
+  p->lane_states_.resize(cfg.lanes.size());
+  p->flow_pending_.assign(p->flows_->capacity(), 0);
   if (!cfg.log_path.empty()) {
     p->log_ = std::fopen(cfg.log_path.c_str(), "w");
     if (p->log_ == nullptr) return error(Code::kIoError, "cannot write the result log '{}'", cfg.log_path);
@@ -78,15 +92,19 @@ std::string Pipeline::flow_text(const Packet& p) const {
 uint8_t Pipeline::pick_lane(uint32_t hash) const {
   // Weighted choice among running lanes by the flow hash (deterministic per flow).
   double total = 0;
-  for (const auto& l : lanes_)
-    if (l->state() == LaneState::kRunning) total += l->config().weight;
-  if (total <= 0) return kNoLane;
+  for (size_t i = 0; i < lanes_.size(); ++i)
+    if (lanes_[i]->state() == LaneState::kRunning) total += weights_[i];
+  if (total <= 0) {  // every running lane has weight 0: any running lane rather than a drop
+    for (size_t i = 0; i < lanes_.size(); ++i)
+      if (lanes_[i]->state() == LaneState::kRunning) return static_cast<uint8_t>(i);
+    return kNoLane;
+  }
   double x = static_cast<double>(hash) / 4294967296.0 * total;
   uint8_t last = kNoLane;
   for (size_t i = 0; i < lanes_.size(); ++i) {
     if (lanes_[i]->state() != LaneState::kRunning) continue;
     last = static_cast<uint8_t>(i);
-    x -= lanes_[i]->config().weight;
+    x -= weights_[i];
     if (x < 0) return last;
   }
   return last;
@@ -150,13 +168,35 @@ bool Pipeline::handle_failed_lanes() {
   return any;
 }
 
+Status Pipeline::set_lane_weights(const std::vector<float>& w) {
+  if (w.size() != lanes_.size())
+    return error(Code::kInvalidArgument, "{} lane weights given for {} lanes", w.size(), lanes_.size());
+  for (float x : w)
+    if (!(x >= 0)) return error(Code::kInvalidArgument, "lane weights must be >= 0");
+  std::lock_guard<std::mutex> g(weights_mu_);
+  pending_weights_ = w;
+  weights_dirty_.store(true, std::memory_order_release);
+  return Status::ok();
+}
+
 void Pipeline::dispatch_loop() {
-  Packet pkts[256];
-  const uint16_t burst = std::min<uint16_t>(cfg_.rx_burst, 256);
+  constexpr uint16_t kMaxBurst = 256;
+  Packet pkts[kMaxBurst];
+  balance::PacketMeta metas[kMaxBurst];
+  uint16_t chosen[kMaxBurst];
+  enum : uint8_t { kDropped, kFlow, kNoFlowPkt };
+  uint8_t what[kMaxBurst];
+  const uint16_t burst = std::min<uint16_t>(cfg_.rx_burst, kMaxBurst);
   int idle = 0;
   uint64_t last_expire = 0;
   while (!stop_rx_.load(std::memory_order_relaxed)) {
     handle_failed_lanes();
+    if (weights_dirty_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> g(weights_mu_);
+      weights_ = pending_weights_;
+      (void)balancer_->set_lane_weights(weights_);  // validated in set_lane_weights
+      weights_dirty_.store(false, std::memory_order_relaxed);
+    }
     uint64_t now = monotonic_ns();
     if (cfg_.max_duration_ns != 0 && now - start_ns_ >= cfg_.max_duration_ns) break;
     uint16_t n = rx_->rx_burst(pkts, burst, now);
@@ -166,36 +206,60 @@ void Pipeline::dispatch_loop() {
       continue;
     }
     idle = 0;
+    // Pass 1: classify; flows go to the balancer in one call per burst.
+    uint16_t nm = 0;
     for (uint16_t i = 0; i < n; ++i) {
       Packet& p = pkts[i];
       if (parse(p, cfg_.parse) != DropReason::kNone) {
         drop_at_dispatch(&p, 1, p.drop);
+        what[i] = kDropped;
         continue;
       }
-      uint8_t lane = kNoLane;
-      FlowState* fs = nullptr;
-      if (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6) {
-        FlowKey k = flow_key(p).canonical();
-        p.hash = crc32c(&k, sizeof k);
-        bool inserted = false;
-        p.flow_id = flows_->lookup_or_insert(k, p.hash, now, &inserted);
-        flows_seen_.fetch_add(inserted, std::memory_order_relaxed);
-      } else {
-        p.hash = 0;
-        p.flow_id = kNoFlow;
+      what[i] = kNoFlowPkt;
+      p.hash = 0;
+      p.flow_id = kNoFlow;
+      if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
+      FlowKey k = flow_key(p).canonical();
+      p.hash = crc32c(&k, sizeof k);
+      bool inserted = false;
+      p.flow_id = flows_->lookup_or_insert(k, p.hash, now, &inserted);
+      flows_seen_.fetch_add(inserted, std::memory_order_relaxed);
+      if (p.flow_id == kNoFlow) continue;
+      what[i] = kFlow;
+      flow_pending_[p.flow_id] = flows_->in_flight(p.flow_id).load(std::memory_order_acquire);
+      metas[nm++] = {to_five_tuple(k), p.hash, p.flow_id, p.len, p.service, 0};
+    }
+    if (nm > 0) {
+      for (size_t l = 0; l < lanes_.size(); ++l) {
+        auto& ls = lane_states_[l];
+        ls.queued = static_cast<uint32_t>(lanes_[l]->input().size());
+        ls.capacity = static_cast<uint32_t>(lanes_[l]->input().capacity());
+        ls.weight = weights_[l] > 0 ? weights_[l] : 1e-6f;
+        ls.enabled = lanes_[l]->state() == LaneState::kRunning && weights_[l] > 0;
       }
-      if (p.flow_id != kNoFlow) {
+      balance::LaneTable table{lane_states_, flow_pending_, now};
+      balancer_->assign({metas, nm}, table, {chosen, nm});
+    }
+    // Pass 2: enqueue in arrival order.
+    uint16_t j = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+      if (what[i] == kDropped) continue;
+      Packet& p = pkts[i];
+      FlowState* fs = nullptr;
+      uint8_t lane;
+      if (what[i] == kFlow) {
         fs = &flows_->state(p.flow_id);
+        lane = static_cast<uint8_t>(chosen[j++]);
         if (fs->lane != kNoLane) {
           LaneState ls = lanes_[fs->lane]->state();
-          // The flow's lane failed during this burst: its packets still there must be re-routed
-          // before this one, or this one would overtake them.
+          // The flow's lane failed during this burst: its packets still there are re-routed before
+          // this one, which would otherwise overtake them.
           if (ls == LaneState::kFailed || ls == LaneState::kDrained) handle_failed_lanes();
+          // Whatever the policy wanted, a flow with packets in flight stays where they are.
+          if (flows_->in_flight(p.flow_id).load(std::memory_order_acquire) > 0) lane = fs->lane;
         }
-        // A flow on a removed lane has nothing in flight any more (its packets were re-routed and
-        // rebound above, or had left): it may move.
-        if (fs->lane == kNoLane || lanes_[fs->lane]->state() != LaneState::kRunning) fs->lane = pick_lane(p.hash);
-        lane = fs->lane;
+        if (lane >= lanes_.size() || lanes_[lane]->state() != LaneState::kRunning) lane = pick_lane(p.hash);
+        fs->lane = lane;
         p.seq = fs->next_seq++;
         fs->packets++;
         fs->bytes += p.len;
@@ -208,9 +272,9 @@ void Pipeline::dispatch_loop() {
         continue;
       }
       p.lane = lane;
-      if (p.flow_id != kNoFlow) flows_->in_flight(p.flow_id).fetch_add(1, std::memory_order_acq_rel);
+      if (fs != nullptr) flows_->in_flight(p.flow_id).fetch_add(1, std::memory_order_acq_rel);
       if (!enqueue(p, lane)) {
-        if (p.flow_id != kNoFlow) {
+        if (fs != nullptr) {
           flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
           fs->next_seq--;  // keep the flow's sequence contiguous: this packet never existed for egress
         }

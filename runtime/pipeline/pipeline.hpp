@@ -13,6 +13,7 @@
 //   rx_packets + rx_too_long == tx_packets + sum(drops).
 #include <atomic>
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "runtime/pipeline/counters.hpp"
 #include "runtime/pipeline/lane.hpp"
 #include "runtime/port.hpp"
+#include "scheduler/balance/balancer.hpp"
 
 namespace hpr {
 
@@ -38,6 +40,10 @@ struct LaneSpec {
 
 struct PipelineConfig {
   std::vector<LaneSpec> lanes;
+  // Balancer policy by name (scheduler/balance: rr crc16 crc32 hrw whrw ahrw subflow fcfs afs laps),
+  // its settings (lanes, weights and flow slots are filled in from the lanes and the flow table).
+  std::string balancer = "whrw";
+  balance::BalancerConfig balancer_cfg;
   uint32_t flow_capacity = 1u << 20;
   uint64_t flow_idle_ns = 30'000'000'000ull;
   ParseOptions parse;
@@ -87,6 +93,15 @@ class Pipeline {
   // Safe from a signal handler: stops rx; run() drains and returns.
   void request_stop() { stop_rx_.store(true, std::memory_order_relaxed); }
   Summary snapshot() const;
+
+  // Control (any thread; applied by the dispatcher at its next burst): relative lane weights, 0
+  // takes a lane out of the choice for new flows. Flows move only when nothing of theirs is in
+  // flight, so a change never reorders. Errors: kInvalidArgument for a wrong count or weight < 0.
+  Status set_lane_weights(const std::vector<float>& w);
+  // Batch size of one lane from its next batch, clamped to [1, its max_batch].
+  void set_lane_batch(size_t lane, uint32_t batch) { lanes_.at(lane)->set_batch_size(batch); }
+  size_t lane_count() const { return lanes_.size(); }
+  const balance::BalancerStats& balancer_stats() const { return balancer_->stats(); }
   // Called once per status interval with the live snapshot (console line, Prometheus).
   void on_status(std::function<void(const Summary&, double interval_s)> f) { on_status_ = std::move(f); }
 
@@ -121,6 +136,13 @@ class Pipeline {
   std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
   uint64_t start_ns_ = 0, end_ns_ = 0;
   std::function<void(const Summary&, double)> on_status_;
+  std::unique_ptr<balance::Balancer> balancer_;
+  std::vector<balance::LaneState> lane_states_;   // dispatcher-owned, refreshed per burst
+  std::vector<uint32_t> flow_pending_;            // dispatcher-owned copy of in-flight per flow
+  std::vector<float> weights_;                    // dispatcher-owned
+  std::mutex weights_mu_;
+  std::vector<float> pending_weights_;
+  std::atomic<bool> weights_dirty_{false};
   FILE* log_ = nullptr;
 };
 

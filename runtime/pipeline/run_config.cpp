@@ -9,6 +9,7 @@
 #include "runtime/ports/dpdk_port.hpp"
 #include "runtime/ports/file_ports.hpp"
 #include "runtime/ports/generator.hpp"
+#include "scheduler/balance/balancer.hpp"
 
 namespace hpr {
 namespace {
@@ -99,6 +100,8 @@ Result<RunConfig> load_run_config(const std::string& path) {
   HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "timeout_us", c.batch_timeout_us)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "queue", c.queue)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "in_flight", c.in_flight)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "max_batch", c.max_batch)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "balancer", c.balancer)));
   if (t.at_path("lanes.backpressure")) {
     bool b = false;
     HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "backpressure", b)));
@@ -145,6 +148,15 @@ Status validate(const RunConfig& c) {
   if (c.queue == 0) return error(Code::kInvalidArgument, "lanes.queue: the queue size must be at least 1");
   if (c.in_flight == 0) return error(Code::kInvalidArgument, "lanes.in_flight: at least 1 batch must be allowed in flight");
   if (c.flow_capacity == 0) return error(Code::kInvalidArgument, "flows.capacity: must be at least 1");
+  if (c.max_batch > 65536) return error(Code::kInvalidArgument, "lanes.max_batch: {} is above the maximum 65536", c.max_batch);
+  {
+    auto names = balance::balancer_names();
+    if (std::find(names.begin(), names.end(), c.balancer) == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + std::string(n);
+      return error(Code::kInvalidArgument, "lanes.balancer: unknown policy '{}' (known: {})", c.balancer, known);
+    }
+  }
   if (c.native_lanes == 0 && c.devices.size() == 1 && c.devices[0] == "none")
     return error(Code::kInvalidArgument, "lanes: no lanes (lanes.native = 0 and lanes.devices = none)");
   return Status::ok();
@@ -241,6 +253,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   pc.flow_capacity = c.flow_capacity;
   pc.flow_idle_ns = static_cast<uint64_t>(c.flow_idle_s * 1e9);
   pc.backpressure = c.backpressure.value_or(c.input.kind != "dpdk");
+  pc.balancer = c.balancer;
   pc.log_path = c.log_path;
   pc.max_duration_ns = static_cast<uint64_t>(c.duration_s * 1e9);
   pc.status_interval_ns = static_cast<uint64_t>(c.status_interval_s * 1e9);
@@ -249,6 +262,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     LaneConfig lc;
     lc.name = name;
     lc.batch_size = c.batch;
+    lc.max_batch = std::max(c.max_batch, c.batch);
     lc.batch_timeout_ns = c.batch_timeout_us * 1000;
     lc.queue_size = c.queue;
     for (const auto& [pat, n] : c.fail_after)

@@ -47,6 +47,8 @@ struct RunConfig {
   uint64_t batch_timeout_us = 100;
   uint32_t queue = 4096;
   uint32_t in_flight = 2;
+  uint32_t max_batch = 0;            // largest batch the scheduler may set (0: batch)
+  std::string balancer = "whrw";     // rr crc16 crc32 hrw whrw ahrw subflow fcfs afs laps
   std::optional<bool> backpressure;  // unset: on for file and generator input, off for DPDK
   std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
 

@@ -37,6 +37,16 @@ Status Balancer::set_lanes(uint32_t n) {
   return Status::ok();
 }
 
+Status Balancer::set_lane_weights(std::span<const float> w) {
+  if (w.size() != cfg_.lanes)
+    return error(Code::kInvalidArgument, "balancer: {} weights for {} lanes", w.size(), cfg_.lanes);
+  for (float x : w)
+    if (!(x >= 0)) return error(Code::kInvalidArgument, "balancer: lane weights must be >= 0");
+  cfg_.lane_weights.assign(w.begin(), w.end());
+  ++epoch_;
+  return set_lanes(cfg_.lanes);  // policies reload what they derive from the weights
+}
+
 uint16_t Balancer::commit(const PacketMeta& p, uint16_t want, LaneTable& t) {
   uint32_t slot = p.flow_id & flow_mask_;
   FlowSlot& fs = flows_[slot];

@@ -87,6 +87,10 @@ class Balancer {
   // buckets; HRW moves ~1/n of the flows by construction. Errors: kInvalidArgument when n is 0 or
   // > kMaxLanes, or for laps (its partitions are reallocated internally).
   virtual Status set_lanes(uint32_t n);
+  // New relative capacities (whrw; others ignore them). Cached lane decisions are recomputed; the
+  // no-reorder rule still keeps a flow where it is while it has packets pending.
+  // Errors: kInvalidArgument when the count differs from the lanes or a weight is negative.
+  Status set_lane_weights(std::span<const float> w);
 
   const BalancerStats& stats() const { return stats_; }
   const BalancerConfig& config() const { return cfg_; }

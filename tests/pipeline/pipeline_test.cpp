@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <thread>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -65,6 +66,45 @@ TEST_CASE("two devices and a native lane with Zipf traffic: no reorder, books ba
   CHECK(s.rx_packets == 200000);
   REQUIRE(s.lanes.size() == 3);
   for (const auto& l : s.lanes) CHECK(l.packets > 0);
+}
+
+TEST_CASE("every balancer policy runs in the daemon without reordering") {
+  for (std::string pol : {"rr", "crc16", "crc32", "hrw", "whrw", "ahrw", "subflow", "fcfs", "afs", "laps"}) {
+    DYNAMIC_SECTION(pol) {
+      RunConfig c = base_config();
+      c.balancer = pol;
+      c.input = {.kind = "generator", .gen_packets = 40000, .gen_flows = 500, .gen_zipf = 1.1, .gen_sizes = "imix", .gen_seed = 9};
+      c.output = {.kind = "null"};
+      c.native_lanes = 2;
+      Summary s = run_to_end(c);
+      check_books(s);
+      CHECK(s.rx_packets == 40000);
+    }
+  }
+}
+
+TEST_CASE("changing lane weights mid-run moves new flows without reordering") {
+  RunConfig c = base_config();
+  c.input = {.kind = "generator", .gen_packets = 0, .gen_flows = 3000, .gen_sizes = "fixed:64", .gen_seed = 2};
+  c.output = {.kind = "null"};
+  c.devices = {"none"};
+  c.native_lanes = 3;
+  c.max_batch = 512;
+  auto ctx = prepare_run(c);
+  REQUIRE(ctx.is_ok());
+  Pipeline* p = (*ctx)->pipeline.get();
+  CHECK_FALSE(p->set_lane_weights({1, 2}).is_ok());
+  std::thread ctl([p] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    REQUIRE(p->set_lane_weights({0, 1, 1}).is_ok());  // take lane 0 out for new flows
+    p->set_lane_batch(1, 512);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    p->request_stop();
+  });
+  Summary s = p->run();
+  ctl.join();
+  check_books(s);
+  CHECK(s.lanes[1].mean_batch > 64);
 }
 
 TEST_CASE("a lane that fails mid-run leaves the set; its packets go to the others, none lost or reordered") {
@@ -146,6 +186,12 @@ TEST_CASE("bad configuration: a clear error naming the setting, nothing started"
     auto r = prepare_run(c);
     REQUIRE_FALSE(r.is_ok());
     CHECK(r.status().message().find("lanes.queue") != std::string::npos);
+  }
+  SECTION("unknown balancer") {
+    c.balancer = "magic";
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("lanes.balancer") != std::string::npos);
   }
   SECTION("aes without keys") {
     c.app = "aes";
