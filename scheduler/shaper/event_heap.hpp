@@ -11,9 +11,9 @@
 //     reschedule time - epoch, in ns (40) | local queue id (24)
 //
 // 40 bits of nanoseconds span 2^40 ns = 1,099 s. Times are stored relative to an epoch that the
-// heap moves forward (rebase, O(size), once every ~550 s of simulated or real time); a push more
-// than kMaxDelayNs after the epoch triggers the rebase. Callers must keep every delay (T_resch -
-// now) below kMaxDelayNs; the Shaper checks this when a profile is added.
+// heap moves forward when a push would not fit (rebase: one subtraction per node, at most once
+// every ~550 s of real or simulated time). Callers must keep every delay (T_resch - now) below
+// kMaxDelayNs (549 s); the Shaper checks this when a profile is added.
 //
 // kCountTouches = true counts every node read and write per tree level, so that memory traffic can
 // be reported as in the paper's §5.1.1 (a node at index i lives on level floor(log2 i); a locked
@@ -56,7 +56,7 @@ class EventHeapT {
   // inserts nothing) when the heap is full.
   bool push(uint64_t time_ns, uint32_t id) {
     if (size_ >= capacity()) return false;
-    if (time_ns - epoch_ns_ >= kTimeSpanNs) rebase(time_ns - kMaxDelayNs);
+    if (time_ns - epoch_ns_ >= kTimeSpanNs) rebase(time_ns);
     uint64_t node = ((time_ns - epoch_ns_) << kIdBits) | (id & kIdMask);
     size_t i = ++size_;
     // Sift up with a hole: a new reschedule time is usually the largest, so this loop rarely runs
@@ -162,21 +162,28 @@ class EventHeapT {
   void touch(size_t i) {
     if constexpr (kCountTouches) ++touches_[static_cast<size_t>(std::bit_width(i | 1) - 1)];  // i >= 1 always
   }
-  // Moves the epoch forward to new_epoch (<= every live time is not required: nodes earlier than
-  // it become time 0, i.e. "expired", which keeps their relative order among themselves only
-  // approximately; they are all due anyway).
-  void rebase(uint64_t new_epoch) {
+  // Moves the epoch forward so that time_ns fits. Normally no live node is earlier than the new
+  // epoch (it is at most the root's time), so subtracting keeps the order: O(size), no compare.
+  // Only if the root is overdue by more than the span (no poll for ~9 minutes) are overdue nodes
+  // clamped to the epoch and the array re-sorted (a sorted array is a valid 1-based min-heap).
+  void rebase(uint64_t time_ns) {
+    uint64_t new_epoch = time_ns - kMaxDelayNs;
+    bool clamp = false;
+    if (size_ != 0 && top_time_ns() < new_epoch) {
+      if (time_ns - top_time_ns() < kTimeSpanNs) {
+        new_epoch = top_time_ns();
+      } else {
+        clamp = true;
+      }
+    }
     if (new_epoch <= epoch_ns_) return;
-    uint64_t shift = new_epoch - epoch_ns_;
+    const uint64_t shift = new_epoch - epoch_ns_;
     for (size_t i = 1; i <= size_; ++i) {
       uint64_t t = nodes_[i] >> kIdBits;
-      uint64_t id = nodes_[i] & kIdMask;
       t = t > shift ? t - shift : 0;
-      nodes_[i] = (t << kIdBits) | id;
+      nodes_[i] = (t << kIdBits) | (nodes_[i] & kIdMask);
     }
-    // Clamping to 0 can break the order among expired nodes; a sorted array is a valid 1-based
-    // min-heap, so restore it by sorting (rare: once per ~550 s, O(n log n)).
-    std::sort(nodes_.begin() + 1, nodes_.begin() + 1 + static_cast<std::ptrdiff_t>(size_));
+    if (clamp) std::sort(nodes_.begin() + 1, nodes_.begin() + 1 + static_cast<std::ptrdiff_t>(size_));
     epoch_ns_ = new_epoch;
   }
 

@@ -84,3 +84,15 @@ TEST_CASE("times far beyond the 40-bit span rebase the epoch and stay ordered", 
   }
   REQUIRE(h.top_time_ns() > now);
 }
+
+TEST_CASE("a node overdue by more than the span is clamped, still popped first", "[shaper][heap]") {
+  EventHeap h(8);
+  REQUIRE(h.push(5, 1));
+  REQUIRE(h.push(7, 2));
+  const uint64_t later = 2000ull * 1'000'000'000ull;  // 2000 s: beyond the 1,099 s span
+  REQUIRE(h.push(later, 3));
+  REQUIRE(h.valid());
+  std::vector<uint32_t> ids;
+  h.pop_expired(later, [&](uint32_t id, uint64_t) { ids.push_back(id); });
+  REQUIRE(ids == std::vector<uint32_t>{1, 2, 3});
+}
