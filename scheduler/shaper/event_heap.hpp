@@ -93,6 +93,12 @@ class EventHeapT {
     nodes_[n + 1] = ~uint64_t{0};  // sentinel: a missing right child never wins
     size_t i = 1;
     for (size_t c = 2; c <= n; c = i << 1) {
+      // The grandchildren (4i..4i+3) and great-grandchildren (8i..8i+7) of i fill one or two cache
+      // lines; fetching them before the comparison decides which child wins overlaps the next
+      // levels' misses (without it the branch-free descent serialises one miss per level on big
+      // heaps: 1.9 us vs 0.54 us per delete at 1 Mi nodes, docs/shaper.md).
+      if (4 * i < n) __builtin_prefetch(&nodes_[4 * i]);
+      if (8 * i < n) __builtin_prefetch(&nodes_[8 * i]);
       touch(c);
       touch(c + 1);
       c += nodes_[c + 1] < nodes_[c] ? 1 : 0;
