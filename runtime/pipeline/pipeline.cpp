@@ -1,0 +1,422 @@
+#include "runtime/pipeline/pipeline.hpp"
+
+#include <arpa/inet.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "hpr/clock.hpp"
+
+namespace hpr {
+namespace {
+
+constexpr uint8_t kNoLane = 0xff;
+
+void backoff(int& rounds) {
+  if (++rounds > 64) std::this_thread::sleep_for(std::chrono::microseconds(rounds > 1024 ? 50 : 5));
+  else std::this_thread::yield();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app,
+                                                   Port& rx, Port& tx) {
+  if (cfg.lanes.empty()) return error(Code::kInvalidArgument, "no lanes: enable at least one device or native worker");
+  if (cfg.lanes.size() >= kNoLane) return error(Code::kInvalidArgument, "at most {} lanes", kNoLane - 1);
+  std::unique_ptr<Pipeline> p(new Pipeline());
+  auto ft = FlowTable::create(cfg.flow_capacity, cfg.flow_idle_ns);
+  if (!ft) return ft.status();
+  p->flows_ = std::move(*ft);
+  p->expected_seq_.assign(p->flows_->capacity(), 0);
+  for (auto& spec : cfg.lanes) {
+    if (spec.lane.batch_size == 0) return error(Code::kInvalidArgument, "lane {}: batch size must be at least 1", spec.lane.name);
+    if (spec.lane.queue_size == 0) return error(Code::kInvalidArgument, "lane {}: queue size must be at least 1", spec.lane.name);
+    ExecutorConfig ec{spec.lane.batch_size, spec.in_flight};
+    std::unique_ptr<Executor> ex;
+    if (spec.kind == LaneSpec::Kind::kNative) {
+      ex = make_native_executor(*app, ec);
+    } else {
+      auto e = make_cl_executor(*app, spec.program, spec.host_unified, ec);
+      if (!e) return error(e.status().code(), "lane {}: {}", spec.lane.name, e.status().message());
+      ex = std::move(*e);
+    }
+    p->lanes_.push_back(std::make_unique<Lane>(spec.lane, *app, std::move(ex), cfg.completion_ring));
+    p->egress_handled_.push_back(std::make_unique<std::atomic<uint64_t>>(0));
+  }
+  if (!cfg.log_path.empty()) {
+    p->log_ = std::fopen(cfg.log_path.c_str(), "w");
+    if (p->log_ == nullptr) return error(Code::kIoError, "cannot write the result log '{}'", cfg.log_path);
+    for (auto& l : p->lanes_) l->set_logging(true, [pp = p.get()](const Packet& pk) { return pp->flow_text(pk); });
+  }
+  p->cfg_ = std::move(cfg);
+  p->app_ = std::move(app);
+  p->rx_ = &rx;
+  p->tx_ = &tx;
+  return p;
+}
+
+Pipeline::~Pipeline() {
+  stop_rx_ = true;
+  if (dispatcher_.joinable()) dispatcher_.join();
+  for (auto& l : lanes_) l->request_stop();
+  for (auto& l : lanes_) l->join();
+  lanes_done_ = true;
+  if (egress_.joinable()) egress_.join();
+  if (log_ != nullptr) std::fclose(log_);
+}
+
+std::string Pipeline::flow_text(const Packet& p) const {
+  // "<rx ns> <src>:<sport> > <dst>:<dport> <proto>"
+  if (p.l3_off == kNoOffset || (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6)) return fmt::format("{} non-ip", p.rx_ns);
+  FlowKey k = flow_key(p);
+  char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+  int af = k.family == 4 ? AF_INET : AF_INET6;
+  inet_ntop(af, k.src, a, sizeof a);
+  inet_ntop(af, k.dst, b, sizeof b);
+  return fmt::format("{} {}:{} > {}:{} proto {}", p.rx_ns, a, k.sport, b, k.dport, k.proto);
+}
+
+uint8_t Pipeline::pick_lane(uint32_t hash) const {
+  // Weighted choice among running lanes by the flow hash (deterministic per flow).
+  double total = 0;
+  for (const auto& l : lanes_)
+    if (l->state() == LaneState::kRunning) total += l->config().weight;
+  if (total <= 0) return kNoLane;
+  double x = static_cast<double>(hash) / 4294967296.0 * total;
+  uint8_t last = kNoLane;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    if (lanes_[i]->state() != LaneState::kRunning) continue;
+    last = static_cast<uint8_t>(i);
+    x -= lanes_[i]->config().weight;
+    if (x < 0) return last;
+  }
+  return last;
+}
+
+void Pipeline::drop_at_dispatch(Packet* p, uint16_t n, DropReason r) {
+  drops_dispatch_.add(r, n);
+  rx_->release(p, n);
+}
+
+// Puts p on lane `li`; false when the queue is full (and backpressure is off).
+bool Pipeline::enqueue(Packet& p, uint8_t li) {
+  int rounds = 0;
+  while (!lanes_[li]->input().push(p)) {
+    if (!cfg_.backpressure || lanes_[li]->state() != LaneState::kRunning) return false;
+    backoff(rounds);
+  }
+  return true;
+}
+
+// Re-routes the packets of lanes that failed, once egress has sent everything they completed
+// (so the re-routed packets of a flow cannot overtake its earlier ones). Returns true when it
+// re-routed anything.
+bool Pipeline::handle_failed_lanes() {
+  bool any = false;
+  for (size_t li = 0; li < lanes_.size(); ++li) {
+    Lane& lane = *lanes_[li];
+    LaneState st = lane.state();
+    if (st == LaneState::kRunning || st == LaneState::kRemoved) continue;
+    int rounds = 0;
+    while (lane.state() == LaneState::kFailed) backoff(rounds);  // the lane is handing back its packets
+    lane.join();
+    while (egress_handled_[li]->load(std::memory_order_acquire) != lane.stats().packets.load(std::memory_order_acquire))
+      backoff(rounds);
+    std::vector<Packet> orphans = std::move(lane.orphans());
+    Packet p;
+    while (lane.input().pop(p)) orphans.push_back(p);  // pushed after the lane drained itself
+    lane.mark_removed();
+    lane_failures_.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn("lane {} removed; re-routing {} packets to the remaining lanes", lane.name(), orphans.size());
+    for (auto& o : orphans) {
+      uint8_t to = kNoLane;
+      if (o.flow_id != kNoFlow) {
+        FlowState& fs = flows_->state(o.flow_id);
+        if (fs.lane == li || fs.lane == kNoLane) fs.lane = pick_lane(o.hash);
+        to = fs.lane;
+      } else {
+        to = pick_lane(o.hash);
+      }
+      bool ok = to != kNoLane;
+      if (ok) {
+        int r = 0;
+        while (!lanes_[to]->input().push(o)) backoff(r);  // never drop a re-routed packet for room
+      } else {
+        if (o.flow_id != kNoFlow) flows_->in_flight(o.flow_id).fetch_sub(1, std::memory_order_release);
+        drop_at_dispatch(&o, 1, DropReason::kNoLane);
+      }
+    }
+    any = true;
+  }
+  return any;
+}
+
+void Pipeline::dispatch_loop() {
+  Packet pkts[256];
+  const uint16_t burst = std::min<uint16_t>(cfg_.rx_burst, 256);
+  int idle = 0;
+  uint64_t last_expire = 0;
+  while (!stop_rx_.load(std::memory_order_relaxed)) {
+    handle_failed_lanes();
+    uint64_t now = monotonic_ns();
+    if (cfg_.max_duration_ns != 0 && now - start_ns_ >= cfg_.max_duration_ns) break;
+    uint16_t n = rx_->rx_burst(pkts, burst, now);
+    if (n == 0) {
+      if (rx_->rx_done()) break;
+      backoff(idle);
+      continue;
+    }
+    idle = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+      Packet& p = pkts[i];
+      if (parse(p, cfg_.parse) != DropReason::kNone) {
+        drop_at_dispatch(&p, 1, p.drop);
+        continue;
+      }
+      uint8_t lane = kNoLane;
+      FlowState* fs = nullptr;
+      if (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6) {
+        FlowKey k = flow_key(p).canonical();
+        p.hash = crc32c(&k, sizeof k);
+        bool inserted = false;
+        p.flow_id = flows_->lookup_or_insert(k, p.hash, now, &inserted);
+        flows_seen_.fetch_add(inserted, std::memory_order_relaxed);
+      } else {
+        p.hash = 0;
+        p.flow_id = kNoFlow;
+      }
+      if (p.flow_id != kNoFlow) {
+        fs = &flows_->state(p.flow_id);
+        if (fs->lane != kNoLane) {
+          LaneState ls = lanes_[fs->lane]->state();
+          // The flow's lane failed during this burst: its packets still there must be re-routed
+          // before this one, or this one would overtake them.
+          if (ls == LaneState::kFailed || ls == LaneState::kDrained) handle_failed_lanes();
+        }
+        // A flow on a removed lane has nothing in flight any more (its packets were re-routed and
+        // rebound above, or had left): it may move.
+        if (fs->lane == kNoLane || lanes_[fs->lane]->state() != LaneState::kRunning) fs->lane = pick_lane(p.hash);
+        lane = fs->lane;
+        p.seq = fs->next_seq++;
+        fs->packets++;
+        fs->bytes += p.len;
+      } else {
+        lane = pick_lane(p.hash);
+      }
+      if (lane == kNoLane) {
+        if (fs != nullptr) fs->next_seq--;
+        drop_at_dispatch(&p, 1, DropReason::kNoLane);
+        continue;
+      }
+      p.lane = lane;
+      if (p.flow_id != kNoFlow) flows_->in_flight(p.flow_id).fetch_add(1, std::memory_order_acq_rel);
+      if (!enqueue(p, lane)) {
+        if (p.flow_id != kNoFlow) {
+          flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
+          fs->next_seq--;  // keep the flow's sequence contiguous: this packet never existed for egress
+        }
+        drop_at_dispatch(&p, 1, DropReason::kQueueFull);
+      }
+    }
+    if (now - last_expire > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
+      flows_->expire(now, 4096);
+      last_expire = now;
+    }
+  }
+  handle_failed_lanes();
+  dispatch_done_.store(true, std::memory_order_release);
+}
+
+void Pipeline::egress_loop() {
+  std::vector<Packet> buf(256), txq;
+  txq.reserve(256);
+  std::vector<uint8_t> scratch;
+  int idle = 0;
+  for (;;) {
+    bool any = false;
+    for (size_t li = 0; li < lanes_.size(); ++li) {
+      size_t n = lanes_[li]->completions().pop_burst(buf.data(), buf.size());
+      if (n == 0) continue;
+      any = true;
+      uint64_t now = monotonic_ns();
+      txq.clear();
+      for (size_t i = 0; i < n; ++i) {
+        Packet& p = buf[i];
+        if (p.flow_id != kNoFlow) {
+          uint32_t& exp = expected_seq_[p.flow_id];
+          if (p.seq != 0 && p.seq != exp) reorders_.fetch_add(1, std::memory_order_relaxed);
+          exp = p.seq + 1;
+        }
+        if (p.drop != DropReason::kNone) {
+          drops_egress_.add(p.drop);
+          if (cfg_.on_drop) {
+            auto frame = cfg_.on_drop(p, scratch);
+            if (!frame.empty()) {
+              Packet h;
+              h.data = const_cast<uint8_t*>(frame.data());
+              h.len = static_cast<uint16_t>(frame.size());
+              h.buf_kind = kBufPool;
+              host_frames_.fetch_add(tx_->tx_burst(&h, 1), std::memory_order_relaxed);
+            }
+          }
+        } else {
+          txq.push_back(p);
+          latency_.add(now - p.rx_ns);
+        }
+      }
+      uint16_t sent = txq.empty() ? 0 : tx_->tx_burst(txq.data(), static_cast<uint16_t>(txq.size()));
+      uint64_t bytes = 0;
+      for (uint16_t i = 0; i < sent; ++i) bytes += txq[i].len;
+      tx_packets_.fetch_add(sent, std::memory_order_relaxed);
+      tx_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+      if (sent < txq.size()) drops_egress_.add(DropReason::kTxFailed, txq.size() - sent);
+      rx_->release(buf.data(), static_cast<uint16_t>(n));
+      for (size_t i = 0; i < n; ++i)
+        if (buf[i].flow_id != kNoFlow) flows_->in_flight(buf[i].flow_id).fetch_sub(1, std::memory_order_acq_rel);
+      egress_handled_[li]->fetch_add(n, std::memory_order_release);
+    }
+    if (any) {
+      idle = 0;
+      continue;
+    }
+    if (lanes_done_.load(std::memory_order_acquire)) {
+      // Every lane thread has ended: what is left is in the completion rings.
+      bool empty = true;
+      for (auto& l : lanes_) empty &= l->completions().empty();
+      if (empty) break;
+    }
+    backoff(idle);
+  }
+  tx_->flush();
+  egress_done_.store(true, std::memory_order_release);
+}
+
+Summary Pipeline::run() {
+  start_ns_ = monotonic_ns();
+  for (auto& l : lanes_) l->start();
+  egress_ = std::thread([this] { egress_loop(); });
+  dispatcher_ = std::thread([this] { dispatch_loop(); });
+  uint64_t last = start_ns_;
+  while (!dispatch_done_.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    uint64_t now = monotonic_ns();
+    if (cfg_.status_interval_ns != 0 && now - last >= cfg_.status_interval_ns && on_status_) {
+      on_status_(snapshot(), static_cast<double>(now - last) / 1e9);
+      last = now;
+    }
+    if (log_ != nullptr)
+      for (auto& l : lanes_) {
+        auto s = l->log_drain();
+        if (!s.empty()) std::fwrite(s.data(), 1, s.size(), log_);
+      }
+  }
+  dispatcher_.join();
+  for (auto& l : lanes_) l->request_stop();
+  for (auto& l : lanes_) l->join();
+  lanes_done_.store(true, std::memory_order_release);
+  egress_.join();
+  end_ns_ = monotonic_ns();
+  if (log_ != nullptr) {
+    for (auto& l : lanes_) {
+      auto s = l->log_drain();
+      if (!s.empty()) std::fwrite(s.data(), 1, s.size(), log_);
+    }
+    std::fflush(log_);
+  }
+  return snapshot();
+}
+
+Summary Pipeline::snapshot() const {
+  Summary s;
+  uint64_t end = end_ns_ != 0 ? end_ns_ : monotonic_ns();
+  s.seconds = static_cast<double>(end - start_ns_) / 1e9;
+  PortStats rs = rx_->stats();
+  s.rx_packets = rs.rx_packets + rs.rx_too_long;
+  s.rx_bytes = rs.rx_bytes;
+  s.tx_packets = tx_packets_.load();
+  s.tx_bytes = tx_bytes_.load();
+  for (size_t r = 1; r < static_cast<size_t>(DropReason::kCount); ++r) {
+    auto reason = static_cast<DropReason>(r);
+    uint64_t c = drops_dispatch_.get(reason) + drops_egress_.get(reason);
+    if (reason == DropReason::kFrameTooLong) c += rs.rx_too_long;
+    if (c != 0) s.drops.emplace_back(std::string(drop_reason_name(reason)), c);
+    s.dropped += c;
+  }
+  s.reorders = reorders_.load();
+  s.unaccounted = end_ns_ != 0 && s.rx_packets > s.tx_packets + s.dropped ? s.rx_packets - s.tx_packets - s.dropped : 0;
+  s.flows_seen = flows_seen_.load();
+  s.flow_table_full = flows_->full_events();
+  s.lane_failures = lane_failures_.load();
+  s.host_frames = host_frames_.load();
+  s.event_name = std::string(app_->event_name());
+  s.latency_p50_ns = latency_.percentile_ns(50);
+  s.latency_p99_ns = latency_.percentile_ns(99);
+  for (const auto& l : lanes_) {
+    auto& st = const_cast<Lane&>(*l).stats();
+    LaneSummary ls;
+    ls.name = l->name();
+    static const char* kStates[] = {"running", "failed", "drained", "removed"};
+    ls.state = kStates[static_cast<int>(l->state())];
+    ls.failure = l->failure();
+    ls.batches = st.batches.load();
+    ls.packets = st.packets.load();
+    ls.events = st.events.load();
+    s.events += ls.events;
+    ls.mean_batch = ls.batches != 0 ? static_cast<double>(st.batch_pkts_sum.load()) / static_cast<double>(ls.batches) : 0;
+    ls.utilisation = s.seconds > 0 ? static_cast<double>(st.busy_ns.load()) / 1e9 / s.seconds : 0;
+    ls.p50_ns = st.batch_latency.percentile_ns(50);
+    ls.p99_ns = st.batch_latency.percentile_ns(99);
+    s.lanes.push_back(std::move(ls));
+  }
+  return s;
+}
+
+std::string Summary::to_json() const {
+  nlohmann::json j;
+  j["seconds"] = seconds;
+  j["rx"] = {{"packets", rx_packets}, {"bytes", rx_bytes}};
+  j["tx"] = {{"packets", tx_packets}, {"bytes", tx_bytes}};
+  j["dropped"] = dropped;
+  for (const auto& [r, c] : drops) j["drops"][r] = c;
+  j["reorders"] = reorders;
+  j["unaccounted"] = unaccounted;
+  j["flows"] = flows_seen;
+  j["flow_table_full"] = flow_table_full;
+  j["lane_failures"] = lane_failures;
+  j["host_frames"] = host_frames;
+  j["app_events"] = {{"name", event_name}, {"count", events}};
+  j["latency_ns"] = {{"p50", latency_p50_ns}, {"p99", latency_p99_ns}};
+  for (const auto& l : lanes) {
+    j["lanes"].push_back({{"name", l.name}, {"state", l.state}, {"failure", l.failure}, {"batches", l.batches},
+                          {"packets", l.packets}, {"events", l.events}, {"mean_batch", l.mean_batch},
+                          {"utilisation", l.utilisation}, {"batch_latency_ns", {{"p50", l.p50_ns}, {"p99", l.p99_ns}}}});
+  }
+  return j.dump(2);
+}
+
+std::string Summary::to_text() const {
+  std::string s;
+  double mpps = seconds > 0 ? static_cast<double>(rx_packets) / seconds / 1e6 : 0;
+  double gbps = seconds > 0 ? static_cast<double>(tx_bytes) * 8 / seconds / 1e9 : 0;
+  s += fmt::format("  time        {:.3f} s\n", seconds);
+  s += fmt::format("  received    {} packets ({} bytes), {:.3f} Mpps\n", rx_packets, rx_bytes, mpps);
+  s += fmt::format("  transmitted {} packets ({} bytes), {:.3f} Gbit/s\n", tx_packets, tx_bytes, gbps);
+  s += fmt::format("  dropped     {}\n", dropped);
+  for (const auto& [r, c] : drops) s += fmt::format("    {:<18} {}\n", r, c);
+  s += fmt::format("  books       received = transmitted + dropped: {} ({} unaccounted)\n",
+                   unaccounted == 0 && rx_packets == tx_packets + dropped ? "balanced" : "NOT BALANCED", unaccounted);
+  s += fmt::format("  reorders    {}\n", reorders);
+  s += fmt::format("  flows       {}{}\n", flows_seen, flow_table_full ? fmt::format(" (table full {} times)", flow_table_full) : "");
+  s += fmt::format("  {:<11} {}\n", event_name, events);
+  s += fmt::format("  latency     p50 {:.1f} us, p99 {:.1f} us (rx to tx, log2 buckets)\n", latency_p50_ns / 1e3,
+                   latency_p99_ns / 1e3);
+  if (host_frames) s += fmt::format("  host frames {} (ICMP sent by the host)\n", host_frames);
+  s += "  lanes:\n";
+  for (const auto& l : lanes) {
+    s += fmt::format("    {:<28} {:>10} pkts {:>8} batches  mean batch {:>7.1f}  busy {:>5.1f}%  batch p50 {:.1f} us p99 {:.1f} us  {}{}\n",
+                     l.name, l.packets, l.batches, l.mean_batch, l.utilisation * 100, l.p50_ns / 1e3, l.p99_ns / 1e3,
+                     l.state, l.failure.empty() ? "" : " (" + l.failure + ")");
+  }
+  return s;
+}
+
+}  // namespace hpr
