@@ -62,6 +62,7 @@ struct Imix {
   std::discrete_distribution<int> d;
   Imix() {
     std::vector<double> w;
+    w.reserve(kImix.size());
     for (auto& kv : kImix) w.push_back(kv.second);
     d = std::discrete_distribution<int>(w.begin(), w.end());
   }
@@ -271,6 +272,7 @@ ModelOut model(double overload, double rate, uint32_t m, const Options& o) {
   std::vector<double> cur(static_cast<size_t>(burst) + 1, 0.0), nxt(cur.size());
   cur[o.alpha] = 1.0;
   std::vector<double> wsz;
+  wsz.reserve(kImix.size());
   for (auto& kv : kImix) wsz.push_back(kv.second / 100.0);
   const int fl = static_cast<int>(std::floor(fill));
   const double fr = fill - fl;

@@ -80,7 +80,7 @@ Result<uint16_t> BasicShaper<kMode>::add_profile(const ShapingProfile& p) {
                  "shaper profile: burst_bytes = {} is below rate_bytes_per_s * refill_period_ns = {:.0f} bytes: each "
                  "refill would be capped and the queue could not reach its rate",
                  p.burst_bytes, static_cast<double>(p.rate_bytes_per_s) * config_.refill_period_ns / 1e9);
-  Profile q;
+  Profile q{};
   q.rate_bytes_per_s = p.rate_bytes_per_s;
   q.burst_nb = static_cast<int64_t>(p.burst_bytes) * kNanoBytesPerByte;
   q.full_ns = static_cast<uint64_t>(max_delay_ns);

@@ -14,7 +14,7 @@ using hpr::shaper::EventHeap;
 TEST_CASE("heap node is 8 bytes: 40 bits of ns above a 24-bit queue id", "[shaper][heap]") {
   STATIC_REQUIRE(EventHeap::kIdBits + EventHeap::kTimeBits == 64);
   EventHeap h(4);
-  REQUIRE(h.memory_bytes() == 5 * 8);
+  REQUIRE(h.memory_bytes() == size_t{5} * 8);
   REQUIRE(h.push(123456789, 0xABCDEF));
   REQUIRE(h.top_time_ns() == 123456789);
   REQUIRE(h.top_id() == 0xABCDEF);
@@ -60,7 +60,7 @@ TEST_CASE("heap refuses a push when full", "[shaper][heap]") {
 
 TEST_CASE("pop_expired pops exactly the nodes due by now, in time order", "[shaper][heap]") {
   EventHeap h(10);
-  for (uint32_t i = 0; i < 10; ++i) REQUIRE(h.push(100 * (10 - i), i));
+  for (uint32_t i = 0; i < 10; ++i) REQUIRE(h.push(uint64_t{100} * (10 - i), i));
   std::vector<uint64_t> times;
   REQUIRE(h.pop_expired(500, [&](uint32_t, uint64_t t) { times.push_back(t); }) == 5);
   REQUIRE(times == std::vector<uint64_t>{100, 200, 300, 400, 500});
