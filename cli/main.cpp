@@ -161,10 +161,13 @@ int cmd_run(RunConfig cfg, bool quiet) {
     if (quiet) return;
     std::string lanes;
     for (const auto& l : s.lanes) lanes += fmt::format(" {}:b{:.0f}/u{:.0f}%", l.name.substr(0, 12), l.mean_batch, l.utilisation * 100);
-    fmt::print("[{:6.1f}s] in {:7.3f} Mpps out {:7.3f} Mpps | drops {} | p50 {:.0f} us p99 {:.0f} us | power n/a |{}\n",
+    std::string shaped = s.shaping ? fmt::format(" | shaper heap {} waiting {} resched/s {:.0f}", s.shaper_heap, s.shaper_waiting,
+                                                 static_cast<double>(s.shaper_reschedules - prev.shaper_reschedules) / dt)
+                                   : "";
+    fmt::print("[{:6.1f}s] in {:7.3f} Mpps out {:7.3f} Mpps | drops {} | p50 {:.0f} us p99 {:.0f} us | power n/a |{}{}\n",
                s.seconds, static_cast<double>(s.rx_packets - prev.rx_packets) / dt / 1e6,
                static_cast<double>(s.tx_packets - prev.tx_packets) / dt / 1e6, s.dropped, s.latency_p50_ns / 1e3,
-               s.latency_p99_ns / 1e3, lanes);
+               s.latency_p99_ns / 1e3, lanes, shaped);
     std::fflush(stdout);
     prev = s;
   });
@@ -236,6 +239,11 @@ int main(int argc, char** argv) {
   run->add_option("--prometheus", rc.prometheus, "Serve Prometheus metrics on ADDR:PORT (e.g. 127.0.0.1:9464)");
   run->add_option("--summary-json", rc.summary_json, "Write the run summary as JSON to this file");
   run->add_flag("-q,--quiet", quiet, "No status line every second");
+  std::string shape_by;
+  double shape_rate_bps = 0;
+  run->add_option("--shape-rate", shape_rate_bps, "Egress shaping on: each bucket's rate in bits/s (token bucket, event-driven refill)");
+  run->add_option("--shape-burst", rc.shaping.burst_bytes, "Egress shaping: bucket size in bytes (>= 2048)");
+  run->add_option("--shape-by", shape_by, "Egress shaping: one bucket per flow (default) or per output port: flow|port");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -310,6 +318,19 @@ int main(int argc, char** argv) {
     if (given("--duration")) cfg.duration_s = rc.duration_s;
     if (given("--prometheus")) cfg.prometheus = rc.prometheus;
     if (given("--summary-json")) cfg.summary_json = rc.summary_json;
+    if (given("--shape-rate")) {
+      cfg.shaping.enabled = true;
+      cfg.shaping.rate_bytes_per_s = static_cast<uint64_t>(shape_rate_bps / 8);
+      if (cfg.shaping.burst_bytes == 0) cfg.shaping.burst_bytes = 16384;
+    }
+    if (given("--shape-burst")) cfg.shaping.burst_bytes = rc.shaping.burst_bytes;
+    if (!shape_by.empty()) {
+      if (shape_by != "flow" && shape_by != "port") {
+        fmt::print(stderr, "hpr run: --shape-by must be flow or port\n");
+        return kExitConfig;
+      }
+      cfg.shaping.by_flow = shape_by == "flow";
+    }
     return cmd_run(cfg, quiet);
   }
   return kExitConfig;

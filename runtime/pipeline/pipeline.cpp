@@ -56,6 +56,20 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   p->weights_ = bc.lane_weights;
   p->lane_states_.resize(cfg.lanes.size());
   p->flow_pending_.assign(p->flows_->capacity(), 0);
+  if (cfg.shaping.enabled) {
+    const ShapingConfig& sc = cfg.shaping;
+    shaper::ShaperConfig shc;
+    shc.num_queues = sc.by_flow ? p->flows_->capacity() + 1 : 65536;  // +1: packets without a flow
+    shc.pool_slots = sc.waiting_packets;
+    shc.queue_limit_pkts = sc.queue_packets;
+    shc.max_packet_bytes = std::min<uint32_t>(sc.burst_bytes, 65535);
+    auto sh = shaper::EventShaper::create(shc);
+    if (!sh) return error(sh.status().code(), "shaper: {}", sh.status().message());
+    p->shaper_ = std::make_unique<shaper::EventShaper>(std::move(*sh));
+    auto prof = p->shaper_->add_profile({sc.rate_bytes_per_s, sc.burst_bytes, sc.alpha_bytes ? sc.alpha_bytes : sc.burst_bytes / 4});
+    if (!prof) return error(prof.status().code(), "shaper: {}", prof.status().message());
+    HPR_RETURN_IF_ERROR(p->shaper_->configure_all(*prof, monotonic_ns()));
+  }
   if (!cfg.log_path.empty()) {
     p->log_ = std::fopen(cfg.log_path.c_str(), "w");
     if (p->log_ == nullptr) return error(Code::kIoError, "cannot write the result log '{}'", cfg.log_path);
@@ -290,11 +304,72 @@ void Pipeline::dispatch_loop() {
   dispatch_done_.store(true, std::memory_order_release);
 }
 
+// Sends what egress decided to send, counts what the port refused, and returns every buffer.
+void Pipeline::transmit(std::vector<Packet>& txq) {
+  if (txq.empty()) return;
+  uint16_t sent = tx_->tx_burst(txq.data(), static_cast<uint16_t>(txq.size()));
+  uint64_t bytes = 0;
+  for (uint16_t i = 0; i < sent; ++i) bytes += txq[i].len;
+  tx_packets_.fetch_add(sent, std::memory_order_relaxed);
+  tx_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  if (sent < txq.size()) drops_egress_.add(DropReason::kTxFailed, txq.size() - sent);
+  rx_->release(txq.data(), static_cast<uint16_t>(txq.size()));
+  txq.clear();
+}
+
 void Pipeline::egress_loop() {
   std::vector<Packet> buf(256), txq;
-  txq.reserve(256);
+  txq.reserve(512);
   std::vector<uint8_t> scratch;
+  // Shaped packets wait here, indexed by the shaper's item number, with their buffers.
+  std::vector<Packet> waiting;
+  std::vector<uint64_t> free_items, ready(256);
+  if (shaper_) {
+    waiting.resize(cfg_.shaping.waiting_packets);
+    for (uint32_t i = 0; i < cfg_.shaping.waiting_packets; ++i) free_items.push_back(cfg_.shaping.waiting_packets - 1 - i);
+  }
+  auto shape = [&](Packet& p, uint64_t now) {
+    uint32_t q = cfg_.shaping.by_flow ? (p.flow_id == kNoFlow ? flows_->capacity() : p.flow_id) : p.out_port;
+    if (free_items.empty()) {  // cannot happen: the shaper's pool is the same size
+      drops_egress_.add(DropReason::kShaperQueueFull);
+      rx_->release(&p, 1);
+      return;
+    }
+    uint64_t item = free_items.back();
+    switch (shaper_->enqueue(q, item, p.len, now)) {
+      case shaper::Verdict::kSend:
+        txq.push_back(p);
+        break;
+      case shaper::Verdict::kQueued:
+        free_items.pop_back();
+        waiting[item] = p;
+        shaper_delayed_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case shaper::Verdict::kDropTooLarge:
+        drops_egress_.add(DropReason::kFrameTooLong);
+        rx_->release(&p, 1);
+        break;
+      default:
+        drops_egress_.add(DropReason::kShaperQueueFull);
+        rx_->release(&p, 1);
+    }
+  };
+  auto release_shaped = [&](uint64_t now) {
+    if (!shaper_) return;
+    for (;;) {
+      size_t k = shaper_->poll(now, ready);
+      for (size_t i = 0; i < k; ++i) {
+        txq.push_back(waiting[ready[i]]);
+        free_items.push_back(ready[i]);
+      }
+      transmit(txq);
+      if (k < ready.size()) break;
+    }
+    std::lock_guard<std::mutex> g(shaper_mu_);
+    shaper_stats_ = shaper_->stats();
+  };
   int idle = 0;
+  uint64_t drain_deadline = 0;
   for (;;) {
     bool any = false;
     for (size_t li = 0; li < lanes_.size(); ++li) {
@@ -302,13 +377,13 @@ void Pipeline::egress_loop() {
       if (n == 0) continue;
       any = true;
       uint64_t now = monotonic_ns();
-      txq.clear();
       for (size_t i = 0; i < n; ++i) {
         Packet& p = buf[i];
         if (p.flow_id != kNoFlow) {
           uint32_t& exp = expected_seq_[p.flow_id];
           if (p.seq != 0 && p.seq != exp) reorders_.fetch_add(1, std::memory_order_relaxed);
           exp = p.seq + 1;
+          flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
         }
         if (p.drop != DropReason::kNone) {
           drops_egress_.add(p.drop);
@@ -322,31 +397,42 @@ void Pipeline::egress_loop() {
               host_frames_.fetch_add(tx_->tx_burst(&h, 1), std::memory_order_relaxed);
             }
           }
-        } else {
-          txq.push_back(p);
-          latency_.add(now - p.rx_ns);
+          rx_->release(&p, 1);
+          continue;
         }
+        latency_.add(now - p.rx_ns);
+        if (shaper_) shape(p, now);
+        else txq.push_back(p);
       }
-      uint16_t sent = txq.empty() ? 0 : tx_->tx_burst(txq.data(), static_cast<uint16_t>(txq.size()));
-      uint64_t bytes = 0;
-      for (uint16_t i = 0; i < sent; ++i) bytes += txq[i].len;
-      tx_packets_.fetch_add(sent, std::memory_order_relaxed);
-      tx_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-      if (sent < txq.size()) drops_egress_.add(DropReason::kTxFailed, txq.size() - sent);
-      rx_->release(buf.data(), static_cast<uint16_t>(n));
-      for (size_t i = 0; i < n; ++i)
-        if (buf[i].flow_id != kNoFlow) flows_->in_flight(buf[i].flow_id).fetch_sub(1, std::memory_order_acq_rel);
+      transmit(txq);
       egress_handled_[li]->fetch_add(n, std::memory_order_release);
     }
+    release_shaped(monotonic_ns());
     if (any) {
       idle = 0;
       continue;
     }
     if (lanes_done_.load(std::memory_order_acquire)) {
-      // Every lane thread has ended: what is left is in the completion rings.
+      // Every lane thread has ended: what is left is in the completion rings and the shaper.
       bool empty = true;
       for (auto& l : lanes_) empty &= l->completions().empty();
-      if (empty) break;
+      if (empty) {
+        bool shaped_left = shaper_ && free_items.size() < waiting.size();
+        if (!shaped_left) break;
+        uint64_t now = monotonic_ns();
+        if (drain_deadline == 0) drain_deadline = now + cfg_.shaping.drain_timeout_ns;
+        if (now >= drain_deadline) {
+          // Whatever still waits is counted, never lost silently.
+          std::vector<bool> is_free(waiting.size(), false);
+          for (uint64_t f : free_items) is_free[f] = true;
+          for (size_t i = 0; i < waiting.size(); ++i)
+            if (!is_free[i]) {
+              drops_egress_.add(DropReason::kShaperDrain);
+              rx_->release(&waiting[i], 1);
+            }
+          break;
+        }
+      }
     }
     backoff(idle);
   }
@@ -412,6 +498,15 @@ Summary Pipeline::snapshot() const {
   s.lane_failures = lane_failures_.load();
   s.host_frames = host_frames_.load();
   s.event_name = std::string(app_->event_name());
+  if (shaper_) {
+    std::lock_guard<std::mutex> g(shaper_mu_);
+    s.shaping = true;
+    s.shaped_queues = shaper_stats_.queues_configured;
+    s.shaper_heap = shaper_stats_.heap_size;
+    s.shaper_waiting = shaper_stats_.waiting_pkts;
+    s.shaper_reschedules = shaper_stats_.reschedules;
+    s.shaper_delayed = shaper_delayed_.load();
+  }
   s.latency_p50_ns = latency_.percentile_ns(50);
   s.latency_p99_ns = latency_.percentile_ns(99);
   for (const auto& l : lanes_) {
@@ -449,6 +544,9 @@ std::string Summary::to_json() const {
   j["host_frames"] = host_frames;
   j["app_events"] = {{"name", event_name}, {"count", events}};
   j["latency_ns"] = {{"p50", latency_p50_ns}, {"p99", latency_p99_ns}};
+  if (shaping)
+    j["shaper"] = {{"queues", shaped_queues}, {"heap", shaper_heap}, {"waiting", shaper_waiting},
+                   {"reschedules", shaper_reschedules}, {"delayed_packets", shaper_delayed}};
   for (const auto& l : lanes) {
     j["lanes"].push_back({{"name", l.name}, {"state", l.state}, {"failure", l.failure}, {"batches", l.batches},
                           {"packets", l.packets}, {"events", l.events}, {"mean_batch", l.mean_batch},
@@ -473,6 +571,9 @@ std::string Summary::to_text() const {
   s += fmt::format("  {:<11} {}\n", event_name, events);
   s += fmt::format("  latency     p50 {:.1f} us, p99 {:.1f} us (rx to tx, log2 buckets)\n", latency_p50_ns / 1e3,
                    latency_p99_ns / 1e3);
+  if (shaping)
+    s += fmt::format("  shaper      {} queues, {} packets delayed, {} reschedules, heap {} now\n", shaped_queues,
+                     shaper_delayed, shaper_reschedules, shaper_heap);
   if (host_frames) s += fmt::format("  host frames {} (ICMP sent by the host)\n", host_frames);
   s += "  lanes:\n";
   for (const auto& l : lanes) {

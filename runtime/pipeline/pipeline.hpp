@@ -26,6 +26,7 @@
 #include "runtime/pipeline/lane.hpp"
 #include "runtime/port.hpp"
 #include "scheduler/balance/balancer.hpp"
+#include "scheduler/shaper/shaper.hpp"
 
 namespace hpr {
 
@@ -38,7 +39,20 @@ struct LaneSpec {
   uint32_t in_flight = 2;
 };
 
+// Egress shaping (token-bucket-parallel-heaps.txt: event-driven refill on a heap). Off by default.
+struct ShapingConfig {
+  bool enabled = false;
+  bool by_flow = true;               // one token bucket per flow; false: one per output port
+  uint64_t rate_bytes_per_s = 0;     // committed rate of each bucket
+  uint32_t burst_bytes = 0;          // bucket size (>= the largest frame)
+  uint32_t alpha_bytes = 0;          // reschedule threshold (0: burst / 4)
+  uint16_t queue_packets = 64;       // packets that may wait per bucket; more → shaper_queue_full
+  uint32_t waiting_packets = 16384;  // packets that may wait in all buckets together
+  uint64_t drain_timeout_ns = 10'000'000'000ull;  // at stop: wait this long, then count shaper_drain
+};
+
 struct PipelineConfig {
+  ShapingConfig shaping;
   std::vector<LaneSpec> lanes;
   // Balancer policy by name (scheduler/balance: rr crc16 crc32 hrw whrw ahrw subflow fcfs afs laps),
   // its settings (lanes, weights and flow slots are filled in from the lanes and the flow table).
@@ -75,6 +89,9 @@ struct Summary {
   uint64_t flows_seen = 0, flow_table_full = 0, lane_failures = 0, host_frames = 0;
   uint64_t events = 0;
   std::string event_name;
+  // Egress shaper (when on).
+  bool shaping = false;
+  uint64_t shaped_queues = 0, shaper_heap = 0, shaper_waiting = 0, shaper_reschedules = 0, shaper_delayed = 0;
   uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
   std::vector<LaneSummary> lanes;
   std::string to_json() const;
@@ -109,6 +126,7 @@ class Pipeline {
   Pipeline() = default;
   void dispatch_loop();
   void egress_loop();
+  void transmit(std::vector<Packet>& txq);
   uint8_t pick_lane(uint32_t hash) const;
   bool handle_failed_lanes();
   bool enqueue(Packet& p, uint8_t lane);
@@ -134,6 +152,10 @@ class Pipeline {
   std::atomic<uint64_t> flows_seen_{0};
   LatencyHistogram latency_;
   std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
+  std::unique_ptr<shaper::EventShaper> shaper_;  // egress-owned
+  std::atomic<uint64_t> shaper_delayed_{0};
+  shaper::ShaperStats shaper_stats_;             // egress copy for snapshots (under shaper_mu_)
+  mutable std::mutex shaper_mu_;
   uint64_t start_ns_ = 0, end_ns_ = 0;
   std::function<void(const Summary&, double)> on_status_;
   std::unique_ptr<balance::Balancer> balancer_;

@@ -74,7 +74,7 @@ Result<RunConfig> load_run_config(const std::string& path) {
                  e.description());
   }
   static const std::set<std::string> kSections = {"input", "output", "dpdk", "app", "lanes", "devices", "flows",
-                                                  "telemetry", "run", "faults"};
+                                                  "telemetry", "run", "faults", "shaper"};
   for (const auto& [k, v] : t) {
     if (!kSections.count(std::string(k.str())))
       return error(Code::kInvalidArgument, "{}: unknown section [{}] (line {})", path, k.str(), k.source().begin.line);
@@ -119,6 +119,22 @@ Result<RunConfig> load_run_config(const std::string& path) {
   if (const toml::table* f = t.at_path("faults.fail_after_batches").as_table()) {
     for (const auto& [name, v] : *f) c.fail_after[std::string(name.str())] = static_cast<uint64_t>(v.value_or<int64_t>(0));
   }
+  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "enabled", c.shaping.enabled)));
+  {
+    std::string by = c.shaping.by_flow ? "flow" : "port";
+    HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "by", by)));
+    if (by != "flow" && by != "port") return error(Code::kInvalidArgument, "{}: shaper.by must be flow or port, not '{}'", path, by);
+    c.shaping.by_flow = by == "flow";
+    double rate_bps = static_cast<double>(c.shaping.rate_bytes_per_s) * 8, drain_s = c.shaping.drain_timeout_ns / 1e9;
+    HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "rate_bps", rate_bps)));
+    HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "drain_timeout_s", drain_s)));
+    c.shaping.rate_bytes_per_s = static_cast<uint64_t>(rate_bps / 8);
+    c.shaping.drain_timeout_ns = static_cast<uint64_t>(drain_s * 1e9);
+  }
+  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "burst_bytes", c.shaping.burst_bytes)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "alpha_bytes", c.shaping.alpha_bytes)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "queue_packets", c.shaping.queue_packets)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "waiting_packets", c.shaping.waiting_packets)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "flows", "capacity", c.flow_capacity)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "flows", "idle_s", c.flow_idle_s)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "telemetry", "prometheus", c.prometheus)));
@@ -148,6 +164,13 @@ Status validate(const RunConfig& c) {
   if (c.queue == 0) return error(Code::kInvalidArgument, "lanes.queue: the queue size must be at least 1");
   if (c.in_flight == 0) return error(Code::kInvalidArgument, "lanes.in_flight: at least 1 batch must be allowed in flight");
   if (c.flow_capacity == 0) return error(Code::kInvalidArgument, "flows.capacity: must be at least 1");
+  if (c.shaping.enabled) {
+    if (c.shaping.rate_bytes_per_s == 0) return error(Code::kInvalidArgument, "shaper.rate_bps: give the rate of each bucket in bits/s");
+    if (c.shaping.burst_bytes < 2048)
+      return error(Code::kInvalidArgument, "shaper.burst_bytes: {} is below the largest frame (2048 bytes)", c.shaping.burst_bytes);
+    if (c.shaping.queue_packets == 0 || c.shaping.waiting_packets == 0)
+      return error(Code::kInvalidArgument, "shaper.queue_packets and shaper.waiting_packets must be at least 1");
+  }
   if (c.max_batch > 65536) return error(Code::kInvalidArgument, "lanes.max_batch: {} is above the maximum 65536", c.max_batch);
   {
     auto names = balance::balancer_names();
@@ -254,6 +277,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   pc.flow_idle_ns = static_cast<uint64_t>(c.flow_idle_s * 1e9);
   pc.backpressure = c.backpressure.value_or(c.input.kind != "dpdk");
   pc.balancer = c.balancer;
+  pc.shaping = c.shaping;
   pc.log_path = c.log_path;
   pc.max_duration_ns = static_cast<uint64_t>(c.duration_s * 1e9);
   pc.status_interval_ns = static_cast<uint64_t>(c.status_interval_s * 1e9);

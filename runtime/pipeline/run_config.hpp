@@ -52,6 +52,7 @@ struct RunConfig {
   std::optional<bool> backpressure;  // unset: on for file and generator input, off for DPDK
   std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
 
+  ShapingConfig shaping;            // [shaper]; rate given in bits/s in the file and flags
   uint32_t flow_capacity = 65536;
   double flow_idle_s = 30;
 
