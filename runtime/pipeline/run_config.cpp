@@ -6,6 +6,9 @@
 #include <set>
 #include <toml++/toml.h>
 
+#include <arpa/inet.h>
+
+#include "kernels/ipv4/ipv4_app.hpp"
 #include "runtime/ports/dpdk_port.hpp"
 #include "runtime/ports/file_ports.hpp"
 #include "runtime/ports/generator.hpp"
@@ -59,6 +62,11 @@ Status read_endpoint(const toml::table& t, const char* sec, EndpointConfig& e) {
   HPR_RETURN_IF_ERROR(get(t, sec, "zipf", e.gen_zipf));
   HPR_RETURN_IF_ERROR(get(t, sec, "sizes", e.gen_sizes));
   HPR_RETURN_IF_ERROR(get(t, sec, "seed", e.gen_seed));
+  HPR_RETURN_IF_ERROR(get(t, sec, "template", e.gen_template));
+  HPR_RETURN_IF_ERROR(get_list(t, sec, "patterns", e.gen_patterns));
+  HPR_RETURN_IF_ERROR(get(t, sec, "match_rate", e.gen_match_rate));
+  HPR_RETURN_IF_ERROR(get(t, sec, "ttl_low_share", e.gen_ttl_low_share));
+  HPR_RETURN_IF_ERROR(get(t, sec, "ipv6_share", e.gen_ipv6_share));
   return Status::ok();
 }
 
@@ -94,6 +102,8 @@ Result<RunConfig> load_run_config(const std::string& path) {
   HPR_RETURN_IF_ERROR(wrap(get(t, "app", "master_key", c.app_opts.master_key)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "app", "md5_whole_frame", c.app_opts.md5_whole_frame)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "app", "log", c.log_path)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "icmp_time_exceeded", c.icmp_time_exceeded)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "router_addr", c.router_addr)));
   HPR_RETURN_IF_ERROR(wrap(get_list(t, "lanes", "devices", c.devices)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "native", c.native_lanes)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "batch", c.batch)));
@@ -208,6 +218,11 @@ Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_inp
     g.rate.mode = RateMode::kConstant;
     g.rate.rate = e.gen_rate_pps;
   }
+  g.template_capture = e.gen_template;
+  g.patterns = e.gen_patterns;
+  g.pattern_match_rate = e.gen_match_rate;
+  g.ttl_low_share = e.gen_ttl_low_share;
+  g.ipv6_share = e.gen_ipv6_share;
   const std::string& sz = e.gen_sizes;
   unsigned a = 0, b = 0;
   if (sz == "imix") {
@@ -277,6 +292,19 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   pc.flow_idle_ns = static_cast<uint64_t>(c.flow_idle_s * 1e9);
   pc.backpressure = c.backpressure.value_or(c.input.kind != "dpdk");
   pc.balancer = c.balancer;
+  if (c.app == "ipv4" && c.icmp_time_exceeded) {
+    in_addr a{};
+    if (inet_pton(AF_INET, c.router_addr.c_str(), &a) != 1)
+      return error(Code::kInvalidArgument, "app.router_addr: '{}' is not an IPv4 address", c.router_addr);
+    uint32_t router = ntohl(a.s_addr);
+    pc.on_drop = [router](const Packet& p, std::vector<uint8_t>& scratch) -> std::span<const uint8_t> {
+      if (p.drop != DropReason::kTtlExceeded) return {};
+      scratch.resize(2048);
+      auto n = kernels::ipv4::build_icmp_time_exceeded(p, router, scratch);
+      if (!n) return {};
+      return {scratch.data(), *n};
+    };
+  }
   pc.shaping = c.shaping;
   pc.log_path = c.log_path;
   pc.max_duration_ns = static_cast<uint64_t>(c.duration_s * 1e9);

@@ -28,6 +28,11 @@ struct EndpointConfig {
   double gen_zipf = 1.0;         // 0: uniform
   std::string gen_sizes = "imix";// imix | fixed:N | uniform:A-B
   uint64_t gen_seed = 1;
+  std::string gen_template;          // capture whose flows' headers become the generator's flows
+  std::vector<std::string> gen_patterns;  // byte strings planted in payloads (DPI tests)
+  double gen_match_rate = 0;         // fraction of packets carrying one planted pattern
+  double gen_ttl_low_share = 0;      // fraction of packets sent with TTL 1
+  double gen_ipv6_share = 0;         // fraction of synthetic flows that are IPv6
 };
 
 struct RunConfig {
@@ -39,6 +44,8 @@ struct RunConfig {
   std::string app = "ipv4";
   kernels::AppOptions app_opts;
   std::string log_path;
+  bool icmp_time_exceeded = true;        // ipv4: answer TTL <= 1 with ICMP Time Exceeded from the host
+  std::string router_addr = "192.0.2.1"; // ipv4: source address of those ICMP messages
 
   std::vector<std::string> devices = {"all"};  // "all", "none", or device name substrings
   KindOverrides kinds;

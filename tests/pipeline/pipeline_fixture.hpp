@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hpr/data_dir.hpp"
+#include "kernels/ipv4/ipv4_app.hpp"
 #include "kernels/runner.hpp"
 #include "runtime/flow.hpp"
 #include "runtime/parser.hpp"
@@ -46,8 +47,9 @@ inline RunConfig base_config() {
 // and the number dropped. Packets are processed in one batch with flow ids from a fresh flow table
 // in capture order, as the dispatcher assigns them.
 struct Reference {
-  std::vector<std::vector<uint8_t>> out;
+  std::vector<std::vector<uint8_t>> out;  // forwarded frames and the ICMP messages the host sends
   uint64_t dropped = 0;
+  uint64_t icmp = 0;
 };
 
 inline Reference native_reference(const kernels::App& app, const Capture& cap, const RunConfig& c) {
@@ -92,6 +94,15 @@ inline Reference native_reference(const kernels::App& app, const Capture& cap, c
   for (size_t j = 0; j < kept.size(); ++j) {
     if (kept[j].drop != DropReason::kNone) {
       ++r.dropped;
+      if (c.app == "ipv4" && c.icmp_time_exceeded && kept[j].drop == DropReason::kTtlExceeded) {
+        std::vector<uint8_t> icmp(2048);
+        auto n = kernels::ipv4::build_icmp_time_exceeded(kept[j], 0xc0000201 /*192.0.2.1*/, icmp);
+        if (n) {
+          icmp.resize(*n);
+          r.out.push_back(icmp);
+          ++r.icmp;
+        }
+      }
       continue;
     }
     r.out.push_back(frames[idx[j]]);

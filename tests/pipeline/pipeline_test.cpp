@@ -44,6 +44,7 @@ TEST_CASE("pcap to pcap: every app's output equals the native reference, on both
         auto got = load_capture(out);
         REQUIRE(got.is_ok());
         CHECK(s.dropped == ref.dropped);
+        CHECK(s.host_frames == ref.icmp);
         CHECK(sorted(got->frames) == sorted(ref.out));
         if (app == "md5") {  // result log: one digest line per packet that had a result
           std::ifstream f(c.log_path);
@@ -54,6 +55,45 @@ TEST_CASE("pcap to pcap: every app's output equals the native reference, on both
       }
     }
   }
+}
+
+TEST_CASE("TTL exceeded: dropped, counted, and answered with ICMP Time Exceeded by the host") {
+  RunConfig c = base_config();
+  std::string out = tmp_path("ttl_out.pcap");
+  c.input = {.kind = "generator", .gen_packets = 2000, .gen_flows = 50, .gen_sizes = "fixed:200", .gen_seed = 8,
+             .gen_ttl_low_share = 0.1};
+  c.output = {.kind = "pcap", .pcap = out};
+  Summary s;
+  {
+    auto ctx = prepare_run(c);
+    REQUIRE(ctx.is_ok());
+    s = (*ctx)->pipeline->run();
+  }
+  check_books(s);
+  // Every frame that left is either forwarded (TTL 63 from 64) or an ICMP from the router address.
+  auto got = load_capture(out);
+  REQUIRE(got.is_ok());
+  CHECK(got->size() == s.tx_packets + s.host_frames);
+  uint64_t ttl_drops = 0;
+  for (const auto& [r, n] : s.drops)
+    if (r == "ttl_exceeded") ttl_drops = n;
+  CHECK(ttl_drops > 100);
+  CHECK(s.host_frames == ttl_drops);
+  size_t icmp = 0;
+  for (auto& f : got->frames) {
+    Packet p = {};
+    p.data = f.data();
+    p.len = static_cast<uint16_t>(f.size());
+    REQUIRE(parse(p) == DropReason::kNone);  // checksums right
+    if (p.l4 == 1) {
+      ++icmp;
+      CHECK(f[p.l4_off] == 11);                            // Time Exceeded
+      CHECK(std::equal(f.begin() + p.l3_off + 12, f.begin() + p.l3_off + 16, std::begin({192, 0, 2, 1})) );
+    } else {
+      CHECK(f[p.l3_off + 8] == 63);                        // forwarded: TTL 64 - 1
+    }
+  }
+  CHECK(icmp == ttl_drops);
 }
 
 TEST_CASE("two devices and a native lane with Zipf traffic: no reorder, books balance") {
