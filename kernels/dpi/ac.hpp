@@ -1,0 +1,142 @@
+#pragma once
+// Aho-Corasick (Aho & Corasick, CACM 1975; the paper's DPI, §3.2.2) compiled into a dense DFA table
+// with alphabet compression, one table for the host and every device.
+//
+// Layout (all uint32, one contiguous array `trans`, so it fits one device allocation):
+//   - Input bytes map to classes through `byte_class[256]`. ASCII letters are folded ('A' and 'a'
+//     are the same class); bytes that occur in no pattern share one class. Classes are 1..C.
+//   - Row of state s starts at word s * W, W = C + 1. Word 0 of a row is the state's output record
+//     index (kNoOutput when it has none); words 1..C are the transitions, already resolved through
+//     the failure links (a real DFA: exactly one table load per input byte).
+//   - A transition word is (target row offset) | kHasOutput when the target has matches: the scan
+//     loop tests one bit per byte and needs no multiply or divide to move on.
+// Case: the automaton runs on case-folded input, so it finds every nocase pattern directly. A
+//   case-sensitive pattern that contains a letter is a candidate there and is confirmed by comparing
+//   its bytes against the raw payload (kVerify bit in its output entry); a case-sensitive pattern
+//   with no letter needs no check (folding does not change it). One pass over the payload, instead
+//   of two automata (one exact, one folded), and verification only where a candidate ends.
+// Outputs: each state's list holds every pattern ending there, including through suffix (failure)
+//   links, sorted by pattern id, precomputed at build. `exact_count` is the number of entries that
+//   need no verification, so once the first K ids are recorded a state adds its count in one step.
+//
+// Match semantics (as Hyperscan block mode without HS_FLAG_SINGLEMATCH): a match is one (pattern,
+// end offset) pair; matches are ordered by end offset, then pattern id; the first K ids are kept.
+// Counts are uint32: a payload is < 65,536 bytes and a state has < 65,536 outputs in practice
+// (checked at build), so the count of one payload cannot overflow.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hpr/status.hpp"
+#include "kernels/dpi/rules.hpp"
+
+namespace hpr::dpi {
+
+inline constexpr uint32_t kHasOutput = 0x80000000u;
+inline constexpr uint32_t kRowMask = 0x7fffffffu;
+inline constexpr uint32_t kNoOutput = 0xffffffffu;
+inline constexpr uint32_t kVerify = 0x80000000u;  // in out_ids: confirm against the raw bytes
+inline constexpr uint32_t kNoId = 0xffffffffu;    // unused id slot in a result
+
+// Output record of one state (mirrors uint4 in dpi.cl).
+struct StateOut {
+  uint32_t exact_count;  // entries that need no verification
+  uint32_t list_off;     // first entry in out_ids
+  uint32_t list_len;     // entries (exact + verify)
+  uint32_t verify_n;     // entries with kVerify
+};
+static_assert(sizeof(StateOut) == 16);
+
+struct AcStats {
+  uint32_t patterns = 0;
+  uint32_t states = 0;
+  uint32_t classes = 0;        // C
+  uint32_t output_states = 0;  // states with at least one output
+  uint64_t out_entries = 0;    // total entries of all output lists
+  uint32_t verify_patterns = 0;// case-sensitive patterns with letters
+  uint64_t table_bytes = 0;    // trans + outs + out_ids + pattern bytes
+  double build_s = 0;
+};
+
+class AcDfa {
+ public:
+  // Errors: kInvalidArgument (no patterns, an empty pattern, or the table would exceed
+  // `max_table_bytes`, e.g. a device's CL_DEVICE_MAX_MEM_ALLOC_SIZE; the message gives both sizes).
+  static Result<AcDfa> build(const std::vector<Pattern>& patterns, uint64_t max_table_bytes = 2ull << 30);
+
+  const std::array<uint8_t, 256>& byte_class() const { return byte_class_; }
+  uint32_t row_words() const { return row_words_; }
+  const std::vector<uint32_t>& trans() const { return trans_; }
+  const std::vector<StateOut>& outs() const { return outs_; }
+  const std::vector<uint32_t>& out_ids() const { return out_ids_; }
+  const std::vector<uint8_t>& pat_bytes() const { return pat_bytes_; }  // all patterns, raw, concatenated
+  const std::vector<uint32_t>& pat_off() const { return pat_off_; }     // n + 1 offsets into pat_bytes
+  const AcStats& stats() const { return stats_; }
+  uint32_t num_patterns() const { return static_cast<uint32_t>(pat_off_.size() - 1); }
+
+  // Scans one payload. Writes min(count, k) ids to `ids` (the rest untouched) and returns the count.
+  uint32_t scan(const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t k) const;
+
+ private:
+  std::array<uint8_t, 256> byte_class_{};
+  uint32_t row_words_ = 0;
+  std::vector<uint32_t> trans_;
+  std::vector<StateOut> outs_;
+  std::vector<uint32_t> out_ids_;
+  std::vector<uint8_t> pat_bytes_;
+  std::vector<uint32_t> pat_off_;
+  AcStats stats_;
+};
+
+// Naive oracle: at every start offset, every pattern whose first byte fits is compared byte by byte
+// (nocase folds ASCII letters); the (end offset, id) matches are sorted. Same result convention as
+// AcDfa::scan. No automaton, no shared code with it: tests only (O(len * patterns per first byte)).
+class NaiveMatcher {
+ public:
+  explicit NaiveMatcher(const std::vector<Pattern>& patterns);
+  uint32_t scan(const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t k) const;
+
+ private:
+  const std::vector<Pattern>* patterns_;
+  std::array<std::vector<uint32_t>, 256> by_first_;  // folded first byte -> pattern ids
+};
+
+inline uint8_t fold_ascii(uint8_t b) { return (b >= 'A' && b <= 'Z') ? static_cast<uint8_t>(b + 32) : b; }
+
+// ---- inline hot loop (shared by AcDfa::scan and the batch native path) ----
+inline uint32_t ac_scan(const uint32_t* __restrict trans, const uint8_t* __restrict cls, const StateOut* __restrict outs,
+                        const uint32_t* __restrict out_ids, const uint8_t* __restrict pat_bytes,
+                        const uint32_t* __restrict pat_off, const uint8_t* __restrict p, uint32_t len,
+                        uint32_t* __restrict ids, uint32_t k) {
+  uint32_t row = 0, count = 0, nid = 0;
+  for (uint32_t i = 0; i < len; ++i) {
+    uint32_t e = trans[row + cls[p[i]]];
+    row = e & kRowMask;
+    if (e & kHasOutput) [[unlikely]] {
+      const StateOut o = outs[trans[row]];
+      if (nid >= k && o.verify_n == 0) { count += o.exact_count; continue; }
+      for (uint32_t j = 0; j < o.list_len; ++j) {
+        uint32_t id = out_ids[o.list_off + j];
+        if (id & kVerify) {
+          id &= ~kVerify;
+          uint32_t b = pat_off[id], n = pat_off[id + 1] - b;
+          const uint8_t* s = p + i + 1 - n;
+          uint32_t m = 0;
+          while (m < n && s[m] == pat_bytes[b + m]) ++m;
+          if (m != n) continue;
+        }
+        ++count;
+        if (nid < k) ids[nid++] = id;
+      }
+    }
+  }
+  return count;
+}
+
+inline uint32_t AcDfa::scan(const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t k) const {
+  return ac_scan(trans_.data(), byte_class_.data(), outs_.data(), out_ids_.data(), pat_bytes_.data(), pat_off_.data(), p,
+                 len, ids, k);
+}
+
+}  // namespace hpr::dpi
