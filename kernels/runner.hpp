@@ -1,0 +1,56 @@
+#pragma once
+// Host-side pieces every app shares: gathering a batch into the device layout, one app's program
+// and tables on one device (AppProgram, used by the pipeline's executors too), and a synchronous
+// one-batch runner for tests and benchmarks.
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/app.hpp"
+#include "runtime/opencl/devices.hpp"
+
+namespace hpr::kernels {
+
+// A batch in plain host memory (tests, benchmarks, the native lane).
+struct HostBatch {
+  std::vector<Desc> desc;
+  std::vector<uint8_t> pkts;
+  std::vector<uint8_t> out;
+  BatchView view() { return {desc.data(), static_cast<uint32_t>(desc.size()), pkts.data(), out.data()}; }
+};
+
+// Gathers each packet's slice into `pkts` (16-byte aligned offsets) and fills the descriptors.
+// Packets that already carry a drop reason get an empty slice. Writes at most
+// pkts.size() bytes; returns the bytes used. Used by HostBatch and by the executors' mapped buffers.
+uint32_t gather_into(const App& app, std::span<const Packet> pkts, Desc* desc, uint8_t* buf, size_t buf_bytes);
+HostBatch gather(const App& app, std::span<const Packet> pkts);
+// Copies the (modified) slices back into their frames; no-op unless app.writes_back().
+void scatter_back(const App& app, std::span<Packet> pkts, const BatchView& b);
+
+// The app's kernel built for one device, its tables, and one kernel object per user (lane).
+struct AppProgram {
+  cl::Context context;
+  cl::Device device;
+  cl::CommandQueue queue;
+  cl::Program program;
+  std::unique_ptr<DeviceTables> tables;
+  // Errors: the build log (kInvalidArgument), table upload failures (kUnavailable).
+  static Result<std::shared_ptr<AppProgram>> create(const App& app, const cl::Device& dev);
+  // A fresh kernel with the tables bound (clSetKernelArg is not thread safe on a shared kernel).
+  Result<cl::Kernel> make_kernel(const App& app) const;
+};
+
+// Runs one batch at a time, synchronously: copies desc and pkts in, runs, copies out (and pkts
+// back when the app writes back).
+class DeviceRunner {
+ public:
+  static Result<DeviceRunner> create(const App& app, const cl::Device& dev);
+  Status run(BatchView& b);
+
+ private:
+  const App* app_ = nullptr;
+  std::shared_ptr<AppProgram> prog_;
+  cl::Kernel kernel_;
+};
+
+}  // namespace hpr::kernels

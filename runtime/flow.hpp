@@ -1,0 +1,106 @@
+#pragma once
+// Flows: the 5-tuple key, CRC32C flow hashes, and the FlowTable.
+//
+// FlowKey holds IPv4 addresses in the first 4 bytes of the 16-byte fields (rest zero). Ports are
+// those of TCP, UDP and SCTP; for other protocols and for every IP fragment (first one included,
+// so that all fragments of a datagram stay together) ports are 0.
+//
+// Hash: CRC32C (Castagnoli) over the key, with the SSE4.2 crc32 instruction where the CPU has it
+// and a table otherwise (same values). The symmetric hash orders the two endpoints first, so both
+// directions of a connection hash alike (and share one FlowTable entry).
+//
+// FlowTable: open addressing on the symmetric hash (index of 32-bit ids, backward-shift deletion),
+// per-flow state in arrays indexed by a stable id in [0, capacity). Memory is fixed at creation:
+// capacity × (sizeof(FlowKey) + state + 2 index slots). Idle flows (no packet in flight for
+// `idle_ns`) are aged out incrementally by expire(); their ids are reused.
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "hpr/status.hpp"
+#include "runtime/packet.hpp"
+
+namespace hpr {
+
+struct FlowKey {
+  uint8_t src[16] = {};
+  uint8_t dst[16] = {};
+  uint16_t sport = 0;
+  uint16_t dport = 0;
+  uint8_t proto = 0;
+  uint8_t family = 0;  // 4 or 6; 0 for non-IP
+  uint8_t pad[2] = {};
+
+  bool operator==(const FlowKey& o) const { return std::memcmp(this, &o, sizeof(FlowKey)) == 0; }
+  // The same connection seen from the other side.
+  FlowKey reversed() const;
+  // Endpoints ordered so that a key and its reverse give the same canonical key.
+  FlowKey canonical() const;
+};
+static_assert(sizeof(FlowKey) == 40);
+
+// Extracts the key of a parsed packet (parse() must have run). Non-IP packets give family 0.
+FlowKey flow_key(const Packet& p);
+
+uint32_t crc32c(const void* data, size_t len, uint32_t seed = 0xffffffffu);
+uint32_t flow_hash(const FlowKey& k);            // direction-sensitive
+uint32_t flow_hash_symmetric(const FlowKey& k);  // equal for k and k.reversed()
+bool cpu_has_crc32c();
+
+struct FlowState {
+  uint64_t last_seen_ns = 0;
+  uint64_t packets = 0;
+  uint64_t bytes = 0;
+  uint32_t next_seq = 0;  // sequence number for the next packet of this flow (dispatcher)
+  uint8_t lane = 0xff;    // lane the flow is bound to; 0xff = none yet
+};
+
+class FlowTable {
+ public:
+  // capacity: max flows alive at once (rounded up to a power of two). Errors: kInvalidArgument for 0.
+  static Result<std::unique_ptr<FlowTable>> create(uint32_t capacity, uint64_t idle_ns);
+
+  // Id of the flow of `key` (inserted when new). kNoFlow when the table is full even after
+  // expiring; the caller counts that (the packet still goes through, bound to no flow state).
+  uint32_t lookup_or_insert(const FlowKey& canonical_key, uint32_t hash, uint64_t now_ns, bool* inserted = nullptr);
+  uint32_t find(const FlowKey& canonical_key, uint32_t hash) const;
+
+  FlowState& state(uint32_t id) { return state_[id]; }
+  const FlowKey& key(uint32_t id) const { return keys_[id]; }
+  // Packets of this flow queued or in flight on a lane. Written by the dispatcher (+) and by the
+  // egress thread (−), hence atomic.
+  std::atomic<uint32_t>& in_flight(uint32_t id) { return in_flight_[id]; }
+
+  // Examine up to `max_scan` ids (round robin) and remove flows idle for idle_ns with nothing in
+  // flight. Returns how many were removed.
+  uint32_t expire(uint64_t now_ns, uint32_t max_scan);
+
+  uint32_t capacity() const { return capacity_; }
+  uint32_t size() const { return size_; }
+  uint64_t full_events() const { return full_events_; }
+  uint64_t expired_total() const { return expired_total_; }
+  static size_t bytes_per_flow();
+
+ private:
+  FlowTable() = default;
+  void erase(uint32_t id);
+
+  uint32_t capacity_ = 0;
+  uint32_t index_mask_ = 0;   // index has 2 × capacity slots
+  uint64_t idle_ns_ = 0;
+  uint32_t size_ = 0;
+  uint32_t hand_ = 0;
+  uint64_t full_events_ = 0;
+  uint64_t expired_total_ = 0;
+  std::vector<uint32_t> index_;  // id or kNoFlow
+  std::vector<uint32_t> hashes_; // per id
+  std::vector<FlowKey> keys_;
+  std::vector<FlowState> state_;
+  std::unique_ptr<std::atomic<uint32_t>[]> in_flight_;
+  std::vector<uint8_t> used_;
+  std::vector<uint32_t> free_ids_;
+};
+
+}  // namespace hpr

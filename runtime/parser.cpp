@@ -1,0 +1,162 @@
+#include "runtime/parser.hpp"
+
+namespace hpr {
+namespace {
+
+inline uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+
+constexpr uint16_t kEthIPv4 = 0x0800;
+constexpr uint16_t kEthIPv6 = 0x86dd;
+constexpr int kMaxVlanTags = 4;
+constexpr int kMaxExtHeaders = 8;
+
+inline DropReason fail(Packet& p, DropReason r) {
+  p.drop = r;
+  return r;
+}
+
+// Sets l4_off / payload_off / payload_len for an L4 header at `off` with `end` = end of IP payload.
+inline DropReason parse_l4(Packet& p, uint32_t off, uint32_t end, bool first_fragment) {
+  if (!first_fragment) {
+    p.payload_off = static_cast<uint16_t>(off);
+    p.payload_len = static_cast<uint16_t>(end - off);
+    return DropReason::kNone;
+  }
+  uint32_t hl = 0;
+  switch (p.l4) {
+    case 6:  // TCP: data offset in 32-bit words, at least 5
+      if (end < off + 20) return fail(p, DropReason::kTruncated);
+      hl = static_cast<uint32_t>(p.data[off + 12] >> 4) * 4;
+      if (hl < 20 || end < off + hl) return fail(p, DropReason::kTruncated);
+      break;
+    case 17:  // UDP
+      if (end < off + 8) return fail(p, DropReason::kTruncated);
+      hl = 8;
+      break;
+    case 1:   // ICMP
+    case 58:  // ICMPv6: type, code, checksum, 4 bytes of message body
+      if (end < off + 8) return fail(p, DropReason::kTruncated);
+      hl = 8;
+      break;
+    default:  // other protocols: the payload is the IP payload
+      p.payload_off = static_cast<uint16_t>(off);
+      p.payload_len = static_cast<uint16_t>(end - off);
+      return DropReason::kNone;
+  }
+  p.l4_off = static_cast<uint16_t>(off);
+  p.payload_off = static_cast<uint16_t>(off + hl);
+  p.payload_len = static_cast<uint16_t>(end - off - hl);
+  return DropReason::kNone;
+}
+
+DropReason parse_ipv4(Packet& p, uint32_t off, const ParseOptions& opt) {
+  const uint32_t len = p.len;
+  if (len < off + 20) return fail(p, DropReason::kTruncated);
+  const uint8_t* h = p.data + off;
+  if ((h[0] >> 4) != 4) return fail(p, DropReason::kBadVersion);
+  uint32_t ihl = static_cast<uint32_t>(h[0] & 0x0f) * 4;
+  if (ihl < 20 || len < off + ihl) return fail(p, DropReason::kBadIhl);
+  uint32_t total = be16(h + 2);
+  if (total < ihl || len < off + total) return fail(p, DropReason::kBadTotalLength);
+  if (opt.verify_ipv4_checksum && ipv4_header_checksum(h, ihl) != 0) return fail(p, DropReason::kBadChecksum);
+  if (ihl > 20) p.flags |= kFlagIpOptions;
+  uint16_t frag = be16(h + 6);
+  bool more = (frag & 0x2000) != 0;
+  uint16_t frag_off = frag & 0x1fff;
+  if (more || frag_off != 0) p.flags |= kFlagFragment;
+  p.l3 = L3::kIPv4;
+  p.l4 = h[9];
+  return parse_l4(p, off + ihl, off + total, frag_off == 0);
+}
+
+DropReason parse_ipv6(Packet& p, uint32_t off) {
+  const uint32_t len = p.len;
+  if (len < off + 40) return fail(p, DropReason::kTruncated);
+  const uint8_t* h = p.data + off;
+  if ((h[0] >> 4) != 6) return fail(p, DropReason::kBadVersion);
+  uint32_t plen = be16(h + 4);
+  uint32_t end = off + 40 + plen;
+  if (end > len) return fail(p, DropReason::kBadTotalLength);
+  p.l3 = L3::kIPv6;
+  uint8_t nh = h[6];
+  uint32_t cur = off + 40;
+  bool first_fragment = true;
+  for (int i = 0;; ++i) {
+    uint32_t ext = 0;
+    switch (nh) {
+      case 0: case 43: case 60: case 135: case 139: case 140:  // (len + 1) * 8 bytes
+        if (end < cur + 8) return fail(p, DropReason::kBadExtHeader);
+        ext = (static_cast<uint32_t>(p.data[cur + 1]) + 1) * 8;
+        break;
+      case 44:  // fragment header, 8 bytes
+        if (end < cur + 8) return fail(p, DropReason::kBadExtHeader);
+        ext = 8;
+        p.flags |= kFlagFragment;
+        if ((be16(p.data + cur + 2) & 0xfff8) != 0) first_fragment = false;
+        break;
+      case 51:  // AH: (len + 2) * 4 bytes
+        if (end < cur + 8) return fail(p, DropReason::kBadExtHeader);
+        ext = (static_cast<uint32_t>(p.data[cur + 1]) + 2) * 4;
+        break;
+      default:
+        ext = 0;
+    }
+    if (ext == 0) break;
+    if (i >= kMaxExtHeaders || end < cur + ext) return fail(p, DropReason::kBadExtHeader);
+    nh = p.data[cur];
+    cur += ext;
+  }
+  p.l4 = nh;
+  if (nh == 59) {  // no next header
+    p.payload_off = static_cast<uint16_t>(cur);
+    p.payload_len = 0;
+    return DropReason::kNone;
+  }
+  return parse_l4(p, cur, end, first_fragment);
+}
+
+}  // namespace
+
+uint16_t ipv4_header_checksum(const uint8_t* hdr, uint32_t len) {
+  uint32_t sum = 0;
+  for (uint32_t i = 0; i + 1 < len; i += 2) sum += static_cast<uint32_t>(hdr[i] << 8 | hdr[i + 1]);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(~sum);
+}
+
+DropReason parse(Packet& p, const ParseOptions& opt) {
+  p.l3_off = p.l4_off = p.payload_off = kNoOffset;
+  p.payload_len = 0;
+  p.l3 = L3::kNone;
+  p.l4 = 0;
+  p.flags = 0;
+  p.drop = DropReason::kNone;
+  if (p.len < 14) return fail(p, DropReason::kTruncated);
+  uint32_t off = 12;
+  uint16_t et = be16(p.data + off);
+  for (int tags = 0; et == 0x8100 || et == 0x88a8 || et == 0x9100; ++tags) {
+    if (tags == kMaxVlanTags || p.len < off + 6) return fail(p, DropReason::kTruncated);
+    p.flags |= kFlagVlan;
+    off += 4;
+    et = be16(p.data + off);
+  }
+  off += 2;
+  if (et == kEthIPv4) {
+    p.l3_off = static_cast<uint16_t>(off);
+    return parse_ipv4(p, off, opt);
+  }
+  if (et == kEthIPv6) {
+    p.l3_off = static_cast<uint16_t>(off);
+    return parse_ipv6(p, off);
+  }
+  p.l3 = L3::kOther;
+  return DropReason::kNone;
+}
+
+uint32_t parse_batch(std::span<Packet> pkts, const ParseOptions& opt) {
+  uint32_t bad = 0;
+  for (auto& p : pkts) bad += parse(p, opt) != DropReason::kNone;
+  return bad;
+}
+
+}  // namespace hpr
