@@ -7,6 +7,9 @@
 
 #include "hpr/data_dir.hpp"
 #include "kernels/dpi/dpi_app.hpp"
+#include "kernels/runner.hpp"
+#include "runtime/opencl/devices.hpp"
+#include "tests/dpi/dpi_captures.hpp"
 
 using namespace hpr;
 using namespace hpr::dpi;
@@ -22,13 +25,7 @@ const DpiApp& et_app() {
   return *app;
 }
 
-// A gathered batch in plain host memory (the kernel layout of kernels/device_batch.hpp).
-struct HostBatch {
-  std::vector<kernels::Desc> desc;
-  std::vector<uint8_t> pkts;
-  std::vector<uint8_t> out;
-  kernels::BatchView view() { return {desc.data(), static_cast<uint32_t>(desc.size()), pkts.data(), out.data()}; }
-};
+using kernels::HostBatch;
 
 HostBatch gather(const std::vector<std::string>& payloads, uint32_t result_bytes) {
   HostBatch b;
@@ -60,44 +57,32 @@ std::vector<std::string> payloads(const std::vector<Pattern>& p, size_t n, uint3
   return out;
 }
 
-// Runs the app's kernel once on `dev` over `b` (raw OpenCL; the runtime's DeviceRunner does the same).
-std::vector<uint8_t> run_on_device(const DpiApp& app, const cl::Device& dev, HostBatch& b) {
-  cl::Context ctx(dev);
-  cl::CommandQueue q(ctx, dev);
-  cl::Program prog(ctx, app.kernel_source());
-  try {
-    prog.build({dev}, app.build_options().c_str());
-  } catch (const cl::Error&) {
-    FAIL("build log: " << prog.getBuildInfo<CL_PROGRAM_BUILD_LOG>(dev));
-  }
-  cl::Kernel k(prog, std::string(app.kernel_name()).c_str());
-  auto tables = app.make_device_tables(ctx, q);
-  REQUIRE(tables.is_ok());
-  REQUIRE((*tables)->bind(k).is_ok());
-  auto flags = CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR;
-  cl::Buffer desc(ctx, flags, b.desc.size() * sizeof(kernels::Desc), b.desc.data());
-  cl::Buffer pkts(ctx, flags, b.pkts.size(), b.pkts.data());
-  cl::Buffer out(ctx, CL_MEM_WRITE_ONLY, b.out.size());
-  k.setArg(0, desc);
-  k.setArg(1, static_cast<cl_uint>(b.desc.size()));
-  k.setArg(2, pkts);
-  k.setArg(3, out);
-  q.enqueueNDRangeKernel(k, cl::NullRange, cl::NDRange(b.desc.size()));
-  std::vector<uint8_t> r(b.out.size());
-  q.enqueueReadBuffer(out, CL_TRUE, 0, r.size(), r.data());
+std::vector<kernels::DeviceRunner>& runners(const DpiApp& app) {
+  static std::vector<kernels::DeviceRunner> r = [&] {
+    auto devs = discover_devices();
+    REQUIRE(devs.is_ok());
+    REQUIRE_FALSE(devs->empty());
+    std::vector<kernels::DeviceRunner> v;
+    for (auto& d : *devs) {
+      auto run = kernels::DeviceRunner::create(app, d.device);
+      INFO(d.name << ": " << run.status().to_string());
+      REQUIRE(run.is_ok());
+      v.push_back(std::move(*run));
+    }
+    return v;
+  }();
   return r;
 }
 
-std::vector<cl::Device> all_devices() {
-  std::vector<cl::Platform> plats;
-  cl::Platform::get(&plats);
-  std::vector<cl::Device> devs;
-  for (auto& p : plats) {
-    std::vector<cl::Device> d;
-    p.getDevices(CL_DEVICE_TYPE_ALL, &d);
-    devs.insert(devs.end(), d.begin(), d.end());
-  }
-  return devs;
+// Device result of one batch (out poisoned first, so unwritten words show).
+std::vector<uint8_t> run_on(kernels::DeviceRunner& r, HostBatch& b) {
+  HostBatch c = b;
+  std::fill(c.out.begin(), c.out.end(), 0xCD);
+  auto v = c.view();
+  auto st = r.run(v);
+  INFO(st.to_string());
+  REQUIRE(st.is_ok());
+  return c.out;
 }
 
 }  // namespace
@@ -148,8 +133,6 @@ TEST_CASE("DPI app: slice, result layout, alert line") {
 
 TEST_CASE("DPI kernel == native, every device, synthetic payloads") {
   const DpiApp& app = et_app();
-  auto devs = all_devices();
-  REQUIRE_FALSE(devs.empty());
   auto pl = payloads(app.patterns().patterns, 2000, 1);
   pl.push_back(std::string(9216, '\0'));  // densest case: a max-size payload of zero bytes
   HostBatch b = gather(pl, app.result_bytes());
@@ -158,10 +141,31 @@ TEST_CASE("DPI kernel == native, every device, synthetic payloads") {
   for (uint32_t i = 0; i < b.desc.size(); ++i) matches += app.result(b.view(), i).count;
   WARN("native: " << b.desc.size() << " payloads, " << matches << " matches");
   CHECK(matches > 0);
-  for (auto& dev : devs) {
-    INFO("device " << dev.getInfo<CL_DEVICE_NAME>());
-    auto got = run_on_device(app, dev, b);
-    CHECK(got == b.out);
+  for (size_t d = 0; d < runners(app).size(); ++d) {
+    INFO("device " << d);
+    CHECK(run_on(runners(app)[d], b) == b.out);
   }
-  WARN("devices checked: " << devs.size());
+  WARN("devices checked: " << runners(app).size());
+}
+
+TEST_CASE("DPI kernel == native, every device, every capture") {
+  const DpiApp& app = et_app();
+  uint64_t pkts = 0, bytes = 0, matches = 0;
+  for (const auto& pc : test::all_captures()) {
+    if (pc.pkts.empty()) continue;
+    HostBatch b = kernels::gather(app, pc.pkts);
+    app.run_native(b.view());
+    for (uint32_t i = 0; i < b.desc.size(); ++i) {
+      matches += app.result(b.view(), i).count;
+      bytes += b.desc[i].len;
+    }
+    pkts += b.desc.size();
+    for (size_t d = 0; d < runners(app).size(); ++d) {
+      INFO(pc.cap.path << " on device " << d);
+      REQUIRE(run_on(runners(app)[d], b) == b.out);
+    }
+  }
+  WARN("captures: " << test::all_captures().size() << " packets " << pkts << " payload bytes " << bytes
+                    << " matches " << matches << " devices " << runners(app).size());
+  CHECK(matches > bytes);
 }

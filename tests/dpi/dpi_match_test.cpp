@@ -7,6 +7,7 @@
 #include "hpr/data_dir.hpp"
 #include "kernels/dpi/ac.hpp"
 #include "kernels/dpi/hs_peer.hpp"
+#include "tests/dpi/dpi_captures.hpp"
 
 using namespace hpr::dpi;
 
@@ -165,4 +166,34 @@ TEST_CASE("AC on ET Open: table size, and counts equal the naive matcher and Hyp
     REQUIRE(a.ids == b.ids);
     REQUIRE(a.count == hs4->count(reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size())));
   }
+}
+
+TEST_CASE("AC on ET Open: every capture payload, against Hyperscan (all) and the naive matcher (a sample)") {
+  const AcDfa& d = et_dfa();
+  auto hs = HsPeer::compile(et().patterns);
+  REQUIRE(hs.is_ok());
+  NaiveMatcher naive_m(et().patterns);
+  uint64_t pkts = 0, bytes = 0, matches = 0, naive_checked = 0;
+  for (const auto& pc : hpr::dpi::test::all_captures()) {
+    for (size_t i = 0; i < pc.pkts.size(); ++i) {
+      const hpr::Packet& p = pc.pkts[i];
+      if (p.drop != hpr::DropReason::kNone || p.payload_off == hpr::kNoOffset) continue;
+      std::string_view s(reinterpret_cast<const char*>(p.payload()), p.payload_len);
+      auto a = scan(d, s);
+      INFO(pc.cap.path << " packet " << i);
+      REQUIRE(a.count == hs->count(p.payload(), p.payload_len));
+      if (i % 50 == 0) {  // the naive matcher is slow: every 50th packet
+        auto b = naive(naive_m, s);
+        REQUIRE(a.count == b.count);
+        REQUIRE(a.ids == b.ids);
+        ++naive_checked;
+      }
+      ++pkts;
+      bytes += s.size();
+      matches += a.count;
+    }
+  }
+  WARN("captures: packets with payload " << pkts << " bytes " << bytes << " matches " << matches
+                                         << " (naive-checked packets " << naive_checked << ")");
+  CHECK(matches > bytes);
 }
