@@ -12,6 +12,7 @@
 #include <CL/opencl.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -77,6 +78,16 @@ class App {
   // Apply results to the packets after the batch returns (desc[i] belongs to pkts[i]).
   // Sets Packet::drop / out_port; never allocates.
   virtual void finish(std::span<Packet> pkts, const BatchView& batch) const = 0;
+
+  // Appends one line per packet whose result is worth logging (DPI: an alert with the pattern ids;
+  // MD5: the digest), each prefixed by `prefix(i)`, the caller's "time flow" text. Default: none.
+  virtual void append_log(std::span<const Packet> pkts, const BatchView& batch,
+                          const std::function<std::string(uint32_t)>& prefix, std::string& out) const {}
+  // Application events in a finished batch for the summary (DPI: matches; MD5: digests; AES:
+  // packets encrypted; IPv4: packets forwarded).
+  virtual uint64_t count_events(const BatchView& batch) const { return 0; }
+  // Name of what count_events counts ("matches", "digests", ...).
+  virtual std::string_view event_name() const { return "events"; }
 };
 
 }  // namespace hpr::kernels

@@ -51,6 +51,9 @@ enum PacketFlag : uint8_t {
   kFlagIpOptions = 1u << 2, // IPv4 options present (IHL > 5)
 };
 
+// What kind of buffer Packet::buf is, so a port can transmit a buffer it did not allocate.
+enum BufKind : uint8_t { kBufPool = 0, kBufMbuf = 1 };
+
 struct Packet {
   uint8_t* data = nullptr;   // first byte of the Ethernet frame
   void* buf = nullptr;       // owner: rte_mbuf* (DPDK port) or PacketPool slot
@@ -71,6 +74,7 @@ struct Packet {
   uint8_t flags = 0;         // PacketFlag bits
   uint8_t service = 0;       // service (application) id for multi-service balancing
   uint16_t port = 0;         // rx port index
+  uint8_t buf_kind = 0;      // BufKind of `buf`
 
   const uint8_t* payload() const { return data + payload_off; }
   uint8_t* payload() { return data + payload_off; }

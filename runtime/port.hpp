@@ -1,0 +1,46 @@
+#pragma once
+// Port: burst receive and burst transmit, the one interface of DPDK ports, capture files, the
+// traffic generator and the null sink.
+//
+// Ownership rule (the same for every port): rx_burst hands out packets whose buffers belong to the
+// receiving port; whoever finishes with a packet returns it with that port's release(). tx_burst
+// never takes ownership: it sends (or copies) the bytes and the caller releases afterwards. A DPDK
+// port sending mbufs of its own mempool takes an extra reference so that release() stays uniform.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "hpr/status.hpp"
+#include "runtime/packet.hpp"
+
+namespace hpr {
+
+struct PortStats {
+  uint64_t rx_packets = 0, rx_bytes = 0;
+  uint64_t tx_packets = 0, tx_bytes = 0;
+  uint64_t rx_no_buffer = 0;  // frames the port could not take for want of a buffer (counted drop)
+  uint64_t rx_too_long = 0;   // frames longer than a buffer slot (counted drop)
+  uint64_t tx_failed = 0;     // packets the port refused on transmit (counted drop)
+};
+
+class Port {
+ public:
+  virtual ~Port() = default;
+  virtual std::string_view kind() const = 0;  // "dpdk", "pcap", "generator", "null"
+  virtual std::string describe() const = 0;   // for logs: "pcap in:foo.pcap"
+
+  // Receive up to n packets (data, len, buf, rx_ns, port set; nothing parsed). now_ns stamps them.
+  virtual uint16_t rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) = 0;
+  // Transmit up to n packets; returns how many were sent. Unsent ones stay the caller's to count.
+  virtual uint16_t tx_burst(Packet* pkts, uint16_t n) = 0;
+  // Return buffers of packets this port received.
+  virtual void release(Packet* pkts, uint16_t n) = 0;
+  // A finite source (capture file, generator with a packet count) has nothing more to give.
+  virtual bool rx_done() const { return false; }
+  // Flush buffered output (capture files).
+  virtual void flush() {}
+  virtual PortStats stats() const = 0;
+};
+
+}  // namespace hpr

@@ -1,0 +1,38 @@
+#pragma once
+// DPDK ethdev ports. The EAL is initialised once per process (rte_eal_init cannot run twice);
+// every DPDK port of the process shares it. On a machine without NICs or hugepages:
+//   --no-huge --no-shconf --no-pci -m 512 --vdev=net_pcap0,rx_pcap=IN.pcap,tx_pcap=OUT.pcap
+// (also net_ring, net_null, net_af_packet,iface=veth0). Real NICs: pass their EAL arguments
+// (-a 0000:03:00.0, hugepages) instead. Privileges: vdevs with --no-huge need none beyond file
+// access (net_af_packet needs CAP_NET_RAW); PCI devices need root or VFIO permissions.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hpr/status.hpp"
+#include "runtime/port.hpp"
+
+namespace hpr {
+
+// Initialises the EAL with `args` (argv[0] is added). A second call with the same arguments is a
+// no-op; with different ones it is an error (the EAL cannot be re-initialised).
+// Errors: kUnavailable with DPDK's reason (rte_strerror(rte_errno)) and the arguments used.
+Status dpdk_init(const std::vector<std::string>& args);
+bool dpdk_initialised();
+// Arguments for a machine without hugepages or NICs, plus the given vdevs.
+std::vector<std::string> dpdk_default_args(const std::vector<std::string>& vdevs);
+
+struct DpdkPortConfig {
+  std::string name;           // ethdev name, e.g. "net_pcap0" (the vdev name) or a PCI address
+  uint16_t rx_desc = 1024;
+  uint16_t tx_desc = 1024;
+  uint32_t mbufs = 8191;      // mempool size (mbufs) for rx and for copies on tx
+  uint16_t mbuf_data_bytes = 2048;
+  bool promiscuous = true;
+};
+
+// Errors: kNotFound for an unknown port name (the message lists the ports there are),
+// kUnavailable when configuring or starting the port fails.
+Result<std::unique_ptr<Port>> make_dpdk_port(const DpdkPortConfig& cfg);
+
+}  // namespace hpr

@@ -1,0 +1,151 @@
+#include "runtime/ports/file_ports.hpp"
+
+#include <cstring>
+
+#include "hpr/clock.hpp"
+
+namespace hpr {
+namespace {
+
+class PcapPort final : public Port {
+ public:
+  std::string_view kind() const override { return "pcap"; }
+  std::string describe() const override {
+    std::string s = "pcap";
+    if (!cfg_.rx_path.empty()) s += " in:" + cfg_.rx_path;
+    if (!cfg_.tx_path.empty()) s += " out:" + cfg_.tx_path;
+    return s;
+  }
+
+  static Result<std::unique_ptr<Port>> create(const PcapPortConfig& cfg) {
+    std::unique_ptr<PcapPort> p(new PcapPort());
+    p->cfg_ = cfg;
+    if (!cfg.rx_path.empty()) {
+      auto r = PcapReader::open(cfg.rx_path);
+      if (!r) return r.status();
+      p->reader_.emplace(std::move(*r));
+      auto pool = PacketPool::create(cfg.pool_slots, cfg.slot_bytes);
+      if (!pool) return pool.status();
+      p->pool_ = std::move(*pool);
+    } else {
+      p->rx_done_ = true;
+    }
+    if (!cfg.tx_path.empty()) {
+      auto w = PcapWriter::open(cfg.tx_path);
+      if (!w) return w.status();
+      p->writer_.emplace(std::move(*w));
+    }
+    return std::unique_ptr<Port>(std::move(p));
+  }
+
+  uint16_t rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) override {
+    uint16_t got = 0;
+    while (got < n && !rx_done_) {
+      if (!pending_) {
+        if (!reader_->next(rec_)) {
+          if (!reader_->read_error().empty()) read_warning_ = reader_->read_error();
+          if (cfg_.loops != 0 && ++loop_ >= cfg_.loops) {
+            rx_done_ = true;
+            break;
+          }
+          auto r = PcapReader::open(cfg_.rx_path);  // rewind
+          if (!r) {
+            rx_done_ = true;
+            break;
+          }
+          *reader_ = std::move(*r);
+          continue;
+        }
+        pending_ = true;
+      }
+      if (rec_.frame.size() > pool_->slot_bytes() || rec_.frame.size() > 0xffff) {
+        ++stats_.rx_too_long;  // counted, never silently lost
+        pending_ = false;
+        continue;
+      }
+      if (pool_->alloc(&pkts[got], 1) != 1) {
+        ++stats_.rx_no_buffer;  // back-pressure: retry this frame on the next call
+        break;
+      }
+      Packet& p = pkts[got];
+      std::memcpy(p.data, rec_.frame.data(), rec_.frame.size());
+      p.len = static_cast<uint16_t>(rec_.frame.size());
+      p.rx_ns = now_ns;
+      p.port = 0;
+      p.drop = DropReason::kNone;
+      p.flow_id = kNoFlow;
+      stats_.rx_packets++;
+      stats_.rx_bytes += p.len;
+      pending_ = false;
+      ++got;
+    }
+    // A pool slot ran out: the frame stays pending (not lost) and rx_no_buffer is only a stall count.
+    return got;
+  }
+
+  uint16_t tx_burst(Packet* pkts, uint16_t n) override {
+    if (!writer_) {
+      stats_.tx_packets += n;
+      for (uint16_t i = 0; i < n; ++i) stats_.tx_bytes += pkts[i].len;
+      return n;
+    }
+    uint64_t ts = wall_ns();
+    for (uint16_t i = 0; i < n; ++i) {
+      writer_->write(ts, {pkts[i].data, pkts[i].len});
+      stats_.tx_bytes += pkts[i].len;
+    }
+    stats_.tx_packets += n;
+    return n;
+  }
+
+  void release(Packet* pkts, uint16_t n) override {
+    if (pool_) pool_->free(pkts, n);
+  }
+  bool rx_done() const override { return rx_done_; }
+  void flush() override {
+    if (writer_) writer_->flush();
+  }
+  PortStats stats() const override { return stats_; }
+
+ private:
+  static uint64_t wall_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count());
+  }
+  PcapPortConfig cfg_;
+  std::optional<PcapReader> reader_;
+  std::optional<PcapWriter> writer_;
+  std::unique_ptr<PacketPool> pool_;
+  PcapRecord rec_;
+  bool pending_ = false;
+  bool rx_done_ = false;
+  uint32_t loop_ = 0;
+  std::string read_warning_;
+  PortStats stats_;
+};
+
+class NullPort final : public Port {
+ public:
+  std::string_view kind() const override { return "null"; }
+  std::string describe() const override { return "null"; }
+  uint16_t rx_burst(Packet*, uint16_t, uint64_t) override { return 0; }
+  uint16_t tx_burst(Packet* pkts, uint16_t n) override {
+    stats_.tx_packets += n;
+    for (uint16_t i = 0; i < n; ++i) stats_.tx_bytes += pkts[i].len;
+    return n;
+  }
+  void release(Packet*, uint16_t) override {}
+  bool rx_done() const override { return true; }
+  PortStats stats() const override { return stats_; }
+
+ private:
+  PortStats stats_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Port>> make_pcap_port(const PcapPortConfig& cfg) { return PcapPort::create(cfg); }
+std::unique_ptr<Port> make_null_port() { return std::make_unique<NullPort>(); }
+
+}  // namespace hpr
