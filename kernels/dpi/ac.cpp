@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstring>
 
+#include <sys/mman.h>
+
 namespace hpr::dpi {
 namespace {
 
@@ -34,15 +36,16 @@ Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, uint64_t max_ta
     if (patterns[i].bytes.empty()) return error(Code::kInvalidArgument, "Aho-Corasick: pattern {} is empty", i);
     for (char c : patterns[i].bytes) used[fold_ascii(static_cast<uint8_t>(c))] = true;
   }
-  uint32_t ncls = 1;  // class 1: bytes in no pattern
+  // Class values are word indices in a row: kRowHeader (bytes in no pattern), then one per used byte.
+  uint32_t ncls = 1;
   std::array<uint8_t, 256> folded_class{};
-  for (int b = 0; b < 256; ++b) folded_class[b] = used[b] ? static_cast<uint8_t>(++ncls) : 1;
+  for (int b = 0; b < 256; ++b) folded_class[b] = used[b] ? static_cast<uint8_t>(kRowHeader + ncls++) : kRowHeader;
   for (int b = 0; b < 256; ++b) d.byte_class_[b] = folded_class[fold_ascii(static_cast<uint8_t>(b))];
-  if (ncls > 255) {
+  if (ncls + kRowHeader > 256) {
     // 256 used bytes: everything but the folded upper-case letters; cannot happen (letters fold).
     return error(Code::kInternal, "Aho-Corasick: {} classes do not fit a byte", ncls);
   }
-  const uint32_t W = ncls + 1;
+  const uint32_t W = (ncls + kRowHeader + 15) / 16 * 16;
   d.row_words_ = W;
 
   // 2. Trie over classes (first-child/next-sibling lists), terminal pattern ids per node.
@@ -71,7 +74,7 @@ Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, uint64_t max_ta
 
   // Size check before the big allocation.
   uint64_t trans_bytes = nstates * W * 4;
-  if (trans_bytes + 16 * nstates > max_table_bytes || nstates * W > kRowMask) {
+  if (trans_bytes > max_table_bytes || nstates * W > kRowMask) {
     return error(Code::kInvalidArgument,
                  "Aho-Corasick: {} states x {} words = {} MB exceeds the limit of {} MB (device max allocation)", nstates,
                  W, trans_bytes >> 20, max_table_bytes >> 20);
@@ -91,7 +94,15 @@ Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, uint64_t max_ta
       order.push_back(ch);
     }
   }
-  d.trans_.assign(nstates * W, 0);
+  {
+    constexpr size_t kHuge = 2u << 20;
+    size_t bytes = (nstates * W * 4 + kHuge - 1) / kHuge * kHuge;
+    d.trans_.reset(static_cast<uint32_t*>(std::aligned_alloc(kHuge, bytes)));
+    if (!d.trans_) return error(Code::kInternal, "Aho-Corasick: cannot allocate {} MB", bytes >> 20);
+    madvise(d.trans_.get(), bytes, MADV_HUGEPAGE);  // a hint: fine if THP is off
+    d.trans_words_ = nstates * W;
+    std::memset(d.trans_.get(), 0, bytes);
+  }
   std::vector<uint32_t> list_off(nstates, 0), list_len(nstates, 0);
   std::vector<uint32_t> out_list;  // flat, in BFS order; entries are id | kVerify
   std::vector<uint8_t> needs_verify(patterns.size());
@@ -125,8 +136,7 @@ Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, uint64_t max_ta
       max_list = std::max(max_list, list_len[s]);
     }
     // Transitions: the failure state's row, overridden by own children.
-    if (s != 0) std::memcpy(row + 1, &d.trans_[uint64_t{fail[s]} * W + 1], (W - 1) * 4);
-    else for (uint32_t c = 1; c < W; ++c) row[c] = 0;
+    if (s != 0) std::memcpy(row + kRowHeader, &d.trans_[uint64_t{fail[s]} * W + kRowHeader], ncls * 4);
     for (uint32_t ch = nodes[node].first_child; ch != 0; ch = nodes[ch].next_sibling) {
       uint32_t t = new_id[ch];
       // Child's failure state: where the failure state goes on the same class (root's children: root).
@@ -141,19 +151,22 @@ Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, uint64_t max_ta
     return error(Code::kInvalidArgument, "Aho-Corasick: a state has {} outputs; per-payload counts could overflow", max_list);
   }
 
-  // 4. Row offsets with the has-output bit; output records in word 0 of each row.
+  // 4. Row offsets with the has-output bit; output records in words 0..3 of each row.
   for (uint32_t s = 0; s < nstates; ++s) {
     uint32_t* row = &d.trans_[uint64_t{s} * W];
-    for (uint32_t c = 1; c < W; ++c) row[c] = row[c] * W | (list_len[row[c]] != 0 ? kHasOutput : 0);
-    if (list_len[s] == 0) { row[0] = kNoOutput; continue; }
+    for (uint32_t c = kRowHeader; c < kRowHeader + ncls; ++c) row[c] = row[c] * W | (list_len[row[c]] != 0 ? kHasOutput : 0);
+    if (list_len[s] == 0) continue;  // header stays zero
     StateOut o{0, static_cast<uint32_t>(d.out_ids_.size()), list_len[s], 0};
     for (uint32_t j = 0; j < list_len[s]; ++j) {
       uint32_t e = out_list[list_off[s] + j];
       d.out_ids_.push_back(e);
       if (e & kVerify) ++o.verify_n; else ++o.exact_count;
     }
-    row[0] = static_cast<uint32_t>(d.outs_.size());
-    d.outs_.push_back(o);
+    for (uint32_t j = 0; j < list_len[s]; ++j) {
+      if (out_list[list_off[s] + j] & kVerify) d.out_ids_.push_back(out_list[list_off[s] + j]);
+    }
+    std::memcpy(row, &o, sizeof o);
+    ++d.stats_.output_states;
   }
   if (d.out_ids_.empty()) d.out_ids_.push_back(0);  // never empty (device buffers of size 0 are invalid)
 
@@ -168,9 +181,8 @@ Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, uint64_t max_ta
   d.stats_.patterns = static_cast<uint32_t>(patterns.size());
   d.stats_.states = static_cast<uint32_t>(nstates);
   d.stats_.classes = ncls;
-  d.stats_.output_states = static_cast<uint32_t>(d.outs_.size());
   d.stats_.out_entries = d.out_ids_.size();
-  d.stats_.table_bytes = d.trans_.size() * 4 + d.outs_.size() * sizeof(StateOut) + d.out_ids_.size() * 4 +
+  d.stats_.table_bytes = d.trans_words_ * 4 + d.out_ids_.size() * 4 +
                          d.pat_bytes_.size() + d.pat_off_.size() * 4;
   d.stats_.build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (d.stats_.table_bytes > max_table_bytes) {

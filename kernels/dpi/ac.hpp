@@ -4,12 +4,20 @@
 //
 // Layout (all uint32, one contiguous array `trans`, so it fits one device allocation):
 //   - Input bytes map to classes through `byte_class[256]`. ASCII letters are folded ('A' and 'a'
-//     are the same class); bytes that occur in no pattern share one class. Classes are 1..C.
-//   - Row of state s starts at word s * W, W = C + 1. Word 0 of a row is the state's output record
-//     index (kNoOutput when it has none); words 1..C are the transitions, already resolved through
-//     the failure links (a real DFA: exactly one table load per input byte).
+//     are the same class); bytes that occur in no pattern share one class. Class values are the
+//     word index inside a row: 4..C+3.
+//   - Row of state s starts at word s * W, W = C + 4 rounded up to 16 (rows start on a 64-byte
+//     cache line). Words 0..3 of a row are the state's output record (StateOut: exact count, list
+//     offset, list length, verify count; zero when it has none); words 4..C+3 are the transitions,
+//     already resolved through the failure links (a real DFA: one table load per input byte).
 //   - A transition word is (target row offset) | kHasOutput when the target has matches: the scan
-//     loop tests one bit per byte and needs no multiply or divide to move on.
+//     loop tests one bit per byte, needs no multiply or divide to move on, and the output record is
+//     in the row it just moved to (no extra dependent load into another array).
+// Why this layout: the ET set gives ~198k states and 231 classes (the folded bytes that occur in
+//   patterns + one for the rest): 198k x 240 x 4 B = 181 MB, under every device's max allocation
+//   (PoCL here: 2 GB; CL_DEVICE_MAX_MEM_ALLOC_SIZE is checked in DpiApp::make_device_tables). A
+//   full 256-wide table would be 203 MB; the win from classes is small on ET (hex patterns use most
+//   byte values), the win that matters is folding: one automaton for nocase and exact patterns.
 // Case: the automaton runs on case-folded input, so it finds every nocase pattern directly. A
 //   case-sensitive pattern that contains a letter is a candidate there and is confirmed by comparing
 //   its bytes against the raw payload (kVerify bit in its output entry); a case-sensitive pattern
@@ -25,6 +33,9 @@
 // (checked at build), so the count of one payload cannot overflow.
 #include <array>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,14 +46,16 @@ namespace hpr::dpi {
 
 inline constexpr uint32_t kHasOutput = 0x80000000u;
 inline constexpr uint32_t kRowMask = 0x7fffffffu;
-inline constexpr uint32_t kNoOutput = 0xffffffffu;
 inline constexpr uint32_t kVerify = 0x80000000u;  // in out_ids: confirm against the raw bytes
 inline constexpr uint32_t kNoId = 0xffffffffu;    // unused id slot in a result
 
-// Output record of one state (mirrors uint4 in dpi.cl).
+inline constexpr uint32_t kRowHeader = 4;  // words of StateOut at the start of each row
+
+// Output record of one state: the first 4 words of its row (dpi.cl reads it with vload4).
 struct StateOut {
   uint32_t exact_count;  // entries that need no verification
-  uint32_t list_off;     // first entry in out_ids
+  uint32_t list_off;     // first entry in out_ids; the list_len entries (all, by id) are followed by
+                         // a copy of the verify_n entries that need verification
   uint32_t list_len;     // entries (exact + verify)
   uint32_t verify_n;     // entries with kVerify
 };
@@ -55,8 +68,17 @@ struct AcStats {
   uint32_t output_states = 0;  // states with at least one output
   uint64_t out_entries = 0;    // total entries of all output lists
   uint32_t verify_patterns = 0;// case-sensitive patterns with letters
-  uint64_t table_bytes = 0;    // trans + outs + out_ids + pattern bytes
+  uint64_t table_bytes = 0;    // trans + out_ids + pattern bytes
   double build_s = 0;
+};
+
+// Raw table pointers for the scan loop.
+struct AcTables {
+  const uint32_t* trans;
+  const uint8_t* cls;
+  const uint32_t* out_ids;
+  const uint8_t* pat_bytes;
+  const uint32_t* pat_off;
 };
 
 class AcDfa {
@@ -67,12 +89,12 @@ class AcDfa {
 
   const std::array<uint8_t, 256>& byte_class() const { return byte_class_; }
   uint32_t row_words() const { return row_words_; }
-  const std::vector<uint32_t>& trans() const { return trans_; }
-  const std::vector<StateOut>& outs() const { return outs_; }
+  std::span<const uint32_t> trans() const { return {trans_.get(), trans_words_}; }
   const std::vector<uint32_t>& out_ids() const { return out_ids_; }
   const std::vector<uint8_t>& pat_bytes() const { return pat_bytes_; }  // all patterns, raw, concatenated
   const std::vector<uint32_t>& pat_off() const { return pat_off_; }     // n + 1 offsets into pat_bytes
   const AcStats& stats() const { return stats_; }
+  AcTables tables() const { return {trans_.get(), byte_class_.data(), out_ids_.data(), pat_bytes_.data(), pat_off_.data()}; }
   uint32_t num_patterns() const { return static_cast<uint32_t>(pat_off_.size() - 1); }
 
   // Scans one payload. Writes min(count, k) ids to `ids` (the rest untouched) and returns the count.
@@ -80,9 +102,14 @@ class AcDfa {
 
  private:
   std::array<uint8_t, 256> byte_class_{};
+  struct Free {
+    void operator()(uint32_t* p) const { std::free(p); }
+  };
   uint32_t row_words_ = 0;
-  std::vector<uint32_t> trans_;
-  std::vector<StateOut> outs_;
+  // 2 MB aligned and madvise(MADV_HUGEPAGE): the table is far larger than the TLB reach of 4 KB
+  // pages and rows are visited at random.
+  std::unique_ptr<uint32_t[], Free> trans_;
+  size_t trans_words_ = 0;
   std::vector<uint32_t> out_ids_;
   std::vector<uint8_t> pat_bytes_;
   std::vector<uint32_t> pat_off_;
@@ -105,38 +132,58 @@ class NaiveMatcher {
 inline uint8_t fold_ascii(uint8_t b) { return (b >= 'A' && b <= 'Z') ? static_cast<uint8_t>(b + 32) : b; }
 
 // ---- inline hot loop (shared by AcDfa::scan and the batch native path) ----
-inline uint32_t ac_scan(const uint32_t* __restrict trans, const uint8_t* __restrict cls, const StateOut* __restrict outs,
-                        const uint32_t* __restrict out_ids, const uint8_t* __restrict pat_bytes,
-                        const uint32_t* __restrict pat_off, const uint8_t* __restrict p, uint32_t len,
-                        uint32_t* __restrict ids, uint32_t k) {
+// Scan state of one payload; several are stepped in lockstep by the batch path (dpi_ref.cpp) so
+// that their table misses overlap.
+struct AcLane {
+  const uint8_t* p = nullptr;
+  uint32_t len = 0, i = 0;
   uint32_t row = 0, count = 0, nid = 0;
-  for (uint32_t i = 0; i < len; ++i) {
-    uint32_t e = trans[row + cls[p[i]]];
-    row = e & kRowMask;
-    if (e & kHasOutput) [[unlikely]] {
-      const StateOut o = outs[trans[row]];
-      if (nid >= k && o.verify_n == 0) { count += o.exact_count; continue; }
-      for (uint32_t j = 0; j < o.list_len; ++j) {
-        uint32_t id = out_ids[o.list_off + j];
-        if (id & kVerify) {
-          id &= ~kVerify;
-          uint32_t b = pat_off[id], n = pat_off[id + 1] - b;
-          const uint8_t* s = p + i + 1 - n;
-          uint32_t m = 0;
-          while (m < n && s[m] == pat_bytes[b + m]) ++m;
-          if (m != n) continue;
-        }
-        ++count;
-        if (nid < k) ids[nid++] = id;
-      }
-    }
+  uint32_t* ids = nullptr;
+};
+
+// Matches ending at lane position l.i (the byte just consumed) in the state at l.row.
+inline void ac_outputs(const AcTables& t, AcLane& l, uint32_t k) {
+  const uint32_t* h = t.trans + l.row;  // StateOut header
+  uint32_t j = 0, jend = h[2];
+  if (l.nid >= k) {  // ids full: add the exact count, check only the candidates that need it
+    l.count += h[0];
+    j = h[2];
+    jend = h[2] + h[3];
   }
-  return count;
+  const uint32_t* list = t.out_ids + h[1];
+  for (; j < jend; ++j) {
+    uint32_t id = list[j];
+    if (id & kVerify) {
+      id &= ~kVerify;
+      uint32_t b = t.pat_off[id], n = t.pat_off[id + 1] - b;
+      const uint8_t* s = l.p + l.i + 1 - n;
+      uint32_t m = 0;
+      while (m < n && s[m] == t.pat_bytes[b + m]) ++m;
+      if (m != n) continue;
+    }
+    ++l.count;
+    if (l.nid < k) l.ids[l.nid++] = id;
+  }
+}
+
+inline void ac_step(const AcTables& t, AcLane& l, uint32_t k) {
+  uint32_t e = t.trans[l.row + t.cls[l.p[l.i]]];
+  l.row = e & kRowMask;
+  if (e & kHasOutput) [[unlikely]] ac_outputs(t, l, k);
+  ++l.i;
+}
+
+inline uint32_t ac_scan(const AcTables& t, const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t k) {
+  AcLane l;
+  l.p = p;
+  l.len = len;
+  l.ids = ids;
+  while (l.i < l.len) ac_step(t, l, k);
+  return l.count;
 }
 
 inline uint32_t AcDfa::scan(const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t k) const {
-  return ac_scan(trans_.data(), byte_class_.data(), outs_.data(), out_ids_.data(), pat_bytes_.data(), pat_off_.data(), p,
-                 len, ids, k);
+  return ac_scan(tables(), p, len, ids, k);
 }
 
 }  // namespace hpr::dpi

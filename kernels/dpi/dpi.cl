@@ -9,8 +9,7 @@
 #define VERIFY 0x80000000u
 
 __kernel void dpi_match(__global const hpr_desc* desc, uint n, __global const uchar* pkts, __global uint* out,
-                        __global const uchar* byte_class, __global const uint* trans, __global const uint4* outs,
-                        __global const uint* out_ids, __global const uchar* pat_bytes, __global const uint* pat_off) {
+                        __global const uchar* byte_class, __global const uint* trans, __global const uint* out_ids, __global const uchar* pat_bytes, __global const uint* pat_off) {
   uint gid = get_global_id(0);
   if (gid >= n) return;
   hpr_desc d = desc[gid];
@@ -21,12 +20,14 @@ __kernel void dpi_match(__global const hpr_desc* desc, uint n, __global const uc
     uint e = trans[row + byte_class[p[i]]];
     row = e & ROW_MASK;
     if (e & HAS_OUTPUT) {
-      uint4 o = outs[trans[row]];  // (exact_count, list_off, list_len, verify_n)
-      if (nid >= K_MATCHES && o.w == 0) {
+      uint4 o = vload4(0, trans + row);  // row header: (exact_count, list_off, list_len, verify_n)
+      uint j = 0, jend = o.z;
+      if (nid >= K_MATCHES) {  // ids full: exact count, then only the entries that need verification
         count += o.x;
-        continue;
+        j = o.z;
+        jend = o.z + o.w;
       }
-      for (uint j = 0; j < o.z; ++j) {
+      for (; j < jend; ++j) {
         uint id = out_ids[o.y + j];
         if (id & VERIFY) {
           id &= ~VERIFY;

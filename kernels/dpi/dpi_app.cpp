@@ -12,15 +12,14 @@ namespace {
 
 class DpiDeviceTables final : public kernels::DeviceTables {
  public:
-  cl::Buffer cls, trans, outs, out_ids, pat_bytes, pat_off;
+  cl::Buffer cls, trans, out_ids, pat_bytes, pat_off;
   Status bind(cl::Kernel& kernel) override {
     try {
       kernel.setArg(4, cls);
       kernel.setArg(5, trans);
-      kernel.setArg(6, outs);
-      kernel.setArg(7, out_ids);
-      kernel.setArg(8, pat_bytes);
-      kernel.setArg(9, pat_off);
+      kernel.setArg(6, out_ids);
+      kernel.setArg(7, pat_bytes);
+      kernel.setArg(8, pat_off);
     } catch (const cl::Error& e) {
       return error(Code::kUnavailable, "dpi: setting kernel arguments failed: {} ({})", e.what(), e.err());
     }
@@ -84,8 +83,6 @@ Result<std::unique_ptr<kernels::DeviceTables>> DpiApp::make_device_tables(const 
     auto t = std::make_unique<DpiDeviceTables>();
     t->cls = ro_buffer(ctx, dfa_.byte_class().data(), 256);
     t->trans = ro_buffer(ctx, dfa_.trans().data(), dfa_.trans().size());
-    // outs may be empty only when no state has outputs, impossible with non-empty patterns.
-    t->outs = ro_buffer(ctx, dfa_.outs().data(), dfa_.outs().size());
     t->out_ids = ro_buffer(ctx, dfa_.out_ids().data(), dfa_.out_ids().size());
     t->pat_bytes = ro_buffer(ctx, dfa_.pat_bytes().data(), dfa_.pat_bytes().size());
     t->pat_off = ro_buffer(ctx, dfa_.pat_off().data(), dfa_.pat_off().size());

@@ -11,7 +11,7 @@
 //   [1..K] ids of the first min(count, K) matches, ordered by end offset then id; kNoId after them.
 // Packets never travel back (writes_back() = false); finish() drops nothing; the pipeline logs
 // alerts with format_alert().
-// Kernel arguments from index 4: byte_class, trans, outs, out_ids, pat_bytes, pat_off.
+// Kernel arguments from index 4: byte_class, trans, out_ids, pat_bytes, pat_off.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -52,7 +52,7 @@ class DpiApp final : public kernels::App {
   std::string kernel_source() const override;
   std::string_view kernel_name() const override { return "dpi_match"; }
   std::string build_options() const override;
-  // Six read-only buffers (CL_MEM_COPY_HOST_PTR). Errors: kInvalidArgument when the DFA table is
+  // Five read-only buffers (CL_MEM_COPY_HOST_PTR). Errors: kInvalidArgument when the DFA table is
   // larger than a device's CL_DEVICE_MAX_MEM_ALLOC_SIZE; kUnavailable on an OpenCL error.
   Result<std::unique_ptr<kernels::DeviceTables>> make_device_tables(const cl::Context& ctx,
                                                                     const cl::CommandQueue& queue) const override;

@@ -94,6 +94,17 @@ std::string parse_rule(std::string_view rule, std::vector<Pending>& out, uint32_
   return {};
 }
 
+using DedupIndex = std::unordered_map<std::pair<std::string, bool>, uint32_t, KeyHash>;
+
+DedupIndex make_index(const PatternSet& set) {
+  DedupIndex index;
+  index.reserve(set.patterns.size() * 2 + 1024);
+  for (uint32_t i = 0; i < set.patterns.size(); ++i) index.emplace(std::make_pair(set.patterns[i].bytes, set.patterns[i].nocase), i);
+  return index;
+}
+
+void parse_with_index(std::string_view text, std::string_view file_name, PatternSet& set, DedupIndex& index);
+
 }  // namespace
 
 Result<std::string> decode_content(std::string_view s) {
@@ -131,11 +142,12 @@ Result<std::string> decode_content(std::string_view s) {
 }
 
 void parse_rules_text(std::string_view text, std::string_view file_name, PatternSet& set) {
-  // Rebuild the dedup index from what the set already holds (cheap relative to parsing).
-  std::unordered_map<std::pair<std::string, bool>, uint32_t, KeyHash> index;
-  index.reserve(set.patterns.size() * 2 + 1024);
-  for (uint32_t i = 0; i < set.patterns.size(); ++i) index.emplace(std::make_pair(set.patterns[i].bytes, set.patterns[i].nocase), i);
+  DedupIndex index = make_index(set);
+  parse_with_index(text, file_name, set, index);
+}
 
+namespace {
+void parse_with_index(std::string_view text, std::string_view file_name, PatternSet& set, DedupIndex& index) {
   LoadStats& st = set.stats;
   size_t pos = 0;
   uint32_t line_no = 0;
@@ -181,16 +193,18 @@ void parse_rules_text(std::string_view text, std::string_view file_name, Pattern
     }
   }
 }
+}  // namespace
 
 Result<PatternSet> load_rule_files(const std::vector<std::string>& paths) {
   PatternSet set;
+  DedupIndex index;
   for (const auto& path : paths) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return error(Code::kNotFound, "rule file '{}' does not exist or cannot be opened", path);
     std::stringstream ss;
     ss << in.rdbuf();
     if (in.bad()) return error(Code::kIoError, "reading rule file '{}' failed", path);
-    parse_rules_text(ss.str(), path, set);
+    parse_with_index(ss.str(), path, set, index);
     ++set.stats.files;
   }
   if (set.patterns.empty()) {
