@@ -189,9 +189,10 @@ int main(int argc, char** argv) {
     if (!hs_r.is_ok()) { fmt::print(stderr, "{}\n", hs_r.status().to_string()); return 1; }
     const HsPeer& hs = *hs_r;
     const auto& st = app.dfa().stats();
-    fmt::print("{}: {} patterns, {} states, {} classes, table {:.1f} MB (build {:.2f} s); hyperscan db {:.1f} MB\n",
-               set_name, npat, st.states, st.classes, st.table_bytes / 1048576.0, st.build_s,
-               hs.database_bytes() / 1048576.0);
+    fmt::print("{}: {} patterns, {} states ({} with outputs), {} classes, table {:.1f} MB (build {:.2f} s), native "
+               "lanes {}; hyperscan db {:.1f} MB\n",
+               set_name, npat, st.states, st.output_states, st.classes, st.table_bytes / 1048576.0, st.build_s,
+               app.config().native_lanes, hs.database_bytes() / 1048576.0);
 
     std::vector<kernels::DeviceRunner> runners;
     std::vector<std::string> dev_names;
@@ -224,7 +225,14 @@ int main(int argc, char** argv) {
           for (uint32_t i = 0; i < v.n; ++i) out[size_t{i} * (rb / 4)] = hs.count(v.pkts + v.desc[i].off, v.desc[i].len);
         });
         Cell ac = measure(w, rb, b, runs, min_bytes, [&](const kernels::BatchView& v) { app.run_native(v); });
-        std::vector<std::pair<std::string, Cell>> cells = {{"native-ac", ac}, {"hyperscan", hsc}};
+        // Both native variants, whatever the app chose (run_native uses config().native_lanes).
+        Cell ac1 = measure(w, rb, b, runs, min_bytes, [&](const kernels::BatchView& v) {
+          run_native_batch(app.dfa(), app.config().max_ids, v, 1);
+        });
+        Cell ac4 = measure(w, rb, b, runs, min_bytes, [&](const kernels::BatchView& v) {
+          run_native_batch(app.dfa(), app.config().max_ids, v, 4);
+        });
+        std::vector<std::pair<std::string, Cell>> cells = {{"native-ac", ac}, {"native-ac-1lane", ac1}, {"native-ac-4lane", ac4}, {"hyperscan", hsc}};
         for (size_t d = 0; d < runners.size(); ++d) {
           cells.emplace_back(dev_names[d], measure(w, rb, b, runs, 0, [&](kernels::BatchView& v) {
             auto s = runners[d].run(v);
@@ -244,7 +252,7 @@ int main(int argc, char** argv) {
                              set_name, npat, w.name, b, eng, g.median, g.spread, median(c.mpps), median(c.payload_gbps),
                              median(c.batch_us), percentile(c.batch_us, 99), density, ratio, gc.median, gc.spread,
                              cpu_ratio);
-          fmt::print("{:7} {:7} batch {:6} {:10} wall {:7.3f} Gbit/s (spread {:5.1f}%) x{:.2f} | cpu {:7.3f} Gbit/s "
+          fmt::print("{:7} {:7} batch {:6} {:15} wall {:7.3f} Gbit/s (spread {:5.1f}%) x{:.2f} | cpu {:7.3f} Gbit/s "
                      "(spread {:5.1f}%) x{:.2f} | {:7.3f} Mpps batch {:9.1f} us p99 {:9.1f} us\n",
                      set_name, w.name, b, eng, g.median, g.spread * 100, ratio, gc.median, gc.spread * 100, cpu_ratio,
                      median(c.mpps), median(c.batch_us), percentile(c.batch_us, 99));

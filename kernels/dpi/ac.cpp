@@ -74,7 +74,8 @@ Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, uint64_t max_ta
 
   // Size check before the big allocation.
   uint64_t trans_bytes = nstates * W * 4;
-  if (trans_bytes > max_table_bytes || nstates * W > kRowMask) {
+  max_table_bytes = std::min(max_table_bytes, kMaxTableBytes);
+  if (trans_bytes > max_table_bytes) {
     return error(Code::kInvalidArgument,
                  "Aho-Corasick: {} states x {} words = {} MB exceeds the limit of {} MB (device max allocation)", nstates,
                  W, trans_bytes >> 20, max_table_bytes >> 20);
@@ -151,10 +152,19 @@ Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, uint64_t max_ta
     return error(Code::kInvalidArgument, "Aho-Corasick: a state has {} outputs; per-payload counts could overflow", max_list);
   }
 
-  // 4. Row offsets with the has-output bit; output records in words 0..3 of each row.
+  // 4. Row offsets with the has-output bit and inline counts; output records in words 0..3 of each row.
+  std::vector<uint32_t> exact(nstates, 0), nverify(nstates, 0);
+  for (uint32_t s = 0; s < nstates; ++s) {
+    for (uint32_t j = 0; j < list_len[s]; ++j) (out_list[list_off[s] + j] & kVerify ? nverify[s] : exact[s])++;
+  }
+  auto encode = [&](uint32_t t) -> uint32_t {
+    if (list_len[t] == 0) return t * W;
+    uint32_t inl = (nverify[t] == 0 && exact[t] < kInlineEscape) ? exact[t] : kInlineEscape;
+    return kHasOutput | inl << kRowBits | t * W;
+  };
   for (uint32_t s = 0; s < nstates; ++s) {
     uint32_t* row = &d.trans_[uint64_t{s} * W];
-    for (uint32_t c = kRowHeader; c < kRowHeader + ncls; ++c) row[c] = row[c] * W | (list_len[row[c]] != 0 ? kHasOutput : 0);
+    for (uint32_t c = kRowHeader; c < kRowHeader + ncls; ++c) row[c] = encode(row[c]);
     if (list_len[s] == 0) continue;  // header stays zero
     StateOut o{0, static_cast<uint32_t>(d.out_ids_.size()), list_len[s], 0};
     for (uint32_t j = 0; j < list_len[s]; ++j) {

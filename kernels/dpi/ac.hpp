@@ -10,9 +10,14 @@
 //     cache line). Words 0..3 of a row are the state's output record (StateOut: exact count, list
 //     offset, list length, verify count; zero when it has none); words 4..C+3 are the transitions,
 //     already resolved through the failure links (a real DFA: one table load per input byte).
-//   - A transition word is (target row offset) | kHasOutput when the target has matches: the scan
-//     loop tests one bit per byte, needs no multiply or divide to move on, and the output record is
-//     in the row it just moved to (no extra dependent load into another array).
+//   - A transition word is  kHasOutput (bit 31, the target has matches)
+//                         | inline count << kRowBits   (bits 27..30)
+//                         | target row offset          (bits 0..26: the table is at most 2^27
+//                                                       words = 512 MB; ET needs 184 MB)
+//     The inline count is the target's exact_count when it has no entry to verify and the count
+//     fits, else all ones ("read the header"). Once the first K ids are recorded, a byte that lands
+//     on such a state costs no memory access beyond the transition itself. The scan loop needs no
+//     multiply or divide, and the output record is in the row it just moved to.
 // Why this layout: the ET set gives ~198k states and 231 classes (the folded bytes that occur in
 //   patterns + one for the rest): 198k x 240 x 4 B = 181 MB, under every device's max allocation
 //   (PoCL here: 2 GB; CL_DEVICE_MAX_MEM_ALLOC_SIZE is checked in DpiApp::make_device_tables). A
@@ -45,10 +50,13 @@
 namespace hpr::dpi {
 
 inline constexpr uint32_t kHasOutput = 0x80000000u;
-inline constexpr uint32_t kRowMask = 0x7fffffffu;
 inline constexpr uint32_t kVerify = 0x80000000u;  // in out_ids: confirm against the raw bytes
 inline constexpr uint32_t kNoId = 0xffffffffu;    // unused id slot in a result
 
+inline constexpr uint32_t kRowBits = 27;  // row offset bits of a transition word (fixed: constant masks)
+inline constexpr uint32_t kRowMask = (1u << kRowBits) - 1;
+inline constexpr uint32_t kInlineEscape = (kHasOutput - 1) >> kRowBits;  // 15: "read the header"
+inline constexpr uint64_t kMaxTableBytes = (uint64_t{1} << kRowBits) * 4;
 inline constexpr uint32_t kRowHeader = 4;  // words of StateOut at the start of each row
 
 // Output record of one state: the first 4 words of its row (dpi.cl reads it with vload4).
@@ -84,7 +92,7 @@ struct AcTables {
 class AcDfa {
  public:
   // Errors: kInvalidArgument (no patterns, an empty pattern, or the table would exceed
-  // `max_table_bytes`, e.g. a device's CL_DEVICE_MAX_MEM_ALLOC_SIZE; the message gives both sizes).
+  // min(`max_table_bytes`, kMaxTableBytes = 512 MB), e.g. a device's CL_DEVICE_MAX_MEM_ALLOC_SIZE; the message gives both sizes).
   static Result<AcDfa> build(const std::vector<Pattern>& patterns, uint64_t max_table_bytes = 2ull << 30);
 
   const std::array<uint8_t, 256>& byte_class() const { return byte_class_; }
@@ -167,9 +175,13 @@ inline void ac_outputs(const AcTables& t, AcLane& l, uint32_t k) {
 }
 
 inline void ac_step(const AcTables& t, AcLane& l, uint32_t k) {
-  uint32_t e = t.trans[l.row + t.cls[l.p[l.i]]];
+  const uint32_t e = t.trans[l.row + t.cls[l.p[l.i]]];
   l.row = e & kRowMask;
-  if (e & kHasOutput) [[unlikely]] ac_outputs(t, l, k);
+  if (e & kHasOutput) {
+    const uint32_t inl = (e & ~kHasOutput) >> kRowBits;
+    if (l.nid >= k && inl != kInlineEscape) l.count += inl;
+    else ac_outputs(t, l, k);
+  }
   ++l.i;
 }
 

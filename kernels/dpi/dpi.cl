@@ -4,8 +4,10 @@
 #ifndef K_MATCHES
 #define K_MATCHES 8
 #endif
+#define ROW_BITS 27
 #define HAS_OUTPUT 0x80000000u
-#define ROW_MASK 0x7fffffffu
+#define ROW_MASK ((1u << ROW_BITS) - 1)
+#define INLINE_ESCAPE ((HAS_OUTPUT - 1) >> ROW_BITS)
 #define VERIFY 0x80000000u
 
 __kernel void dpi_match(__global const hpr_desc* desc, uint n, __global const uchar* pkts, __global uint* out,
@@ -20,6 +22,11 @@ __kernel void dpi_match(__global const hpr_desc* desc, uint n, __global const uc
     uint e = trans[row + byte_class[p[i]]];
     row = e & ROW_MASK;
     if (e & HAS_OUTPUT) {
+      uint inl = (e & ~HAS_OUTPUT) >> ROW_BITS;
+      if (nid >= K_MATCHES && inl != INLINE_ESCAPE) {  // inline exact count, no header read
+        count += inl;
+        continue;
+      }
       uint4 o = vload4(0, trans + row);  // row header: (exact_count, list_off, list_len, verify_n)
       uint j = 0, jend = o.z;
       if (nid >= K_MATCHES) {  // ids full: exact count, then only the entries that need verification

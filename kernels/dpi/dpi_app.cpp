@@ -37,6 +37,8 @@ cl::Buffer ro_buffer(const cl::Context& ctx, const T* data, size_t count) {
 Result<std::unique_ptr<DpiApp>> DpiApp::create(PatternSet patterns, DpiConfig cfg) {
   if (cfg.max_ids < 1 || cfg.max_ids > 64)
     return error(Code::kInvalidArgument, "dpi: max_ids (K) = {} must be in 1..64", cfg.max_ids);
+  if (cfg.native_lanes != 0 && cfg.native_lanes != 1 && cfg.native_lanes != 4)
+    return error(Code::kInvalidArgument, "dpi: native_lanes = {} must be 0 (auto), 1 or 4", cfg.native_lanes);
   if (cfg.max_slice_bytes < 1 || cfg.max_slice_bytes > 65535)
     return error(Code::kInvalidArgument, "dpi: max_slice_bytes = {} must be in 1..65535", cfg.max_slice_bytes);
   auto dfa = AcDfa::build(patterns.patterns, cfg.max_table_bytes);
@@ -64,7 +66,9 @@ std::string DpiApp::kernel_source() const {
   return s;
 }
 
-std::string DpiApp::build_options() const { return fmt::format("-DK_MATCHES={}", cfg_.max_ids); }
+std::string DpiApp::build_options() const {
+  return fmt::format("-DK_MATCHES={}", cfg_.max_ids);
+}
 
 Result<std::unique_ptr<kernels::DeviceTables>> DpiApp::make_device_tables(const cl::Context& ctx,
                                                                           const cl::CommandQueue& /*queue*/) const {
@@ -93,7 +97,9 @@ Result<std::unique_ptr<kernels::DeviceTables>> DpiApp::make_device_tables(const 
   }
 }
 
-void DpiApp::run_native(const kernels::BatchView& batch) const { run_native_batch(dfa_, cfg_.max_ids, batch); }
+void DpiApp::run_native(const kernels::BatchView& batch) const {
+  run_native_batch(dfa_, cfg_.max_ids, batch, cfg_.native_lanes);
+}
 
 void DpiApp::finish(std::span<Packet> /*pkts*/, const kernels::BatchView& /*batch*/) const {
   // DPI observes: nothing is dropped or rerouted. Alerts are logged by the pipeline (format_alert).

@@ -29,6 +29,9 @@ struct DpiConfig {
   uint32_t max_ids = 8;              // K: pattern ids kept per packet (1..64)
   uint32_t max_slice_bytes = 9216;   // longest payload scanned (jumbo frames); must be < 65536
   uint64_t max_table_bytes = 2ull << 30;  // refuse larger automata (typical CL_DEVICE_MAX_MEM_ALLOC_SIZE)
+  // Native path: payloads scanned in lockstep (1 or 4); 0 = choose from the automaton: 1 when more
+  // than half of the states have outputs (dense matching), else 4 (see dpi_ref.cpp).
+  uint32_t native_lanes = 0;
 };
 
 // One packet's result, read from a BatchView.
@@ -65,14 +68,17 @@ class DpiApp final : public kernels::App {
   const DpiConfig& config() const { return cfg_; }
 
  private:
-  DpiApp(PatternSet p, AcDfa d, DpiConfig c) : patterns_(std::move(p)), dfa_(std::move(d)), cfg_(c) {}
+  DpiApp(PatternSet p, AcDfa d, DpiConfig c) : patterns_(std::move(p)), dfa_(std::move(d)), cfg_(c) {
+    if (cfg_.native_lanes == 0) cfg_.native_lanes = dfa_.stats().output_states * 2 > dfa_.stats().states ? 1 : 4;
+  }
   PatternSet patterns_;
   AcDfa dfa_;
   DpiConfig cfg_;
 };
 
 // Native batch scan on the kernel layout (dpi_ref.cpp): `out` gets K + 1 words per packet.
-void run_native_batch(const AcDfa& dfa, uint32_t k, const kernels::BatchView& batch);
+// `lanes`: 1 (one payload at a time) or 4 (four in lockstep); same results either way.
+void run_native_batch(const AcDfa& dfa, uint32_t k, const kernels::BatchView& batch, uint32_t lanes = 4);
 
 // One alert line, no allocation: "<sec>.<ns> flow=<id> <src>:<sport> -> <dst>:<dport> proto=<n>
 // matches=<count> ids=<id>,<id>,..." (addresses when the packet has IPv4/IPv6 headers parsed).

@@ -106,6 +106,8 @@ TEST_CASE("DPI app: slice, result layout, alert line") {
   PatternSet one;
   one.patterns.push_back({"x", false, 1});
   CHECK(DpiApp::create(one, {.max_ids = 0}).status().code() == Code::kInvalidArgument);
+  CHECK(DpiApp::create(one, {.native_lanes = 3}).status().code() == Code::kInvalidArgument);
+  CHECK(app.config().native_lanes == 1);  // ET: dense outputs
 
   // Alert line: IPv4/TCP header bytes laid out by hand.
   uint8_t frame[64] = {};
@@ -137,6 +139,12 @@ TEST_CASE("DPI kernel == native, every device, synthetic payloads") {
   pl.push_back(std::string(9216, '\0'));  // densest case: a max-size payload of zero bytes
   HostBatch b = gather(pl, app.result_bytes());
   app.run_native(b.view());
+  for (uint32_t lanes : {1u, 4u}) {  // both native variants give the same bytes
+    HostBatch c = b;
+    std::fill(c.out.begin(), c.out.end(), 0xEE);
+    run_native_batch(app.dfa(), app.config().max_ids, c.view(), lanes);
+    CHECK(c.out == b.out);
+  }
   uint64_t matches = 0;
   for (uint32_t i = 0; i < b.desc.size(); ++i) matches += app.result(b.view(), i).count;
   WARN("native: " << b.desc.size() << " payloads, " << matches << " matches");
@@ -155,6 +163,11 @@ TEST_CASE("DPI kernel == native, every device, every capture") {
     if (pc.pkts.empty()) continue;
     HostBatch b = kernels::gather(app, pc.pkts);
     app.run_native(b.view());
+    {
+      HostBatch c = b;
+      run_native_batch(app.dfa(), app.config().max_ids, c.view(), 4);
+      REQUIRE(c.out == b.out);  // the 4-lane native variant agrees too
+    }
     for (uint32_t i = 0; i < b.desc.size(); ++i) {
       matches += app.result(b.view(), i).count;
       bytes += b.desc[i].len;

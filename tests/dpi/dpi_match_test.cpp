@@ -118,6 +118,23 @@ TEST_CASE("AC: overlapping, repeated and dense matches are all counted") {
   CHECK(scan(*d, std::string(65535, 'a')).count == 65535 + 65534);
 }
 
+TEST_CASE("AC: states with more outputs than the inline count holds (header path)") {
+  std::vector<Pattern> p;
+  for (int i = 1; i <= 20; ++i) p.push_back({std::string(i, 'a'), true, 0});  // "a"^20 has 20 outputs
+  p.push_back({"aB", false, 0});                                              // a verify entry
+  auto d = AcDfa::build(p);
+  REQUIRE(d.is_ok());
+  NaiveMatcher naive_m(p);
+  for (std::string s : {std::string(100, 'a'), std::string(50, 'A') + "aBaB" + std::string(30, 'a')}) {
+    for (uint32_t k : {1u, 8u}) {
+      auto a = scan(*d, s, k), b = naive(naive_m, s, k);
+      CHECK(a.count == b.count);
+      CHECK(a.ids == b.ids);
+    }
+  }
+  CHECK(scan(*d, std::string(100, 'a'), 1).count == 20 * 100 - 190);  // sum of min(end, 20)
+}
+
 TEST_CASE("AC: bad input") {
   CHECK(AcDfa::build({}).status().code() == hpr::Code::kInvalidArgument);
   CHECK(AcDfa::build(pats({{"a", false}, {"", false}})).status().code() == hpr::Code::kInvalidArgument);
