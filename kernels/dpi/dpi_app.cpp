@@ -84,9 +84,18 @@ Result<std::unique_ptr<kernels::DeviceTables>> DpiApp::make_device_tables(const 
                      dev.getInfo<CL_DEVICE_NAME>());
       }
     }
+    bool unified = true;
+    for (const auto& dev : ctx.getInfo<CL_CONTEXT_DEVICES>()) unified = unified && dev.getInfo<CL_DEVICE_HOST_UNIFIED_MEMORY>();
     auto t = std::make_unique<DpiDeviceTables>();
     t->cls = ro_buffer(ctx, dfa_.byte_class().data(), 256);
-    t->trans = ro_buffer(ctx, dfa_.trans().data(), dfa_.trans().size());
+    if (unified) {
+      // Host-unified devices use the host table in place (2 MB aligned): no 184 MB copy per context.
+      // The app must outlive the tables (it owns the DFA), as it must outlive its programs anyway.
+      t->trans = cl::Buffer(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, dfa_.trans().size() * 4,
+                            const_cast<uint32_t*>(dfa_.trans().data()));
+    } else {
+      t->trans = ro_buffer(ctx, dfa_.trans().data(), dfa_.trans().size());
+    }
     t->out_ids = ro_buffer(ctx, dfa_.out_ids().data(), dfa_.out_ids().size());
     t->pat_bytes = ro_buffer(ctx, dfa_.pat_bytes().data(), dfa_.pat_bytes().size());
     t->pat_off = ro_buffer(ctx, dfa_.pat_off().data(), dfa_.pat_off().size());

@@ -55,7 +55,9 @@ class DpiApp final : public kernels::App {
   std::string kernel_source() const override;
   std::string_view kernel_name() const override { return "dpi_match"; }
   std::string build_options() const override;
-  // Five read-only buffers (CL_MEM_COPY_HOST_PTR). Errors: kInvalidArgument when the DFA table is
+  // Five read-only buffers: the DFA table in place (CL_MEM_USE_HOST_PTR) when every device of the
+  // context has host-unified memory, else copied (CL_MEM_COPY_HOST_PTR), like the small ones. The
+  // app must outlive the tables. Errors: kInvalidArgument when the DFA table is
   // larger than a device's CL_DEVICE_MAX_MEM_ALLOC_SIZE; kUnavailable on an OpenCL error.
   Result<std::unique_ptr<kernels::DeviceTables>> make_device_tables(const cl::Context& ctx,
                                                                     const cl::CommandQueue& queue) const override;
