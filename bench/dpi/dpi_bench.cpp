@@ -6,9 +6,12 @@
 // Workloads: capture payloads replayed (all of pcap/ndpi, in file order), and synthetic frames of
 //   64 bytes, 1,514 bytes and the paper's mix (25% 64-byte, 75% 1,514-byte), whose payloads
 //   (frame - 54 bytes of Ethernet/IPv4/TCP headers) are cut from the capture payload byte stream,
-//   so the match density is that of real traffic.
+//   so the match density is that of real traffic. Each workload has --distinct payloads (16,384);
+//   a run scans max(batch, distinct) of them (the largest batch repeats them), so every batch size
+//   sees the same bytes.
 // Throughput: Gbit/s of frame bytes (8 * sum of frame lengths / time) and Mpps; also the payload
-//   scan rate. Each cell: warm-up, then `runs` runs; median and spread ((p90-p10)/median).
+//   scan rate; each per wall time and per thread CPU time (the machine is shared). Each cell:
+//   warm-up, then `runs` runs; median and spread ((p90-p10)/median).
 // Batch latency: time of one batch (native and Hyperscan: the scan loop; device: copy in + kernel
 //   + copy out), median and p99 over all batches of all runs.
 // CSV: --out (default out/dpi/dpi_bench.csv).
@@ -107,19 +110,19 @@ struct Cell {
   uint64_t payload_bytes = 0;  // of the last run
 };
 
-// Runs `fn(view)` over consecutive windows of `batch` packets, `runs` times (after one warm-up
-// run); each run covers at least `min_bytes` of payload and at least one batch.
+// One run = one pass over the first max(batch, distinct) descriptors in windows of `batch`, so
+// every batch size scans the same payloads (the pool holds `distinct` payloads; its descriptor
+// array repeats them up to the largest batch). One warm-up run, then `runs` runs.
 template <typename Fn>
-Cell measure(Workload& w, uint32_t result_bytes, uint32_t batch, int runs, uint64_t min_bytes, Fn&& fn) {
+Cell measure(Workload& w, uint32_t result_bytes, uint32_t batch, int runs, uint32_t distinct, Fn&& fn) {
   Cell c;
-  const uint32_t n_pool = static_cast<uint32_t>(w.pool.desc.size());
-  batch = std::min(batch, n_pool);
-  const uint32_t windows = n_pool / batch;
+  const uint32_t n_desc = static_cast<uint32_t>(w.pool.desc.size());
+  batch = std::min(batch, n_desc);
+  const uint32_t windows = std::max(1u, std::min(std::max(batch, distinct), n_desc) / batch);
   for (int r = -1; r < runs; ++r) {
     uint64_t frame_bytes = 0, payload_bytes = 0, pkts = 0, matches = 0;
-    uint32_t win = 0;
     uint64_t t0 = monotonic_ns(), c0 = thread_cpu_ns();
-    while (pkts == 0 || payload_bytes < min_bytes) {
+    for (uint32_t win = 0; win < windows; ++win) {
       uint32_t s = win * batch;
       kernels::BatchView v{w.pool.desc.data() + s, batch, w.pool.pkts.data(), w.pool.out.data() + size_t{s} * result_bytes};
       uint64_t b0 = monotonic_ns();
@@ -132,7 +135,6 @@ Cell measure(Workload& w, uint32_t result_bytes, uint32_t batch, int runs, uint6
         matches += reinterpret_cast<const uint32_t*>(v.out)[size_t{i} * (result_bytes / 4)];
       }
       pkts += batch;
-      win = win + 1 == windows ? 0 : win + 1;
     }
     double sec = (monotonic_ns() - t0) / 1e9;
     double cpu_sec = (thread_cpu_ns() - c0) / 1e9;
@@ -147,6 +149,16 @@ Cell measure(Workload& w, uint32_t result_bytes, uint32_t batch, int runs, uint6
   return c;
 }
 
+// Repeats the pool's descriptors (and frame lengths) until there are `n`.
+void repeat_to(Workload& w, size_t n, uint32_t result_bytes) {
+  const size_t d = w.pool.desc.size();
+  for (size_t i = d; i < n; ++i) {
+    w.pool.desc.push_back(w.pool.desc[i % d]);
+    w.frame_len.push_back(w.frame_len[i % d]);
+  }
+  w.pool.out.assign(n * result_bytes, 0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -154,14 +166,14 @@ int main(int argc, char** argv) {
   std::string out_path = "out/dpi/dpi_bench.csv";
   std::string rules = data_path("rules/et-open-2017");
   int runs = 5;
-  double min_mb = 4;
+  uint32_t distinct = 16384;
   std::vector<uint32_t> batches = {64, 256, 1024, 4096, 16384, 65536};
   bool devices = false;
   std::vector<std::string> only_workloads;
   cli.add_option("--out", out_path, "CSV output path");
   cli.add_option("--rules", rules, "rule directory");
   cli.add_option("--runs", runs, "measured runs per cell (>= 5 recommended)");
-  cli.add_option("--min-mb", min_mb, "payload MB per run (at least one batch)");
+  cli.add_option("--distinct", distinct, "distinct payloads per workload; a run scans max(batch, distinct)");
   cli.add_option("--batches", batches, "batch sizes");
   cli.add_option("--workloads", only_workloads, "subset of capture,64,1514,mix");
   cli.add_flag("--devices", devices, "also run every OpenCL device through DeviceRunner (copies included)");
@@ -210,32 +222,38 @@ int main(int argc, char** argv) {
 
     std::vector<uint8_t> stream;
     std::vector<Workload> wls;
-    wls.push_back(capture_workload(app, stream, max_batch));
-    wls.push_back(synthetic_workload("64", app, stream, {64}, max_batch));
-    wls.push_back(synthetic_workload("1514", app, stream, {1514}, max_batch));
-    wls.push_back(synthetic_workload("mix", app, stream, {64, 1514, 1514, 1514}, max_batch));
+    wls.push_back(capture_workload(app, stream, distinct));
+    // Synthetic payloads are cut from the whole capture payload stream.
+    if (stream.size() < 30'000'000) {
+      std::vector<uint8_t> all;
+      capture_workload(app, all, 1u << 30);
+      stream.swap(all);
+    }
+    wls.push_back(synthetic_workload("64", app, stream, {64}, distinct));
+    wls.push_back(synthetic_workload("1514", app, stream, {1514}, distinct));
+    wls.push_back(synthetic_workload("mix", app, stream, {64, 1514, 1514, 1514}, distinct));
+    for (auto& w : wls) repeat_to(w, max_batch, app.result_bytes());
     for (auto& w : wls) {
       if (!only_workloads.empty() && std::find(only_workloads.begin(), only_workloads.end(), w.name) == only_workloads.end())
         continue;
       for (uint32_t b : batches) {
-        uint64_t min_bytes = static_cast<uint64_t>(min_mb * 1e6);
         const uint32_t rb = app.result_bytes();
-        Cell hsc = measure(w, rb, b, runs, min_bytes, [&](const kernels::BatchView& v) {
+        Cell hsc = measure(w, rb, b, runs, distinct, [&](const kernels::BatchView& v) {
           auto* out = reinterpret_cast<uint32_t*>(v.out);
           for (uint32_t i = 0; i < v.n; ++i) out[size_t{i} * (rb / 4)] = hs.count(v.pkts + v.desc[i].off, v.desc[i].len);
         });
         // Both native variants, whatever the app chose (run_native uses config().native_lanes).
-        Cell ac1 = measure(w, rb, b, runs, min_bytes, [&](const kernels::BatchView& v) {
+        Cell ac1 = measure(w, rb, b, runs, distinct, [&](const kernels::BatchView& v) {
           run_native_batch(app.dfa(), app.config().max_ids, v, 1);
         });
-        Cell ac4 = measure(w, rb, b, runs, min_bytes, [&](const kernels::BatchView& v) {
+        Cell ac4 = measure(w, rb, b, runs, distinct, [&](const kernels::BatchView& v) {
           run_native_batch(app.dfa(), app.config().max_ids, v, 4);
         });
         // app.run_native() is whichever of the two config().native_lanes picked.
         const Cell& ac = app.config().native_lanes == 1 ? ac1 : ac4;
         std::vector<std::pair<std::string, Cell>> cells = {{"native-ac-1lane", ac1}, {"native-ac-4lane", ac4}, {"hyperscan", hsc}};
         for (size_t d = 0; d < runners.size(); ++d) {
-          cells.emplace_back(dev_names[d], measure(w, rb, b, runs, 0, [&](kernels::BatchView& v) {
+          cells.emplace_back(dev_names[d], measure(w, rb, b, runs, distinct, [&](kernels::BatchView& v) {
             auto s = runners[d].run(v);
             if (!s.is_ok()) fmt::print(stderr, "{}\n", s.to_string());
           }));

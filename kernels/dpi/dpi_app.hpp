@@ -29,8 +29,8 @@ struct DpiConfig {
   uint32_t max_ids = 8;              // K: pattern ids kept per packet (1..64)
   uint32_t max_slice_bytes = 9216;   // longest payload scanned (jumbo frames); must be < 65536
   uint64_t max_table_bytes = 2ull << 30;  // refuse larger automata (typical CL_DEVICE_MAX_MEM_ALLOC_SIZE)
-  // Native path: payloads scanned in lockstep (1 or 4); 0 = choose from the automaton: 1 when more
-  // than half of the states have outputs (dense matching), else 4 (see dpi_ref.cpp).
+  // Native path: payloads scanned in lockstep, 1 or 4 (0 = default, 4: faster or equal in the
+  // bench on both ET sets and every workload but noise; see docs/dpi.md).
   uint32_t native_lanes = 0;
 };
 
@@ -71,7 +71,7 @@ class DpiApp final : public kernels::App {
 
  private:
   DpiApp(PatternSet p, AcDfa d, DpiConfig c) : patterns_(std::move(p)), dfa_(std::move(d)), cfg_(c) {
-    if (cfg_.native_lanes == 0) cfg_.native_lanes = dfa_.stats().output_states * 2 > dfa_.stats().states ? 1 : 4;
+    if (cfg_.native_lanes == 0) cfg_.native_lanes = 4;
   }
   PatternSet patterns_;
   AcDfa dfa_;

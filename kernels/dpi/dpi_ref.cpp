@@ -4,9 +4,9 @@
 // perf puts ~60% of the time on the load after the transition (cache and TLB misses). Stepping
 // kLanes payloads in lockstep gives the core kLanes independent miss chains to overlap. Each lane
 // is exactly the single-payload scan, so results are identical to ac_scan and to the kernel.
-// Measured (bench/dpi, 1514-byte frames, CPU time): ET >= 4 bytes 1.0-1.4 -> 1.6-2.2 Gbit/s with
-// 4 lanes; the full ET set (matches on ~every byte, 95% of states have outputs) is faster with one
-// lane (0.43-0.60 vs 0.39-0.49 Gbit/s): there the output path, not the table miss, is the cost.
+// Measured (bench/dpi, CPU time, full matrix): ET >= 4 bytes ~0.9-1.0 -> 1.4-2.6 Gbit/s with 4
+// lanes on 1514-byte frames; on the full ET set (matches on ~every byte) the output path, not the
+// table miss, dominates and 4 lanes gain only 0-15% (single quick runs even showed 1 lane ahead).
 #include "kernels/dpi/dpi_app.hpp"
 
 namespace hpr::dpi {

@@ -107,7 +107,7 @@ TEST_CASE("DPI app: slice, result layout, alert line") {
   one.patterns.push_back({"x", false, 1});
   CHECK(DpiApp::create(one, {.max_ids = 0}).status().code() == Code::kInvalidArgument);
   CHECK(DpiApp::create(one, {.native_lanes = 3}).status().code() == Code::kInvalidArgument);
-  CHECK(app.config().native_lanes == 1);  // ET: dense outputs
+  CHECK(app.config().native_lanes == 4);  // the default
 
   // Alert line: IPv4/TCP header bytes laid out by hand.
   uint8_t frame[64] = {};
