@@ -1,2 +1,337 @@
+// hpr: the command-line front end. Subcommands: devices, run (profile and bench come with their issues).
+// Exit codes: 0 ok; 1 the run finished but its books did not balance or a reorder happened;
+// 2 bad configuration or arguments; 3 a resource was missing or failed (file, device, port).
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
 #include <cstdio>
-int main() { std::puts("hpr: under construction"); return 0; }
+#include <fstream>
+
+#include "hpr/data_dir.hpp"
+#include "kernels/registry.hpp"
+#include "runtime/opencl/devices.hpp"
+#include "runtime/pipeline/run_config.hpp"
+
+using namespace hpr;
+
+namespace {
+
+constexpr int kExitOk = 0, kExitBooks = 1, kExitConfig = 2, kExitResource = 3;
+
+int exit_code_for(const Status& s) {
+  return s.code() == Code::kInvalidArgument ? kExitConfig : kExitResource;
+}
+
+std::atomic<Pipeline*> g_pipeline{nullptr};
+void on_signal(int) {
+  if (Pipeline* p = g_pipeline.load()) p->request_stop();
+}
+
+std::string human_bytes(uint64_t b) {
+  if (b >= (1ull << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(b) / (1ull << 30));
+  return fmt::format("{:.0f} MiB", static_cast<double>(b) / (1ull << 20));
+}
+
+int cmd_devices(bool json, const std::vector<std::string>& kind_overrides) {
+  KindOverrides ov;
+  for (const auto& o : kind_overrides) {
+    auto eq = o.find('=');
+    if (eq == std::string::npos) {
+      fmt::print(stderr, "hpr devices: --kind wants NAME=KIND, got '{}'\n", o);
+      return kExitConfig;
+    }
+    auto k = parse_device_kind(o.substr(eq + 1));
+    if (!k) {
+      fmt::print(stderr, "hpr devices: {}\n", k.status().message());
+      return kExitConfig;
+    }
+    ov[o.substr(0, eq)] = *k;
+  }
+  auto devs = discover_devices(ov);
+  if (!devs) {
+    fmt::print(stderr, "hpr devices: {}\n", devs.status().to_string());
+    return kExitResource;
+  }
+  if (json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& d : *devs)
+      j.push_back({{"index", d.index}, {"name", d.name}, {"vendor", d.vendor}, {"platform", d.platform},
+                   {"kind", kind_name(d.kind)}, {"kind_overridden", d.kind_overridden},
+                   {"compute_units", d.compute_units}, {"max_clock_mhz", d.max_clock_mhz},
+                   {"global_mem_bytes", d.global_mem_bytes}, {"max_alloc_bytes", d.max_alloc_bytes},
+                   {"opencl_version", d.version}, {"opencl_c_version", d.opencl_c}, {"driver", d.driver},
+                   {"zero_copy", d.host_unified}});
+    fmt::print("{}\n", j.dump(2));
+    return kExitOk;
+  }
+  if (devs->empty()) {
+    fmt::print("No OpenCL device found. Install a driver: pocl-opencl-icd (CPUs), intel-opencl-icd (Intel GPUs),\n"
+               "or NVIDIA's driver; `clinfo -l` lists what the ICD loader sees. hpr still runs on native lanes.\n");
+    return kExitOk;
+  }
+  fmt::print("{:<3} {:<34} {:<6} {:>4} {:>6} {:>9} {:>9}  {:<10} {:<9} {}\n", "#", "device", "kind", "CUs", "MHz",
+             "memory", "max alloc", "OpenCL C", "zero-copy", "platform / driver");
+  for (const auto& d : *devs) {
+    std::string cver = d.opencl_c.size() > 9 ? d.opencl_c.substr(9, 9) : d.opencl_c;  // drop "OpenCL C "
+    fmt::print("{:<3} {:<34} {:<6} {:>4} {:>6} {:>9} {:>9}  {:<10} {:<9} {} / {}\n", d.index, d.name.substr(0, 34),
+               std::string(kind_name(d.kind)) + (d.kind_overridden ? "*" : ""), d.compute_units, d.max_clock_mhz,
+               human_bytes(d.global_mem_bytes), human_bytes(d.max_alloc_bytes), cver,
+               d.host_unified ? "yes" : "no", d.platform, d.driver);
+  }
+  if (std::any_of(devs->begin(), devs->end(), [](const auto& d) { return d.kind_overridden; }))
+    fmt::print("* kind set by --kind / devices.kinds, not by the driver\n");
+  return kExitOk;
+}
+
+struct Telemetry {
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::shared_ptr<prometheus::Registry> registry;
+  prometheus::Gauge* rx = nullptr;
+  prometheus::Gauge* tx = nullptr;
+  prometheus::Gauge* dropped = nullptr;
+  prometheus::Gauge* reorders = nullptr;
+  prometheus::Gauge* p99 = nullptr;
+  prometheus::Family<prometheus::Gauge>* lane_util = nullptr;
+  prometheus::Family<prometheus::Gauge>* drops = nullptr;
+
+  Status start(const std::string& addr) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(addr);
+    } catch (const std::exception& e) {
+      return error(Code::kUnavailable, "telemetry.prometheus: cannot listen on {}: {}", addr, e.what());
+    }
+    registry = std::make_shared<prometheus::Registry>();
+    auto g = [&](const char* n, const char* h) -> prometheus::Gauge* {
+      return &prometheus::BuildGauge().Name(n).Help(h).Register(*registry).Add({});
+    };
+    rx = g("hpr_rx_packets_total", "Packets received by the input port");
+    tx = g("hpr_tx_packets_total", "Packets transmitted by the output port");
+    dropped = g("hpr_dropped_packets_total", "Packets dropped, all reasons");
+    reorders = g("hpr_reorders_total", "Packets that left a flow out of order (must be 0)");
+    p99 = g("hpr_latency_p99_seconds", "rx-to-tx latency, 99th percentile");
+    lane_util = &prometheus::BuildGauge().Name("hpr_lane_utilisation").Help("Fraction of time a lane had work").Register(*registry);
+    drops = &prometheus::BuildGauge().Name("hpr_drops_total").Help("Drops by reason").Register(*registry);
+    exposer->RegisterCollectable(registry);
+    return Status::ok();
+  }
+  void update(const Summary& s) {
+    if (!exposer) return;
+    rx->Set(static_cast<double>(s.rx_packets));
+    tx->Set(static_cast<double>(s.tx_packets));
+    dropped->Set(static_cast<double>(s.dropped));
+    reorders->Set(static_cast<double>(s.reorders));
+    p99->Set(static_cast<double>(s.latency_p99_ns) / 1e9);
+    for (const auto& l : s.lanes) lane_util->Add({{"lane", l.name}}).Set(l.utilisation);
+    for (const auto& [r, c] : s.drops) drops->Add({{"reason", r}}).Set(static_cast<double>(c));
+  }
+};
+
+int cmd_run(RunConfig cfg, bool quiet) {
+  if (Status v = validate(cfg); !v.is_ok()) {
+    fmt::print(stderr, "hpr run: {}\n", v.message());
+    return kExitConfig;
+  }
+  auto ctx = prepare_run(cfg);
+  if (!ctx) {
+    fmt::print(stderr, "hpr run: {}\n", ctx.status().message());
+    return exit_code_for(ctx.status());
+  }
+  auto& c = **ctx;
+  Telemetry tel;
+  if (!cfg.prometheus.empty()) {
+    if (Status s = tel.start(cfg.prometheus); !s.is_ok()) {
+      fmt::print(stderr, "hpr run: {}\n", s.message());
+      return kExitResource;
+    }
+  }
+  fmt::print("hpr run: app {} | in {} | out {} | lanes:", c.app->name(), c.rx->describe(), c.tx->describe());
+  for (const auto& d : c.devices) fmt::print(" [{} {}]", d.name, kind_name(d.kind));
+  fmt::print(" [native x{}] | batch {} | {}\n", cfg.native_lanes, cfg.batch,
+             cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + cfg.prometheus + "/metrics");
+  for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
+  Summary prev;
+  c.pipeline->on_status([&](const Summary& s, double dt) {
+    tel.update(s);
+    if (quiet) return;
+    std::string lanes;
+    for (const auto& l : s.lanes) lanes += fmt::format(" {}:b{:.0f}/u{:.0f}%", l.name.substr(0, 12), l.mean_batch, l.utilisation * 100);
+    std::string shaped = s.shaping ? fmt::format(" | shaper heap {} waiting {} resched/s {:.0f}", s.shaper_heap, s.shaper_waiting,
+                                                 static_cast<double>(s.shaper_reschedules - prev.shaper_reschedules) / dt)
+                                   : "";
+    fmt::print("[{:6.1f}s] in {:7.3f} Mpps out {:7.3f} Mpps | drops {} | p50 {:.0f} us p99 {:.0f} us | power n/a |{}{}\n",
+               s.seconds, static_cast<double>(s.rx_packets - prev.rx_packets) / dt / 1e6,
+               static_cast<double>(s.tx_packets - prev.tx_packets) / dt / 1e6, s.dropped, s.latency_p50_ns / 1e3,
+               s.latency_p99_ns / 1e3, lanes, shaped);
+    std::fflush(stdout);
+    prev = s;
+  });
+  g_pipeline = c.pipeline.get();
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  Summary s = c.pipeline->run();
+  g_pipeline = nullptr;
+  tel.update(s);
+  fmt::print("\nSummary ({}):\n{}", c.app->name(), s.to_text());
+  if (!cfg.summary_json.empty()) {
+    std::ofstream(cfg.summary_json) << s.to_json() << "\n";
+    fmt::print("  summary written to {}\n", cfg.summary_json);
+  }
+  if (!cfg.log_path.empty()) fmt::print("  result log written to {}\n", cfg.log_path);
+  bool ok = s.unaccounted == 0 && s.rx_packets == s.tx_packets + s.dropped && s.reorders == 0;
+  return ok ? kExitOk : kExitBooks;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  CLI::App app{"hpr: heterogeneous packet-processing runtime (IPv4 forwarding, DPI, MD5, AES-128-CBC on every\n"
+               "OpenCL device and native CPU lanes). Data: $HPR_DATA_DIR (default " + data_dir() + ")."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", HPR_VERSION);
+
+  auto* dev = app.add_subcommand("devices", "List the OpenCL devices the ICD loader finds");
+  bool dev_json = false;
+  std::vector<std::string> dev_kinds;
+  dev->add_flag("--json", dev_json, "Print JSON instead of a table");
+  dev->add_option("--kind", dev_kinds, "Override a device's kind: NAME_SUBSTRING=cpu|igpu|dgpu|accelerator");
+
+  auto* run = app.add_subcommand("run", "Process packets: port in -> classify -> lanes (devices, native) -> port out.\n"
+                                        "With no options: the IPv4 app on generated IMIX traffic, all devices + 1 native lane.");
+  std::string config_path;
+  RunConfig rc;
+  std::string in, out, devices, sizes;
+  bool quiet = false;
+  run->add_option("-c,--config", config_path, "TOML configuration file (flags override it); see config/hpr.toml");
+  run->add_option("--app", rc.app, "Application: ipv4, dpi, md5, aes");
+  run->add_option("--in", in, "Input: pcap:PATH | dpdk:ETHDEV | gen (generator)");
+  run->add_option("--out", out, "Output: pcap:PATH | dpdk:ETHDEV | null");
+  run->add_option("--loops", rc.input.loops, "Input pcap: read the file this many times (0: forever)");
+  run->add_option("--vdev", rc.vdevs, "DPDK virtual device, e.g. net_pcap0,rx_pcap=in.pcap (repeatable)");
+  run->add_option("--eal", rc.eal_args, "DPDK EAL argument (repeatable; replaces the defaults --no-huge --no-pci ...)");
+  run->add_option("--devices", devices, "OpenCL devices: all | none | comma-separated name substrings");
+  run->add_option("--kind", dev_kinds, "Override a device's kind: NAME_SUBSTRING=cpu|igpu|dgpu|accelerator");
+  run->add_option("--native", rc.native_lanes, "Native CPU lanes (count)");
+  run->add_option("--batch", rc.batch, "Batch size per lane (packets, 1..65536)");
+  run->add_option("--timeout-us", rc.batch_timeout_us, "Close a partial batch after this many microseconds");
+  run->add_option("--queue", rc.queue, "Lane queue size (packets)");
+  run->add_option("--in-flight", rc.in_flight, "OpenCL batches in flight per lane");
+  run->add_option("--balancer", rc.balancer, "Flow-to-lane policy: rr crc16 crc32 hrw whrw (default) ahrw subflow fcfs afs laps");
+  run->add_option("--routes", rc.app_opts.routes, "ipv4: route table (pyasn .dat[.gz] or 'prefix/len nexthop' text)");
+  run->add_option("--ports", rc.app_opts.ports, "ipv4: number of output ports (next hop = origin AS mod ports)");
+  run->add_option("--rules", rc.app_opts.rules, "dpi: Snort/Suricata rule file or directory");
+  run->add_option("--keys", rc.app_opts.keys, "aes: key file (default: keys derived from --master-key)");
+  run->add_option("--master-key", rc.app_opts.master_key, "aes: 32 hex digits");
+  run->add_option("--log", rc.log_path, "Result log: DPI alerts / MD5 digests, one line per packet");
+  run->add_option("--packets", rc.input.gen_packets, "Generator: packets to send (0: unlimited)");
+  run->add_option("--rate-pps", rc.input.gen_rate_pps, "Generator: offered rate in packets/s (0: as fast as possible)");
+  run->add_option("--flows", rc.input.gen_flows, "Generator: number of flows (1..1000000)");
+  run->add_option("--zipf", rc.input.gen_zipf, "Generator: Zipf exponent of flow popularity (0: uniform)");
+  run->add_option("--sizes", sizes, "Generator: imix | fixed:N | uniform:A-B (frame bytes)");
+  run->add_option("--seed", rc.input.gen_seed, "Generator: random seed");
+  run->add_option("--duration", rc.duration_s, "Stop after this many seconds (0: when the input ends or on SIGINT)");
+  run->add_option("--prometheus", rc.prometheus, "Serve Prometheus metrics on ADDR:PORT (e.g. 127.0.0.1:9464)");
+  run->add_option("--summary-json", rc.summary_json, "Write the run summary as JSON to this file");
+  run->add_flag("-q,--quiet", quiet, "No status line every second");
+  std::string shape_by;
+  double shape_rate_bps = 0;
+  run->add_option("--shape-rate", shape_rate_bps, "Egress shaping on: each bucket's rate in bits/s (token bucket, event-driven refill)");
+  run->add_option("--shape-burst", rc.shaping.burst_bytes, "Egress shaping: bucket size in bytes (>= 2048)");
+  run->add_option("--shape-by", shape_by, "Egress shaping: one bucket per flow (default) or per output port: flow|port");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (dev->parsed()) return cmd_devices(dev_json, dev_kinds);
+  if (run->parsed()) {
+    RunConfig cfg;
+    if (!config_path.empty()) {
+      auto f = load_run_config(config_path);
+      if (!f) {
+        fmt::print(stderr, "hpr run: {}\n", f.status().message());
+        return exit_code_for(f.status());
+      }
+      cfg = *f;
+    }
+    // Flags override the file: copy what was given on the command line.
+    auto given = [&](const char* name) { return run->count(name) > 0; };
+    if (given("--app")) cfg.app = rc.app;
+    auto endpoint = [&](const std::string& spec, EndpointConfig& e, bool input) -> Status {
+      if (spec == "gen" || spec == "generator") e.kind = "generator";
+      else if (spec == "null") e.kind = "null";
+      else if (spec.rfind("pcap:", 0) == 0) { e.kind = "pcap"; e.pcap = spec.substr(5); }
+      else if (spec.rfind("dpdk:", 0) == 0) { e.kind = "dpdk"; e.dpdk_port = spec.substr(5); }
+      else return error(Code::kInvalidArgument, "{} '{}': use pcap:PATH, dpdk:ETHDEV{}", input ? "--in" : "--out", spec, input ? " or gen" : " or null");
+      return Status::ok();
+    };
+    for (auto [spec, e, inp] : {std::tuple{&in, &cfg.input, true}, std::tuple{&out, &cfg.output, false}}) {
+      if (spec->empty()) continue;
+      if (Status s = endpoint(*spec, *e, inp); !s.is_ok()) {
+        fmt::print(stderr, "hpr run: {}\n", s.message());
+        return kExitConfig;
+      }
+    }
+    if (given("--loops")) cfg.input.loops = rc.input.loops;
+    if (given("--vdev")) cfg.vdevs = rc.vdevs;
+    if (given("--eal")) cfg.eal_args = rc.eal_args;
+    if (!devices.empty()) {
+      cfg.devices.clear();
+      for (size_t a = 0, b; a <= devices.size(); a = b + 1) {
+        b = devices.find(',', a);
+        if (b == std::string::npos) b = devices.size();
+        if (b > a) cfg.devices.push_back(devices.substr(a, b - a));
+      }
+    }
+    for (const auto& o : dev_kinds) {
+      auto eq = o.find('=');
+      auto k = eq == std::string::npos ? Result<DeviceKind>(error(Code::kInvalidArgument, "--kind wants NAME=KIND"))
+                                       : parse_device_kind(o.substr(eq + 1));
+      if (!k) {
+        fmt::print(stderr, "hpr run: {}\n", k.status().message());
+        return kExitConfig;
+      }
+      cfg.kinds[o.substr(0, eq)] = *k;
+    }
+    if (given("--native")) cfg.native_lanes = rc.native_lanes;
+    if (given("--batch")) cfg.batch = rc.batch;
+    if (given("--timeout-us")) cfg.batch_timeout_us = rc.batch_timeout_us;
+    if (given("--queue")) cfg.queue = rc.queue;
+    if (given("--in-flight")) cfg.in_flight = rc.in_flight;
+    if (given("--balancer")) cfg.balancer = rc.balancer;
+    if (given("--routes")) cfg.app_opts.routes = rc.app_opts.routes;
+    if (given("--ports")) cfg.app_opts.ports = rc.app_opts.ports;
+    if (given("--rules")) cfg.app_opts.rules = rc.app_opts.rules;
+    if (given("--keys")) cfg.app_opts.keys = rc.app_opts.keys;
+    if (given("--master-key")) cfg.app_opts.master_key = rc.app_opts.master_key;
+    if (given("--log")) cfg.log_path = rc.log_path;
+    if (given("--packets")) cfg.input.gen_packets = rc.input.gen_packets;
+    if (given("--rate-pps")) cfg.input.gen_rate_pps = rc.input.gen_rate_pps;
+    if (given("--flows")) cfg.input.gen_flows = rc.input.gen_flows;
+    if (given("--zipf")) cfg.input.gen_zipf = rc.input.gen_zipf;
+    if (!sizes.empty()) cfg.input.gen_sizes = sizes;
+    if (given("--seed")) cfg.input.gen_seed = rc.input.gen_seed;
+    if (given("--duration")) cfg.duration_s = rc.duration_s;
+    if (given("--prometheus")) cfg.prometheus = rc.prometheus;
+    if (given("--summary-json")) cfg.summary_json = rc.summary_json;
+    if (given("--shape-rate")) {
+      cfg.shaping.enabled = true;
+      cfg.shaping.rate_bytes_per_s = static_cast<uint64_t>(shape_rate_bps / 8);
+      if (cfg.shaping.burst_bytes == 0) cfg.shaping.burst_bytes = 16384;
+    }
+    if (given("--shape-burst")) cfg.shaping.burst_bytes = rc.shaping.burst_bytes;
+    if (!shape_by.empty()) {
+      if (shape_by != "flow" && shape_by != "port") {
+        fmt::print(stderr, "hpr run: --shape-by must be flow or port\n");
+        return kExitConfig;
+      }
+      cfg.shaping.by_flow = shape_by == "flow";
+    }
+    return cmd_run(cfg, quiet);
+  }
+  return kExitConfig;
+}

@@ -81,11 +81,11 @@ class App {
 
   // Appends one line per packet whose result is worth logging (DPI: an alert with the pattern ids;
   // MD5: the digest), each prefixed by `prefix(i)`, the caller's "time flow" text. Default: none.
-  virtual void append_log(std::span<const Packet> pkts, const BatchView& batch,
-                          const std::function<std::string(uint32_t)>& prefix, std::string& out) const {}
+  virtual void append_log(std::span<const Packet> /*pkts*/, const BatchView& /*batch*/,
+                          const std::function<std::string(uint32_t)>& /*prefix*/, std::string& /*out*/) const {}
   // Application events in a finished batch for the summary (DPI: matches; MD5: digests; AES:
   // packets encrypted; IPv4: packets forwarded).
-  virtual uint64_t count_events(const BatchView& batch) const { return 0; }
+  virtual uint64_t count_events(const BatchView& /*batch*/) const { return 0; }
   // Name of what count_events counts ("matches", "digests", ...).
   virtual std::string_view event_name() const { return "events"; }
 };

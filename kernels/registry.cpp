@@ -1,1 +1,56 @@
-namespace hpr::kernels { int kKernelsAbi = 1; }
+#include "kernels/registry.hpp"
+
+#include "hpr/data_dir.hpp"
+#include "kernels/aes/aes_app.hpp"
+#include "kernels/ipv4/ipv4_app.hpp"
+#include "kernels/md5/md5_app.hpp"
+
+namespace hpr::kernels {
+
+std::vector<std::string> app_names() { return {"ipv4", "md5", "aes"}; }
+
+Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions& opt) {
+  if (name == "ipv4") {
+    ipv4::Ipv4Config c;
+    c.num_ports = opt.ports;
+    if (!opt.drop_non_ipv4) c.non_ipv4_port = 0;
+    std::string routes = opt.routes.empty() ? data_path("routes/ipasn_20140513.dat.gz") : opt.routes;
+    auto a = ipv4::Ipv4App::from_file(routes, c);
+    if (!a) return error(a.status().code(), "app ipv4: {}", a.status().message());
+    return std::shared_ptr<App>(std::move(*a));
+  }
+  if (name == "md5") {
+    md5::Md5Options o;
+    o.whole_frame = opt.md5_whole_frame;
+    o.max_frame_bytes = opt.max_frame_bytes;
+    return std::shared_ptr<App>(std::make_shared<md5::Md5App>(o));
+  }
+  if (name == "aes") {
+    auto keys = std::make_shared<aes::KeyTable>(opt.key_capacity);
+    if (!opt.keys.empty()) {
+      auto entries = aes::load_key_file(opt.keys);
+      if (!entries) return error(entries.status().code(), "app aes: {}", entries.status().message());
+      // Lines naming a 5-tuple need the flow table: only "flow <id> <key>" lines apply at start.
+      auto n = aes::install(*keys, *entries, [](const aes::FlowTuple&) { return kNoFlow; }, opt.keys);
+      if (!n) return error(n.status().code(), "app aes: {}", n.status().message());
+    } else if (!opt.master_key.empty()) {
+      aes::Key master{};
+      if (opt.master_key.size() != 32 ||
+          opt.master_key.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+        return error(Code::kInvalidArgument, "app.master_key: want 32 hex digits (16 bytes), got '{}'", opt.master_key);
+      for (size_t i = 0; i < 16; ++i) master[i] = static_cast<uint8_t>(std::stoi(opt.master_key.substr(2 * i, 2), nullptr, 16));
+      aes::fill_derived(*keys, master, 0, opt.key_capacity);
+    } else {
+      return error(Code::kInvalidArgument,
+                   "app aes needs keys: app.keys (a key file) or app.master_key (32 hex digits; keys derived per flow)");
+    }
+    aes::AesOptions o;
+    o.max_payload_bytes = opt.max_frame_bytes;
+    return std::shared_ptr<App>(std::make_shared<aes::AesApp>(keys, o));
+  }
+  std::string known;
+  for (const auto& n : app_names()) known += (known.empty() ? "" : ", ") + n;
+  return error(Code::kInvalidArgument, "unknown app '{}' (known: {})", name, known);
+}
+
+}  // namespace hpr::kernels

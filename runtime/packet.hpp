@@ -34,13 +34,14 @@ enum class DropReason : uint8_t {
   kShaperQueueFull,    // egress shaper queue full
   kTxFailed,           // port refused the packet
   kPoolEmpty,          // no buffer for an incoming packet
+  kShaperDrain,        // still waiting in the egress shaper when the drain timeout ran out at stop
   kCount
 };
 
 inline constexpr std::array<std::string_view, static_cast<size_t>(DropReason::kCount)> kDropReasonNames = {
     "none",        "truncated",   "bad_version",  "bad_ihl",         "bad_total_length", "bad_checksum",
     "bad_ext_header", "ttl_exceeded", "no_route", "not_ipv4",        "frame_too_long",   "unsupported_link",
-    "queue_full",  "no_lane",     "key_missing",  "shaper_queue_full", "tx_failed",      "pool_empty"};
+    "queue_full",  "no_lane",     "key_missing",  "shaper_queue_full", "tx_failed",      "pool_empty", "shaper_drain"};
 
 inline std::string_view drop_reason_name(DropReason r) { return kDropReasonNames[static_cast<size_t>(r)]; }
 

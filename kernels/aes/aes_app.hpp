@@ -1,0 +1,199 @@
+#pragma once
+// AES-128-CBC per-connection packet encryption (paper §3.2.4: "AES-CBC encryption using a different
+// 128-bit key for each connection"). AES: FIPS-197. CBC and ciphertext stealing: NIST SP 800-38A and
+// its addendum (CBC-CS2).
+//
+// Packet rule (device kernel aes.cl and every native path implement exactly this):
+//   * Key: the key table (KeyTable) is indexed by Desc::flow (the FlowTable's flow id, < capacity).
+//     No key for the flow (flow >= capacity, kNoFlow, or never set) -> result kKeyMissing, the payload
+//     is left untouched, and finish() drops the packet with DropReason::kKeyMissing. This holds for
+//     every packet of an unkeyed flow, even an empty one: traffic of an unkeyed flow never leaves in clear.
+//   * IV (IvMode::kDerived, default): IV = AES_K(le32(flow) || le32(seq) || 0^64), the "encrypt a
+//     nonce under the same key" method of SP 800-38A Appendix C; (flow, seq) is unique per packet
+//     (Desc::seq is the per-flow sequence number), so IVs never repeat under a key. The receiver
+//     derives the same IV from the flow and sequence number.
+//     IvMode::kCarried: the first 16 payload bytes are the IV, sent in clear; the rest is the plaintext.
+//   * Plaintext length m (the payload, minus 16 in kCarried mode):
+//       m == 0                 -> nothing to do, result kEmpty (not dropped);
+//       0 < m < 16             -> left in clear, result kShort, counted (Counters::short_payloads);
+//       m % 16 == 0            -> plain CBC, result kEncrypted;
+//       m > 16, m % 16 != 0    -> CBC-CS2 ciphertext stealing (SP 800-38A addendum): CBC over the zero-padded
+//                                 last block, then the last full ciphertext block and the final partial block
+//                                 swap places; the ciphertext has exactly m bytes. Result kEncrypted.
+//     (OpenSSL 3 "AES-128-CBC-CTS" with cts_mode "CS2" gives the same bytes; the tests check it.)
+//   Results: one uint32 per packet in `out` (PacketResult).
+//
+// Native paths (aes_ref.cpp): kScalar (table AES, no AES-NI), kAesni (AES-NI, one packet at a time,
+// like OpenSSL's EVP), kAesniX8 (multi-buffer: 8 independent CBC streams interleaved so that eight
+// aesenc are in flight, hiding the aesenc latency that bounds a single CBC-encrypt stream), kVaesX16
+// (VAES on ymm: 16 streams, two per register). kAuto picks the fastest the CPU has.
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/app.hpp"
+
+namespace hpr::kernels::aes {
+
+inline constexpr uint32_t kBlockBytes = 16;
+inline constexpr uint32_t kKeyBytes = 16;
+inline constexpr uint32_t kScheduleBytes = 176;  // 11 round keys of 16 bytes
+
+using Key = std::array<uint8_t, kKeyBytes>;
+
+// The FIPS-197 expanded encryption key: round key r at bytes[16*r, 16*r+16).
+struct alignas(16) RoundKeys {
+  uint8_t bytes[kScheduleBytes];
+};
+static_assert(sizeof(RoundKeys) == kScheduleBytes);
+
+RoundKeys expand_key(const Key& key);
+
+// Per-packet result in `out` (uint32 little endian).
+enum PacketResult : uint32_t { kEncrypted = 0, kShort = 1, kKeyMissing = 2, kEmpty = 3 };
+
+enum class IvMode : uint8_t { kDerived, kCarried };
+enum class Impl : uint8_t { kAuto, kScalar, kAesni, kAesniX8, kVaesX16 };
+bool impl_supported(Impl impl);
+std::string_view impl_name(Impl impl);
+
+// ---- single-stream primitives (tests, control plane); `len` a multiple of 16, in == out allowed.
+void encrypt_block(const RoundKeys& rk, const uint8_t in[16], uint8_t out[16]);
+void cbc_encrypt(const RoundKeys& rk, const uint8_t iv[16], const uint8_t* in, uint8_t* out, size_t len,
+                 Impl impl = Impl::kAuto);
+// CBC decryption (native path only; the device never decrypts).
+void cbc_decrypt(const Key& key, const uint8_t iv[16], const uint8_t* in, uint8_t* out, size_t len,
+                 Impl impl = Impl::kAuto);
+// CBC-CS2 decryption of `len` >= 16 bytes (inverse of the packet rule's tail handling).
+void cbc_cs2_decrypt(const Key& key, const uint8_t iv[16], const uint8_t* in, uint8_t* out, size_t len);
+
+// IV of IvMode::kDerived.
+std::array<uint8_t, 16> derive_iv(const RoundKeys& rk, uint32_t flow, uint32_t seq);
+
+// ---- key table -------------------------------------------------------------------------------
+// Round-key schedules indexed by flow id, set by the control plane. Not thread safe against
+// concurrent batches: change keys between batches (the device copy is made by make_device_tables).
+class KeyTable {
+ public:
+  explicit KeyTable(uint32_t capacity);
+  uint32_t capacity() const { return static_cast<uint32_t>(valid_.size()); }
+  // kInvalidArgument when flow >= capacity.
+  Status set_key(uint32_t flow, const Key& key);
+  void clear_key(uint32_t flow);
+  bool has_key(uint32_t flow) const { return flow < capacity() && valid_[flow] != 0; }
+  // nullptr when the flow has no key (hot path).
+  const RoundKeys* schedule(uint32_t flow) const { return has_key(flow) ? &sched_[flow] : nullptr; }
+  // Contiguous views for the device upload: capacity*176 bytes, capacity bytes (1 = key present).
+  const uint8_t* schedule_bytes() const { return sched_.data()->bytes; }
+  const uint8_t* valid_bytes() const { return valid_.data(); }
+  uint32_t key_count() const { return count_; }
+
+ private:
+  std::vector<RoundKeys> sched_;
+  std::vector<uint8_t> valid_;
+  uint32_t count_ = 0;
+};
+
+// A connection as written in a key file. Both directions of a connection share a key.
+struct FlowTuple {
+  uint8_t family = 4;  // 4 or 6
+  uint8_t proto = 0;   // IP protocol number
+  std::array<uint8_t, 16> src{}, dst{};  // IPv4 uses the first 4 bytes
+  uint16_t sport = 0, dport = 0;
+};
+// Canonical bytes (direction independent): family, proto, then the two (address[16], port BE) endpoints
+// in ascending byte order. 38 bytes.
+std::vector<uint8_t> canonical_bytes(const FlowTuple& t);
+
+struct KeyFileEntry {
+  bool by_flow_id = false;  // "flow <id> <key>"
+  uint32_t flow_id = 0;
+  FlowTuple tuple;          // when !by_flow_id
+  Key key{};
+  uint32_t line = 0;        // 1-based line in the file
+};
+
+// Key file format (UTF-8 text, one entry a line; '#' starts a comment; blank lines ignored):
+//   flow <flow-id> <key>                                         key for a flow id
+//   <proto> <src-addr> <src-port> <dst-addr> <dst-port> <key>    key for a connection
+// proto: tcp | udp | sctp | a number 0..255; addresses IPv4 dotted or IPv6 (inet_pton), ports 0..65535,
+// key: 32 hex digits. Errors (kInvalidArgument) name "file:line: what is wrong"; kNotFound/kIoError when
+// the file cannot be read. A later line for the same flow/connection overrides an earlier one.
+Result<std::vector<KeyFileEntry>> load_key_file(const std::string& path);
+Result<std::vector<KeyFileEntry>> parse_key_text(std::string_view text, std::string_view file_name);
+
+// Installs entries: flow-id entries directly, connection entries through `flow_of` (the FlowTable
+// lookup; kNoFlow = flow not known yet, entry skipped). Returns the number installed, or
+// kInvalidArgument "file:line: flow id N >= key table capacity C".
+Result<uint32_t> install(KeyTable& table, std::span<const KeyFileEntry> entries,
+                         const std::function<uint32_t(const FlowTuple&)>& flow_of, std::string_view file_name = "");
+
+// Test/demo key derivation: key = first 16 bytes of HMAC-SHA256(master, "hpr aes-128-cbc v1" || info).
+Key derive_key(const Key& master, std::span<const uint8_t> info);
+Key derive_key(const Key& master, const FlowTuple& t);  // info = canonical_bytes(t)
+Key derive_key_for_flow(const Key& master, uint32_t flow);  // info = le32(flow)
+// Sets derive_key_for_flow(master, f) for f in [first, first+count) (clipped to capacity).
+void fill_derived(KeyTable& table, const Key& master, uint32_t first, uint32_t count);
+
+// ---- the app ---------------------------------------------------------------------------------
+// The packet rule on one packet (scalar reference; `data` holds `len` slice bytes, modified in place).
+PacketResult encrypt_packet(const KeyTable& keys, IvMode iv, uint32_t flow, uint32_t seq, uint8_t* data,
+                            uint32_t len);
+// The native batch: every packet of `batch` by the packet rule; out[i] = PacketResult (uint32).
+void aes_batch(const BatchView& batch, const KeyTable& keys, IvMode iv, Impl impl = Impl::kAuto);
+
+struct AesOptions {
+  IvMode iv = IvMode::kDerived;
+  Impl impl = Impl::kAuto;
+  uint32_t max_payload_bytes = 9216;
+};
+
+struct Counters {
+  uint64_t encrypted = 0, short_payloads = 0, key_missing = 0, empty = 0;
+};
+
+class AesApp final : public App {
+ public:
+  AesApp(std::shared_ptr<const KeyTable> keys, AesOptions options = {});
+
+  std::string_view name() const override { return "aes"; }
+  Slice slice(const Packet& p) const override;
+  uint32_t max_slice_bytes() const override { return options_.max_payload_bytes; }
+  uint32_t result_bytes() const override { return sizeof(uint32_t); }
+  bool writes_back() const override { return true; }
+
+  // hpr_desc + generated T-table/S-box constants + aes.cl.
+  std::string kernel_source() const override;
+  std::string_view kernel_name() const override { return "aes_cbc"; }
+  std::string build_options() const override;
+  // Uploads the key table (capacity*176 bytes of schedules + capacity validity bytes). Kernel args
+  // 4, 5, 6: schedules, valid, capacity. Errors: kUnavailable with the OpenCL error.
+  Result<std::unique_ptr<DeviceTables>> make_device_tables(const cl::Context& ctx,
+                                                           const cl::CommandQueue& queue) const override;
+
+  void run_native(const BatchView& batch) const override { aes_batch(batch, *keys_, options_.iv, options_.impl); }
+  // kKeyMissing -> Packet::drop = DropReason::kKeyMissing; every result counted (counters()).
+  // Packets that already carry a drop reason are left alone.
+  void finish(std::span<Packet> pkts, const BatchView& batch) const override;
+  // Packets encrypted in the batch.
+  uint64_t count_events(const BatchView& batch) const override;
+  std::string_view event_name() const override { return "encrypted"; }
+
+  Counters counters() const;
+  const KeyTable& keys() const { return *keys_; }
+  const AesOptions& options() const { return options_; }
+
+ private:
+  std::shared_ptr<const KeyTable> keys_;
+  AesOptions options_;
+  mutable std::atomic<uint64_t> encrypted_{0}, short_{0}, key_missing_{0}, empty_{0};
+};
+
+}  // namespace hpr::kernels::aes

@@ -1,0 +1,530 @@
+// Native AES-128-CBC: table AES (no AES-NI), AES-NI one stream, and AES-NI / VAES multi-buffer
+// (8 and 16 independent CBC streams). All paths implement the packet rule of aes_app.hpp.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/aes/aes_app.hpp"
+#include "kernels/aes/aes_tables.hpp"
+
+namespace hpr::kernels::aes {
+namespace {
+
+constexpr const Tables& T = kTables;
+
+inline uint32_t be32(const uint8_t* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+inline void put_be32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24); p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8); p[3] = static_cast<uint8_t>(v);
+}
+inline uint32_t ror32(uint32_t x, int s) { return (x >> s) | (x << (32 - s)); }
+
+// ------------------------------------------------------------------ table AES (fallback, oracle)
+void encrypt_block_table(const RoundKeys& key, const uint8_t in[16], uint8_t out[16]) {
+  const uint8_t* rk = key.bytes;
+  uint32_t s0 = be32(in) ^ be32(rk), s1 = be32(in + 4) ^ be32(rk + 4);
+  uint32_t s2 = be32(in + 8) ^ be32(rk + 8), s3 = be32(in + 12) ^ be32(rk + 12);
+  for (int r = 1; r < 10; ++r) {
+    const uint8_t* k = rk + 16 * r;
+    uint32_t t0 = T.te0[s0 >> 24] ^ ror32(T.te0[(s1 >> 16) & 255], 8) ^ ror32(T.te0[(s2 >> 8) & 255], 16) ^
+                  ror32(T.te0[s3 & 255], 24) ^ be32(k);
+    uint32_t t1 = T.te0[s1 >> 24] ^ ror32(T.te0[(s2 >> 16) & 255], 8) ^ ror32(T.te0[(s3 >> 8) & 255], 16) ^
+                  ror32(T.te0[s0 & 255], 24) ^ be32(k + 4);
+    uint32_t t2 = T.te0[s2 >> 24] ^ ror32(T.te0[(s3 >> 16) & 255], 8) ^ ror32(T.te0[(s0 >> 8) & 255], 16) ^
+                  ror32(T.te0[s1 & 255], 24) ^ be32(k + 8);
+    uint32_t t3 = T.te0[s3 >> 24] ^ ror32(T.te0[(s0 >> 16) & 255], 8) ^ ror32(T.te0[(s1 >> 8) & 255], 16) ^
+                  ror32(T.te0[s2 & 255], 24) ^ be32(k + 12);
+    s0 = t0; s1 = t1; s2 = t2; s3 = t3;
+  }
+  const uint8_t* k = rk + 160;
+  auto last = [&](uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+    return (uint32_t{T.sbox[a >> 24]} << 24) | (uint32_t{T.sbox[(b >> 16) & 255]} << 16) |
+           (uint32_t{T.sbox[(c >> 8) & 255]} << 8) | uint32_t{T.sbox[d & 255]};
+  };
+  put_be32(out, last(s0, s1, s2, s3) ^ be32(k));
+  put_be32(out + 4, last(s1, s2, s3, s0) ^ be32(k + 4));
+  put_be32(out + 8, last(s2, s3, s0, s1) ^ be32(k + 8));
+  put_be32(out + 12, last(s3, s0, s1, s2) ^ be32(k + 12));
+}
+
+// Byte-oriented inverse cipher (FIPS-197 §5.3); only the tests' decrypt uses it without AES-NI.
+void decrypt_block_table(const RoundKeys& key, const uint8_t in[16], uint8_t out[16]) {
+  uint8_t s[16];
+  for (int i = 0; i < 16; ++i) s[i] = in[i] ^ key.bytes[160 + i];
+  for (int r = 9; r >= 0; --r) {
+    uint8_t t[16];
+    for (int c = 0; c < 4; ++c)
+      for (int row = 0; row < 4; ++row) t[row + 4 * c] = T.inv_sbox[s[row + 4 * ((c - row + 4) % 4)]];
+    for (int i = 0; i < 16; ++i) t[i] ^= key.bytes[16 * r + i];
+    if (r > 0) {
+      for (int c = 0; c < 4; ++c) {
+        uint8_t a0 = t[4 * c], a1 = t[4 * c + 1], a2 = t[4 * c + 2], a3 = t[4 * c + 3];
+        s[4 * c] = gmul(a0, 14) ^ gmul(a1, 11) ^ gmul(a2, 13) ^ gmul(a3, 9);
+        s[4 * c + 1] = gmul(a0, 9) ^ gmul(a1, 14) ^ gmul(a2, 11) ^ gmul(a3, 13);
+        s[4 * c + 2] = gmul(a0, 13) ^ gmul(a1, 9) ^ gmul(a2, 14) ^ gmul(a3, 11);
+        s[4 * c + 3] = gmul(a0, 11) ^ gmul(a1, 13) ^ gmul(a2, 9) ^ gmul(a3, 14);
+      }
+    } else {
+      std::memcpy(s, t, 16);
+    }
+  }
+  std::memcpy(out, s, 16);
+}
+
+// chain: IV in, last ciphertext block out. In place allowed.
+void cbc_table(const RoundKeys& rk, uint8_t chain[16], const uint8_t* in, uint8_t* out, size_t nblocks) {
+  for (size_t b = 0; b < nblocks; ++b) {
+    uint8_t x[16];
+    for (int i = 0; i < 16; ++i) x[i] = in[16 * b + i] ^ chain[i];
+    encrypt_block_table(rk, x, chain);
+    std::memcpy(out + 16 * b, chain, 16);
+  }
+}
+
+// ------------------------------------------------------------------ AES-NI
+#define HPR_AESNI __attribute__((target("aes,sse4.2")))
+#define HPR_VAES __attribute__((target("vaes,avx2,aes")))
+
+bool cpu_aesni() {
+  static const bool v = __builtin_cpu_supports("aes");
+  return v;
+}
+bool cpu_vaes() {
+  static const bool v = __builtin_cpu_supports("vaes") && __builtin_cpu_supports("avx2") && cpu_aesni();
+  return v;
+}
+
+HPR_AESNI void cbc_aesni(const RoundKeys& key, uint8_t chain_io[16], const uint8_t* in, uint8_t* out,
+                         size_t nblocks) {
+  const __m128i* rk = reinterpret_cast<const __m128i*>(key.bytes);
+  __m128i k[11];
+  for (int r = 0; r < 11; ++r) k[r] = _mm_load_si128(rk + r);
+  __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(chain_io));
+  for (size_t b = 0; b < nblocks; ++b) {
+    __m128i x = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 16 * b)), c);
+    x = _mm_xor_si128(x, k[0]);
+    for (int r = 1; r < 10; ++r) x = _mm_aesenc_si128(x, k[r]);
+    c = _mm_aesenclast_si128(x, k[10]);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16 * b), c);
+  }
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(chain_io), c);
+}
+
+// CBC decryption is parallel over blocks: 4 blocks in flight.
+HPR_AESNI void cbc_decrypt_aesni(const RoundKeys& ek, const uint8_t iv[16], const uint8_t* in, uint8_t* out,
+                                 size_t nblocks) {
+  __m128i dk[11];
+  dk[0] = _mm_load_si128(reinterpret_cast<const __m128i*>(ek.bytes + 160));
+  for (int r = 1; r < 10; ++r) dk[r] = _mm_aesimc_si128(_mm_load_si128(reinterpret_cast<const __m128i*>(ek.bytes + 16 * (10 - r))));
+  dk[10] = _mm_load_si128(reinterpret_cast<const __m128i*>(ek.bytes));
+  __m128i prev = _mm_loadu_si128(reinterpret_cast<const __m128i*>(iv));
+  size_t b = 0;
+  for (; b + 4 <= nblocks; b += 4) {
+    __m128i c[4], x[4];
+    for (int j = 0; j < 4; ++j) {
+      c[j] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 16 * (b + j)));
+      x[j] = _mm_xor_si128(c[j], dk[0]);
+    }
+    for (int r = 1; r < 10; ++r)
+      for (int j = 0; j < 4; ++j) x[j] = _mm_aesdec_si128(x[j], dk[r]);
+    for (int j = 0; j < 4; ++j) x[j] = _mm_aesdeclast_si128(x[j], dk[10]);
+    x[0] = _mm_xor_si128(x[0], prev);
+    for (int j = 1; j < 4; ++j) x[j] = _mm_xor_si128(x[j], c[j - 1]);
+    prev = c[3];
+    for (int j = 0; j < 4; ++j) _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16 * (b + j)), x[j]);
+  }
+  for (; b < nblocks; ++b) {
+    __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 16 * b));
+    __m128i x = _mm_xor_si128(c, dk[0]);
+    for (int r = 1; r < 10; ++r) x = _mm_aesdec_si128(x, dk[r]);
+    x = _mm_xor_si128(_mm_aesdeclast_si128(x, dk[10]), prev);
+    prev = c;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16 * b), x);
+  }
+}
+
+using CbcFn = void (*)(const RoundKeys&, uint8_t*, const uint8_t*, uint8_t*, size_t);
+
+// ------------------------------------------------------------------ packet rule
+// What one packet needs: result, and for kEncrypted the stream (key, first data block, blocks, tail).
+struct Job {
+  const RoundKeys* rk = nullptr;
+  uint8_t* data = nullptr;  // first plaintext byte
+  uint32_t full = 0;        // full blocks (>= 1)
+  uint32_t tail = 0;        // bytes of the final partial block (0..15)
+  uint32_t flow = 0, seq = 0;
+  bool derived = true;
+};
+
+inline PacketResult plan(const KeyTable& keys, IvMode iv, uint32_t flow, uint32_t seq, uint8_t* data, uint32_t len,
+                         Job& job) {
+  const RoundKeys* rk = keys.schedule(flow);
+  if (rk == nullptr) return kKeyMissing;
+  uint32_t m = len;
+  if (iv == IvMode::kCarried) {
+    if (len == 0) return kEmpty;
+    if (len < kBlockBytes) return kShort;
+    m = len - kBlockBytes;
+  }
+  if (m == 0) return kEmpty;
+  if (m < kBlockBytes) return kShort;
+  job.rk = rk;
+  job.data = iv == IvMode::kCarried ? data + kBlockBytes : data;
+  job.full = m / kBlockBytes;
+  job.tail = m % kBlockBytes;
+  job.flow = flow;
+  job.seq = seq;
+  job.derived = iv == IvMode::kDerived;
+  return kEncrypted;
+}
+
+inline void counter_block(uint32_t flow, uint32_t seq, uint8_t out[16]) {
+  std::memset(out, 0, 16);
+  std::memcpy(out, &flow, 4);  // little endian host
+  std::memcpy(out + 4, &seq, 4);
+}
+
+// CBC-CS2 fix-up after the zero-padded last block was encrypted to `cn`: C(n-1) moves behind Cn, truncated.
+inline void cs2_swap(const Job& job, const uint8_t cn[16]) {
+  uint8_t* last_full = job.data + 16 * (job.full - 1);
+  uint8_t cprev[16];
+  std::memcpy(cprev, last_full, 16);
+  std::memcpy(last_full, cn, 16);
+  std::memcpy(job.data + 16 * job.full, cprev, job.tail);
+}
+
+void run_job(const Job& job, CbcFn cbc) {
+  alignas(16) uint8_t chain[16];
+  if (job.derived) {
+    counter_block(job.flow, job.seq, chain);
+    alignas(16) uint8_t zero[16] = {};
+    cbc(*job.rk, zero, chain, chain, 1);  // IV = E_K(ctr)
+  } else {
+    std::memcpy(chain, job.data - 16, 16);
+  }
+  cbc(*job.rk, chain, job.data, job.data, job.full);
+  if (job.tail != 0) {
+    alignas(16) uint8_t pad[16] = {};
+    std::memcpy(pad, job.data + 16 * job.full, job.tail);
+    cbc(*job.rk, chain, pad, pad, 1);
+    cs2_swap(job, pad);
+  }
+}
+
+inline void put_result(const BatchView& b, uint32_t i, PacketResult r) {
+  uint32_t v = r;
+  std::memcpy(b.out + 4 * static_cast<size_t>(i), &v, 4);
+}
+
+void batch_single(const BatchView& b, const KeyTable& keys, IvMode iv, CbcFn cbc) {
+  for (uint32_t i = 0; i < b.n; ++i) {
+    const Desc& d = b.desc[i];
+    Job job;
+    PacketResult r = plan(keys, iv, d.flow, d.seq, b.pkts + d.off, d.len, job);
+    if (r == kEncrypted) run_job(job, cbc);
+    put_result(b, i, r);
+  }
+}
+
+// ------------------------------------------------------------------ multi-buffer lane scheduler
+// L lanes; each walks segments: [IV block (derived mode)] [full data blocks, in place] [padded tail].
+// Runs of `min(left)` blocks go to the SIMD engine with no per-block bookkeeping; lanes are refilled
+// from the batch as they finish, so packets of mixed sizes share the lanes.
+template <int L>
+struct Lanes {
+  enum Seg : uint8_t { kIv, kData, kTail, kIdle };
+  alignas(32) uint8_t chain[L][16];
+  alignas(32) uint8_t buf[L][16];    // counter block or padded tail
+  alignas(32) uint8_t dummy[L][16];  // idle lanes spin here
+  uint8_t* p[L];
+  uint32_t stride[L];
+  uint32_t left[L];
+  Seg seg[L];
+  Job job[L];
+  const BatchView& b;
+  const KeyTable& keys;
+  IvMode iv;
+  uint32_t next = 0;
+  int active = 0;
+
+  Lanes(const BatchView& batch, const KeyTable& k, IvMode mode) : b(batch), keys(k), iv(mode) {}
+
+  // Returns true when lane l got a new stream; `set_key(l, rk)` lets the engine lay out the keys.
+  template <class SetKey>
+  void load(int l, SetKey&& set_key) {
+    while (next < b.n) {
+      uint32_t i = next++;
+      const Desc& d = b.desc[i];
+      Job j;
+      PacketResult r = plan(keys, iv, d.flow, d.seq, b.pkts + d.off, d.len, j);
+      put_result(b, i, r);
+      if (r != kEncrypted) continue;
+      job[l] = j;
+      set_key(l, *j.rk);
+      ++active;
+      if (j.derived) {
+        std::memset(chain[l], 0, 16);
+        counter_block(j.flow, j.seq, buf[l]);
+        p[l] = buf[l];
+        left[l] = 1;
+        stride[l] = 16;
+        seg[l] = kIv;
+      } else {
+        std::memcpy(chain[l], j.data - 16, 16);
+        start_data(l);
+      }
+      return;
+    }
+    seg[l] = kIdle;
+    p[l] = dummy[l];
+    stride[l] = 0;
+    left[l] = UINT32_MAX;
+  }
+  void start_data(int l) {
+    p[l] = job[l].data;
+    left[l] = job[l].full;
+    stride[l] = 16;
+    seg[l] = kData;
+  }
+  template <class SetKey>
+  void advance(int l, SetKey&& set_key) {
+    switch (seg[l]) {
+      case kIv: start_data(l); return;
+      case kData:
+        if (job[l].tail != 0) {
+          std::memset(buf[l], 0, 16);
+          std::memcpy(buf[l], job[l].data + 16 * job[l].full, job[l].tail);
+          p[l] = buf[l];
+          left[l] = 1;
+          seg[l] = kTail;
+          return;
+        }
+        break;
+      case kTail: cs2_swap(job[l], buf[l]); break;
+      case kIdle: return;
+    }
+    --active;
+    load(l, set_key);
+  }
+  template <class SetKey, class Engine>
+  void run(SetKey&& set_key, Engine&& engine) {
+    for (int l = 0; l < L; ++l) load(l, set_key);
+    while (active > 0) {
+      uint32_t r = UINT32_MAX;
+      for (int l = 0; l < L; ++l) if (left[l] < r) r = left[l];
+      engine(r);
+      for (int l = 0; l < L; ++l) {
+        if (seg[l] == kIdle) continue;
+        left[l] -= r;
+        if (left[l] == 0) advance(l, set_key);
+      }
+    }
+  }
+};
+
+HPR_AESNI void engine_x8(Lanes<8>& s, const __m128i* const* rk, uint32_t blocks) {
+  constexpr int L = 8;
+  __m128i c[L];
+  for (int l = 0; l < L; ++l) c[l] = _mm_load_si128(reinterpret_cast<const __m128i*>(s.chain[l]));
+  for (uint32_t k = 0; k < blocks; ++k) {
+    __m128i x[L];
+#pragma GCC unroll 8
+    for (int l = 0; l < L; ++l)
+      x[l] = _mm_xor_si128(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s.p[l])), c[l]),
+                           _mm_load_si128(rk[l]));
+#pragma GCC unroll 9
+    for (int r = 1; r < 10; ++r)
+#pragma GCC unroll 8
+      for (int l = 0; l < L; ++l) x[l] = _mm_aesenc_si128(x[l], _mm_load_si128(rk[l] + r));
+#pragma GCC unroll 8
+    for (int l = 0; l < L; ++l) {
+      c[l] = _mm_aesenclast_si128(x[l], _mm_load_si128(rk[l] + 10));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(s.p[l]), c[l]);
+      s.p[l] += s.stride[l];
+    }
+  }
+  for (int l = 0; l < L; ++l) _mm_store_si128(reinterpret_cast<__m128i*>(s.chain[l]), c[l]);
+}
+
+void batch_aesni_x8(const BatchView& b, const KeyTable& keys, IvMode iv) {
+  constexpr int L = 8;
+  Lanes<L> s(b, keys, iv);
+  static const RoundKeys kZero{};
+  const __m128i* rk[L];
+  for (int l = 0; l < L; ++l) rk[l] = reinterpret_cast<const __m128i*>(kZero.bytes);
+  auto set_key = [&](int l, const RoundKeys& k) { rk[l] = reinterpret_cast<const __m128i*>(k.bytes); };
+  s.run(set_key, [&](uint32_t blocks) { engine_x8(s, rk, blocks); });
+}
+
+// 16 lanes, two per ymm register; the round keys of each lane pair are interleaved once per packet so
+// the inner loop uses plain 256-bit loads.
+constexpr int kVaesRegs = 8;
+using PairKeys = uint8_t[kVaesRegs][11][32];
+
+HPR_VAES void engine_x16(Lanes<16>& s, const PairKeys& rkp, uint32_t blocks) {
+  constexpr int R = kVaesRegs;
+  __m256i c[R];
+  for (int j = 0; j < R; ++j) c[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.chain[2 * j]));
+  for (uint32_t k = 0; k < blocks; ++k) {
+    __m256i x[R];
+#pragma GCC unroll 8
+    for (int j = 0; j < R; ++j) {
+      __m256i in = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s.p[2 * j]))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.p[2 * j + 1])), 1);
+      x[j] = _mm256_xor_si256(_mm256_xor_si256(in, c[j]),
+                              _mm256_load_si256(reinterpret_cast<const __m256i*>(rkp[j][0])));
+    }
+#pragma GCC unroll 9
+    for (int r = 1; r < 10; ++r)
+#pragma GCC unroll 8
+      for (int j = 0; j < R; ++j)
+        x[j] = _mm256_aesenc_epi128(x[j], _mm256_load_si256(reinterpret_cast<const __m256i*>(rkp[j][r])));
+#pragma GCC unroll 8
+    for (int j = 0; j < R; ++j) {
+      c[j] = _mm256_aesenclast_epi128(x[j], _mm256_load_si256(reinterpret_cast<const __m256i*>(rkp[j][10])));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(s.p[2 * j]), _mm256_castsi256_si128(c[j]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(s.p[2 * j + 1]), _mm256_extracti128_si256(c[j], 1));
+      s.p[2 * j] += s.stride[2 * j];
+      s.p[2 * j + 1] += s.stride[2 * j + 1];
+    }
+  }
+  for (int j = 0; j < R; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(s.chain[2 * j]), c[j]);
+}
+
+void batch_vaes_x16(const BatchView& b, const KeyTable& keys, IvMode iv) {
+  Lanes<16> s(b, keys, iv);
+  alignas(32) PairKeys rkp = {};
+  auto set_key = [&](int l, const RoundKeys& k) {
+    for (int r = 0; r < 11; ++r) std::memcpy(&rkp[l / 2][r][16 * (l % 2)], k.bytes + 16 * r, 16);
+  };
+  s.run(set_key, [&](uint32_t blocks) { engine_x16(s, rkp, blocks); });
+}
+
+Impl resolve(Impl impl) {
+  if (impl == Impl::kAuto) return cpu_vaes() ? Impl::kVaesX16 : cpu_aesni() ? Impl::kAesniX8 : Impl::kScalar;
+  return impl_supported(impl) ? impl : Impl::kScalar;
+}
+
+}  // namespace
+
+bool impl_supported(Impl impl) {
+  switch (impl) {
+    case Impl::kAuto:
+    case Impl::kScalar: return true;
+    case Impl::kAesni:
+    case Impl::kAesniX8: return cpu_aesni();
+    case Impl::kVaesX16: return cpu_vaes();
+  }
+  return false;
+}
+
+std::string_view impl_name(Impl impl) {
+  switch (impl) {
+    case Impl::kAuto: return "auto";
+    case Impl::kScalar: return "scalar";
+    case Impl::kAesni: return "aesni";
+    case Impl::kAesniX8: return "aesni_x8";
+    case Impl::kVaesX16: return "vaes_x16";
+  }
+  return "?";
+}
+
+RoundKeys expand_key(const Key& key) {
+  RoundKeys rk{};
+  std::memcpy(rk.bytes, key.data(), 16);
+  uint8_t rcon = 1;
+  for (int i = 4; i < 44; ++i) {
+    uint8_t t[4];
+    std::memcpy(t, rk.bytes + 4 * (i - 1), 4);
+    if (i % 4 == 0) {
+      uint8_t t0 = t[0];
+      t[0] = static_cast<uint8_t>(T.sbox[t[1]] ^ rcon);
+      t[1] = T.sbox[t[2]];
+      t[2] = T.sbox[t[3]];
+      t[3] = T.sbox[t0];
+      rcon = xtime(rcon);
+    }
+    for (int j = 0; j < 4; ++j) rk.bytes[4 * i + j] = rk.bytes[4 * (i - 4) + j] ^ t[j];
+  }
+  return rk;
+}
+
+void encrypt_block(const RoundKeys& rk, const uint8_t in[16], uint8_t out[16]) { encrypt_block_table(rk, in, out); }
+
+void cbc_encrypt(const RoundKeys& rk, const uint8_t iv[16], const uint8_t* in, uint8_t* out, size_t len, Impl impl) {
+  alignas(16) uint8_t chain[16];
+  std::memcpy(chain, iv, 16);
+  if (resolve(impl) == Impl::kScalar) cbc_table(rk, chain, in, out, len / 16);
+  else cbc_aesni(rk, chain, in, out, len / 16);
+}
+
+void cbc_decrypt(const Key& key, const uint8_t iv[16], const uint8_t* in, uint8_t* out, size_t len, Impl impl) {
+  RoundKeys rk = expand_key(key);
+  size_t n = len / 16;
+  if (resolve(impl) != Impl::kScalar) {
+    cbc_decrypt_aesni(rk, iv, in, out, n);
+    return;
+  }
+  uint8_t prev[16], c[16];
+  std::memcpy(prev, iv, 16);
+  for (size_t b = 0; b < n; ++b) {
+    std::memcpy(c, in + 16 * b, 16);
+    decrypt_block_table(rk, c, out + 16 * b);
+    for (int i = 0; i < 16; ++i) out[16 * b + i] ^= prev[i];
+    std::memcpy(prev, c, 16);
+  }
+}
+
+void cbc_cs2_decrypt(const Key& key, const uint8_t iv[16], const uint8_t* in, uint8_t* out, size_t len) {
+  size_t d = len % 16, full = len / 16;
+  if (d == 0 || len < 16) {
+    cbc_decrypt(key, iv, in, out, len - d, Impl::kScalar);
+    return;
+  }
+  // in = C1..C(n-2) | Cn | C(n-1)*  (n-1 = full). Undo the swap, recover C(n-1), then plain CBC.
+  RoundKeys rk = expand_key(key);
+  const uint8_t* cn = in + 16 * (full - 1);
+  const uint8_t* cprev_trunc = in + 16 * full;
+  uint8_t z[16];  // D(Cn) = (Pn* || 0) ^ C(n-1)
+  decrypt_block_table(rk, cn, z);
+  uint8_t cprev[16];
+  std::memcpy(cprev, cprev_trunc, d);
+  std::memcpy(cprev + d, z + d, 16 - d);  // padding was zero, so the rest of z is C(n-1)'s rest
+  uint8_t pn[16];
+  for (size_t i = 0; i < d; ++i) pn[i] = z[i] ^ cprev[i];
+  std::vector<uint8_t> c(in, in + 16 * full);
+  std::memcpy(c.data() + 16 * (full - 1), cprev, 16);
+  cbc_decrypt(key, iv, c.data(), out, 16 * full, Impl::kScalar);
+  std::memcpy(out + 16 * full, pn, d);
+}
+
+std::array<uint8_t, 16> derive_iv(const RoundKeys& rk, uint32_t flow, uint32_t seq) {
+  std::array<uint8_t, 16> iv{};
+  uint8_t ctr[16];
+  counter_block(flow, seq, ctr);
+  encrypt_block_table(rk, ctr, iv.data());
+  return iv;
+}
+
+PacketResult encrypt_packet(const KeyTable& keys, IvMode iv, uint32_t flow, uint32_t seq, uint8_t* data,
+                            uint32_t len) {
+  Job job;
+  PacketResult r = plan(keys, iv, flow, seq, data, len, job);
+  if (r == kEncrypted) run_job(job, cbc_table);
+  return r;
+}
+
+void aes_batch(const BatchView& batch, const KeyTable& keys, IvMode iv, Impl impl) {
+  switch (resolve(impl)) {
+    case Impl::kScalar: batch_single(batch, keys, iv, cbc_table); return;
+    case Impl::kAesni: batch_single(batch, keys, iv, cbc_aesni); return;
+    case Impl::kAesniX8: batch_aesni_x8(batch, keys, iv); return;
+    case Impl::kVaesX16:
+    case Impl::kAuto: batch_vaes_x16(batch, keys, iv); return;
+  }
+}
+
+}  // namespace hpr::kernels::aes

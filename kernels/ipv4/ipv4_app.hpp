@@ -1,0 +1,117 @@
+#pragma once
+// IPv4 forwarding as an hpr::kernels::App (issue 3; paper §3.2.1 and §3.3; architecture.md "One
+// application, one unit"). Kernel: kernels/ipv4/ipv4.cl; native twin: ipv4_ref.cpp; tables: lpm.hpp.
+//
+// Device layout:
+//  * slice = the IPv4 header only: offset l3_off, len = min(bytes to end of frame, max(20, IHL*4))
+//    (20..60 bytes; the header descriptors of paper §3.3 — payloads never travel to the device);
+//    for packets that are not IPv4 the slice is empty.
+//  * Desc::flags = bytes from L3 to the end of the frame (bits 0..14, capped at 32767), so the kernel
+//    can check the total length against the frame; bit 15 (kDescNotIpv4) marks a non-IPv4 packet.
+//  * out = one Ipv4Result (8 bytes) per packet; the slice is modified in place (TTL, checksum) and
+//    written back (writes_back() == true).
+//  * device tables: FlatLpm tbl24 and tbl8 (kernel arguments 4 and 5), uploaded once per context.
+//
+// Per packet (kernel and native, byte-identical): see ipv4.cl's header comment. The check order gives
+// exactly one DropReason per dropped packet: kNotIPv4 (only when non_ipv4_port is unset), kTruncated,
+// kBadVersion, kBadIhl, kBadTotalLength, kBadChecksum, kTtlExceeded, kNoRoute.
+//
+// finish() sets Packet::drop for dropped packets and Packet::out_port (= next hop) for the others.
+// For kTtlExceeded the pipeline builds the reply with build_icmp_time_exceeded() and sends it.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/app.hpp"
+#include "kernels/ipv4/lpm.hpp"
+#include "kernels/ipv4/routes.hpp"
+
+namespace hpr::kernels::ipv4 {
+
+struct Ipv4Result {
+  uint32_t next_hop;  // kNoNextHop when dropped
+  uint16_t out_port;
+  uint8_t drop;       // DropReason
+  uint8_t flags;      // kRes* bits
+};
+static_assert(sizeof(Ipv4Result) == 8);
+
+inline constexpr uint8_t kResIcmpTimeExceeded = 1;  // TTL <= 1: send ICMP Time Exceeded
+inline constexpr uint8_t kResNotIpv4 = 2;           // packet was not IPv4 (passed to the default port or dropped)
+inline constexpr uint8_t kResDefaultRoute = 4;      // LPM miss, forwarded by the default next hop
+
+inline constexpr uint16_t kDescNotIpv4 = 0x8000;
+inline constexpr uint16_t kDescAvailMask = 0x7fff;
+inline constexpr uint32_t kMaxHeaderBytes = 60;
+
+struct Ipv4Config {
+  // Ports of the router. Next hops are output ports, so every next hop must be < num_ports; for the
+  // pyasn BGP table the next hop is origin_AS mod num_ports (routes.hpp).
+  uint32_t num_ports = 4;
+  // LPM miss → forward to this next hop (port); unset → drop kNoRoute.
+  std::optional<uint32_t> default_next_hop;
+  // Non-IPv4 packets → this port; unset → drop kNotIPv4.
+  std::optional<uint16_t> non_ipv4_port;
+  // Entry width of the flat table (kAuto: 16 bits when the routes fit).
+  LpmWidth lpm_width = LpmWidth::kAuto;
+};
+
+enum class RouteFormat : uint8_t {
+  kAuto,   // *.dat / *.dat.gz → kIpasn, anything else → kText
+  kIpasn,  // pyasn IP-ASN32-DAT, next hop = AS mod num_ports
+  kText,   // "prefix/len nexthop"
+};
+
+// Loads a route file in `format`. Errors: those of load_ipasn / load_route_text (routes.hpp).
+Result<std::vector<Route>> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports);
+
+class Ipv4App final : public App {
+ public:
+  // Errors: kInvalidArgument for num_ports == 0, a next hop or default_next_hop >= num_ports (names the
+  // route), non_ipv4_port >= num_ports, an empty table; those of FlatLpm::build.
+  static Result<std::unique_ptr<Ipv4App>> create(std::span<const Route> routes, const Ipv4Config& config);
+  // load_routes + create.
+  static Result<std::unique_ptr<Ipv4App>> from_file(const std::string& path, const Ipv4Config& config,
+                                                   RouteFormat format = RouteFormat::kAuto);
+
+  std::string_view name() const override { return "ipv4"; }
+  Slice slice(const Packet& p) const override;
+  uint32_t max_slice_bytes() const override { return kMaxHeaderBytes; }
+  uint32_t result_bytes() const override { return sizeof(Ipv4Result); }
+  bool writes_back() const override { return true; }
+  std::string kernel_source() const override;
+  std::string_view kernel_name() const override { return "ipv4_fwd"; }
+  std::string build_options() const override;
+  // Errors: kUnavailable when a buffer cannot be created on the context (OpenCL error named).
+  Result<std::unique_ptr<DeviceTables>> make_device_tables(const cl::Context& ctx,
+                                                           const cl::CommandQueue& queue) const override;
+  void run_native(const BatchView& batch) const override;
+  // Packets that already carry a drop reason (the executor gave them an empty slice) are left alone.
+  void finish(std::span<Packet> pkts, const BatchView& batch) const override;
+  // Packets forwarded (not dropped) in the batch.
+  uint64_t count_events(const BatchView& batch) const override;
+  std::string_view event_name() const override { return "forwarded"; }
+
+  const FlatLpm& lpm() const { return lpm_; }
+  const Ipv4Config& config() const { return config_; }
+
+ private:
+  Ipv4App(FlatLpm lpm, const Ipv4Config& config) : lpm_(std::move(lpm)), config_(config) {}
+  FlatLpm lpm_;
+  Ipv4Config config_;
+};
+
+// Builds an ICMP Time Exceeded message (type 11, code 0 "TTL exceeded in transit"; RFC 792) answering
+// `p` into `out` and returns its length. Ethernet: the original L2 header (VLAN tags kept) with source
+// and destination MAC swapped. IPv4: src = router_addr (host byte order), dst = p's source, TTL 64,
+// protocol 1, no options, header checksum set. ICMP: checksum set, 4 unused zero bytes, then the
+// original IP header and the first 8 bytes of its data (fewer if the datagram has fewer), per RFC 792.
+// Needs p.l3_off set and the original header intact (the app does not modify dropped packets).
+// Errors: kInvalidArgument when p has no complete IPv4 header inside the frame, or `out` is shorter than
+// l3_off + 28 + IHL*4 + 8 bytes.
+Result<size_t> build_icmp_time_exceeded(const Packet& p, uint32_t router_addr, std::span<uint8_t> out);
+
+}  // namespace hpr::kernels::ipv4

@@ -1,0 +1,102 @@
+// Native IPv4 forwarding on the device batch layout: the test oracle for ipv4.cl and the native lane.
+// Same checks, in the same order, writing the same bytes as the kernel (see ipv4.cl).
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/ipv4/ipv4_app.hpp"
+#include "kernels/ipv4/ipv4_hdr.hpp"
+
+namespace hpr::kernels::ipv4 {
+namespace {
+
+constexpr uint8_t reason(DropReason r) { return static_cast<uint8_t>(r); }
+
+// Validates one header; returns 0 when it may be forwarded (dst filled) or the drop reason / result set.
+inline uint8_t check(const Desc& d, const uint8_t* h, Ipv4Result& r, const Ipv4Config& cfg) {
+  r = Ipv4Result{kNoNextHop, 0, 0, 0};
+  if (d.flags & kDescNotIpv4) {
+    r.flags = kResNotIpv4;
+    if (cfg.non_ipv4_port) {
+      r.out_port = *cfg.non_ipv4_port;
+    } else {
+      r.drop = reason(DropReason::kNotIPv4);
+    }
+    return 1;
+  }
+  const uint32_t avail = d.flags & kDescAvailMask;
+  const uint32_t len = d.len;
+  if (len < 20) {
+    r.drop = reason(DropReason::kTruncated);
+    return 1;
+  }
+  const uint32_t ihl4 = (h[0] & 0xfu) * 4u;
+  const uint32_t tot = (uint32_t{h[2]} << 8) | h[3];
+  if ((h[0] >> 4) != 4) {
+    r.drop = reason(DropReason::kBadVersion);
+  } else if (ihl4 < 20 || ihl4 > len) {
+    r.drop = reason(DropReason::kBadIhl);
+  } else if (tot < ihl4 || tot > avail) {
+    r.drop = reason(DropReason::kBadTotalLength);
+  } else if (ones_sum(h, ihl4) != 0xffff) {
+    r.drop = reason(DropReason::kBadChecksum);
+  } else if (h[8] <= 1) {
+    r.drop = reason(DropReason::kTtlExceeded);
+    r.flags = kResIcmpTimeExceeded;
+  }
+  return r.drop != 0 ? 1 : 0;
+}
+
+}  // namespace
+
+void Ipv4App::run_native(const BatchView& batch) const {
+  // Chunks: validate, then one prefetching bulk LPM lookup for the survivors, then rewrite. The chunk
+  // arrays live on the stack (no allocation on the hot path).
+  constexpr uint32_t kChunk = 64;
+  auto* res = reinterpret_cast<Ipv4Result*>(batch.out);
+  for (uint32_t base = 0; base < batch.n; base += kChunk) {
+    const uint32_t m = std::min(kChunk, batch.n - base);
+    uint32_t dst[kChunk];
+    uint32_t idx[kChunk];
+    uint32_t nh[kChunk];
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < m; ++j) {
+      const uint32_t i = base + j;
+      const Desc& d = batch.desc[i];
+      const uint8_t* h = batch.pkts + d.off;
+      Ipv4Result r;
+      if (check(d, h, r, config_) != 0) {
+        std::memcpy(res + i, &r, sizeof r);
+        continue;
+      }
+      dst[k] = (uint32_t{h[16]} << 24) | (uint32_t{h[17]} << 16) | (uint32_t{h[18]} << 8) | h[19];
+      idx[k] = i;
+      ++k;
+    }
+    lpm_.lookup_bulk(dst, nh, k);
+    for (uint32_t t = 0; t < k; ++t) {
+      const uint32_t i = idx[t];
+      uint8_t* h = batch.pkts + batch.desc[i].off;
+      Ipv4Result r{kNoNextHop, 0, 0, 0};
+      uint32_t hop = nh[t];
+      if (hop == kNoNextHop) {
+        if (!config_.default_next_hop) {
+          r.drop = reason(DropReason::kNoRoute);
+          std::memcpy(res + i, &r, sizeof r);
+          continue;
+        }
+        hop = *config_.default_next_hop;
+        r.flags = kResDefaultRoute;
+      }
+      const uint16_t hc = static_cast<uint16_t>((uint32_t{h[10]} << 8) | h[11]);
+      const uint16_t hc2 = ttl_decrement_checksum(hc, h[8], h[9]);
+      h[8] = static_cast<uint8_t>(h[8] - 1);
+      h[10] = static_cast<uint8_t>(hc2 >> 8);
+      h[11] = static_cast<uint8_t>(hc2);
+      r.next_hop = hop;
+      r.out_port = static_cast<uint16_t>(hop);
+      std::memcpy(res + i, &r, sizeof r);
+    }
+  }
+}
+
+}  // namespace hpr::kernels::ipv4

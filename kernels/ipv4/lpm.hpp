@@ -1,0 +1,89 @@
+#pragma once
+// Longest-prefix match for IPv4 forwarding (issue 3; paper §3.2.1 used a radix trie, we use a flat table).
+//
+// FlatLpm — DIR-24-8 (Gupta, Lin, McKeown, "Routing lookups in hardware at memory access speeds",
+// INFOCOM 1998; the layout of DPDK rte_lpm): a 2^24-entry first-level table indexed by the top 24
+// address bits, and a pool of 256-entry second-level groups for /24 blocks that hold longer prefixes.
+// One or two dependent loads per lookup, no pointers (32-bit indices), so the same two arrays are
+// uploaded as OpenCL buffers and walked by kernels/ipv4/ipv4.cl.
+//
+// Entry encoding, W = 16 bits ("narrow", 32 MiB first level) or 32 bits ("wide", 64 MiB):
+//   0                       no route
+//   top bit set (tbl24)     tbl8 group index in the low W-1 bits
+//   otherwise               next_hop + 1
+// Narrow is chosen when every next hop is < 2^15 - 1 and at most 2^15 groups are needed (true for
+// the full RouteViews table: 3,465 routes longer than /24); it halves the cache and TLB footprint
+// of the first level compared with rte_lpm's 4-byte entries. The tbl8 pool is sized exactly from the
+// routes (one group per distinct /24 that has a longer prefix), not a fixed cap.
+//
+// TrieLpm — a plain binary trie, one node per prefix bit; slow and obviously correct: the test oracle.
+//
+// Duplicate prefixes: the later route in the input wins in both structures.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "hpr/status.hpp"
+#include "kernels/ipv4/routes.hpp"
+
+namespace hpr::kernels::ipv4 {
+
+inline constexpr uint32_t kNoNextHop = 0xffffffffu;
+
+enum class LpmWidth : uint8_t { kAuto, kNarrow, kWide };
+
+class FlatLpm {
+ public:
+  // Errors: kInvalidArgument when `routes` is empty, a next hop is >= kMaxNextHop, or kNarrow was asked
+  // for and the routes do not fit it (message says which limit).
+  static Result<FlatLpm> build(std::span<const Route> routes, LpmWidth width = LpmWidth::kAuto);
+
+  // Next hop of the longest matching prefix of `addr` (host byte order), kNoNextHop on a miss.
+  uint32_t lookup(uint32_t addr) const;
+  // Batch lookup (like rte_lpm_lookup_bulk): next_hops[i] = lookup(addrs[i]). Prefetches the
+  // first-level entries ahead, which is where the time goes on a table much larger than the caches.
+  void lookup_bulk(const uint32_t* addrs, uint32_t* next_hops, uint32_t n) const;
+
+  bool wide() const { return wide_; }
+  uint32_t entry_bytes() const { return wide_ ? 4 : 2; }
+  uint32_t num_groups() const { return num_groups_; }
+  uint32_t num_routes() const { return num_routes_; }
+  // Raw tables for the device upload. tbl8 has max(1, num_groups) * 256 entries.
+  const void* tbl24() const { return tbl24_.get(); }
+  size_t tbl24_bytes() const { return (size_t{1} << 24) * entry_bytes(); }
+  const void* tbl8() const { return tbl8_.get(); }
+  size_t tbl8_bytes() const { return size_t{std::max<uint32_t>(num_groups_, 1)} * 256 * entry_bytes(); }
+
+ private:
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
+  template <typename E>
+  static void fill(FlatLpm& t, std::span<const Route> sorted);
+  template <typename E>
+  void bulk(const uint32_t* addrs, uint32_t* next_hops, uint32_t n) const;
+
+  std::unique_ptr<uint8_t, FreeDeleter> tbl24_;
+  std::unique_ptr<uint8_t, FreeDeleter> tbl8_;
+  bool wide_ = false;
+  uint32_t num_groups_ = 0;
+  uint32_t num_routes_ = 0;
+};
+
+class TrieLpm {
+ public:
+  explicit TrieLpm(std::span<const Route> routes);
+  uint32_t lookup(uint32_t addr) const;  // kNoNextHop on a miss
+  size_t num_nodes() const { return nodes_.size(); }
+
+ private:
+  struct Node {
+    uint32_t child[2] = {0, 0};  // 0: none (node 0 is the root, never a child)
+    uint32_t next_hop = kNoNextHop;
+  };
+  std::vector<Node> nodes_;
+};
+
+}  // namespace hpr::kernels::ipv4

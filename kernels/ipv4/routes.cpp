@@ -1,0 +1,166 @@
+#include "kernels/ipv4/routes.hpp"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+namespace hpr::kernels::ipv4 {
+namespace {
+
+bool parse_u32(std::string_view s, uint32_t& v) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+// Splits on runs of spaces/tabs.
+std::vector<std::string_view> fields(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    size_t j = i;
+    while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+// "a.b.c.d/len" → prefix, len; error text empty on success.
+std::string parse_prefix(std::string_view s, uint32_t& prefix, uint8_t& len) {
+  size_t slash = s.find('/');
+  if (slash == std::string_view::npos) return fmt::format("'{}' is not a prefix (expected a.b.c.d/len)", s);
+  if (!parse_ipv4(s.substr(0, slash), prefix)) return fmt::format("bad IPv4 address '{}'", s.substr(0, slash));
+  uint32_t l = 0;
+  if (!parse_u32(s.substr(slash + 1), l) || l > 32) return fmt::format("bad prefix length '{}' (0..32)", s.substr(slash + 1));
+  len = static_cast<uint8_t>(l);
+  uint32_t mask = len == 0 ? 0 : ~0u << (32 - len);
+  if ((prefix & ~mask) != 0) return fmt::format("host bits set in '{}' (did you mean {}/{}?)", s, format_ipv4(prefix & mask), l);
+  return {};
+}
+
+template <typename LineFn>
+Status for_each_line(std::string_view text, LineFn&& fn) {
+  size_t line_no = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    ++line_no;
+    HPR_RETURN_IF_ERROR(fn(text.substr(pos, nl - pos), line_no));
+    pos = nl + 1;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool parse_ipv4(std::string_view s, uint32_t& addr) {
+  uint32_t a = 0;
+  for (int i = 0; i < 4; ++i) {
+    size_t dot = i < 3 ? s.find('.') : s.size();
+    if (dot == std::string_view::npos || dot == 0 || dot > 3) return false;
+    uint32_t octet = 0;
+    if (!parse_u32(s.substr(0, dot), octet) || octet > 255) return false;
+    a = (a << 8) | octet;
+    s.remove_prefix(i < 3 ? dot + 1 : dot);
+  }
+  if (!s.empty()) return false;
+  addr = a;
+  return true;
+}
+
+std::string format_ipv4(uint32_t a) {
+  return fmt::format("{}.{}.{}.{}", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
+}
+
+Result<std::string> read_maybe_gzip(const std::string& path) {
+  // gzread reads plain files transparently as well.
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return error(errno == ENOENT ? Code::kNotFound : Code::kIoError, "{}: cannot open: {}", path, std::strerror(errno));
+  }
+  gzbuffer(f, 1 << 17);
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    int n = gzread(f, buf, sizeof buf);
+    if (n < 0) {
+      int err = 0;
+      std::string msg = gzerror(f, &err);
+      gzclose(f);
+      return error(Code::kIoError, "{}: read failed: {}", path, msg);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  gzclose(f);
+  return out;
+}
+
+Result<std::vector<Route>> parse_ipasn(std::string_view text, std::string_view name, uint32_t num_ports) {
+  if (num_ports == 0) return error(Code::kInvalidArgument, "num_ports must be at least 1 (next hop = AS mod num_ports)");
+  std::vector<Route> routes;
+  routes.reserve(text.size() / 20);
+  Status st = for_each_line(text, [&](std::string_view line, size_t no) -> Status {
+    line = trim(line);
+    if (line.empty() || line.front() == ';') return Status::ok();
+    auto f = fields(line);
+    if (f.size() != 2) return error(Code::kInvalidArgument, "{}:{}: expected 'prefix/len<TAB>AS', got {} field(s)", name, no, f.size());
+    Route r;
+    if (auto e = parse_prefix(f[0], r.prefix, r.len); !e.empty()) return error(Code::kInvalidArgument, "{}:{}: {}", name, no, e);
+    uint32_t as = 0;
+    if (!parse_u32(f[1], as)) return error(Code::kInvalidArgument, "{}:{}: bad origin AS '{}' (expected a decimal number)", name, no, f[1]);
+    r.next_hop = as % num_ports;
+    if (r.next_hop >= kMaxNextHop) return error(Code::kInvalidArgument, "num_ports {} too large (next hops must be < {})", num_ports, kMaxNextHop);
+    routes.push_back(r);
+    return Status::ok();
+  });
+  if (!st) return st;
+  if (routes.empty()) return error(Code::kInvalidArgument, "{}: no routes (empty route table)", name);
+  return routes;
+}
+
+Result<std::vector<Route>> parse_route_text(std::string_view text, std::string_view name) {
+  std::vector<Route> routes;
+  Status st = for_each_line(text, [&](std::string_view line, size_t no) -> Status {
+    line = trim(line);
+    if (line.empty() || line.front() == ';' || line.front() == '#') return Status::ok();
+    auto f = fields(line);
+    if (f.size() != 2) return error(Code::kInvalidArgument, "{}:{}: expected 'prefix/len nexthop', got {} field(s)", name, no, f.size());
+    Route r;
+    if (auto e = parse_prefix(f[0], r.prefix, r.len); !e.empty()) return error(Code::kInvalidArgument, "{}:{}: {}", name, no, e);
+    uint32_t nh = 0;
+    if (!parse_u32(f[1], nh)) return error(Code::kInvalidArgument, "{}:{}: bad next hop '{}' (expected a decimal port number)", name, no, f[1]);
+    if (nh >= kMaxNextHop) return error(Code::kInvalidArgument, "{}:{}: next hop {} too large (must be < {})", name, no, nh, kMaxNextHop);
+    r.next_hop = nh;
+    routes.push_back(r);
+    return Status::ok();
+  });
+  if (!st) return st;
+  if (routes.empty()) return error(Code::kInvalidArgument, "{}: no routes (empty route table)", name);
+  return routes;
+}
+
+Result<std::vector<Route>> load_ipasn(const std::string& path, uint32_t num_ports) {
+  auto text = read_maybe_gzip(path);
+  if (!text) return text.status();
+  return parse_ipasn(*text, path, num_ports);
+}
+
+Result<std::vector<Route>> load_route_text(const std::string& path) {
+  auto text = read_maybe_gzip(path);
+  if (!text) return text.status();
+  return parse_route_text(*text, path);
+}
+
+}  // namespace hpr::kernels::ipv4

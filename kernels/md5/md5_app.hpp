@@ -1,0 +1,78 @@
+#pragma once
+// MD5 packet hashing (paper §3.2.3, "Packet hashing"; MD5 as in RFC 1321).
+//
+// Per packet: the 16-byte MD5 digest of the L4 payload (Packet::payload_off/payload_len), or of the
+// whole Ethernet frame with Md5Options::whole_frame. A packet without a parsed payload
+// (payload_off == kNoOffset) hashes the empty string. Digests go to `out` (16 bytes per packet,
+// RFC 1321 byte order); packets are never modified (writes_back() == false) and never dropped.
+//
+// Native path (md5_ref.cpp): batch-oriented and multi-buffer. With AVX2 eight packets are hashed at
+// once, one per 32-bit lane of a ymm register; a lane that finishes its packet is refilled with the
+// next packet of the batch, so packets of different lengths share the lanes (the technique of Intel's
+// multi-buffer crypto / isa-l_crypto md5_mb). The CPU is checked once (__builtin_cpu_supports); the
+// scalar path is the fallback and the test oracle.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "kernels/app.hpp"
+
+namespace hpr::kernels::md5 {
+
+inline constexpr uint32_t kDigestBytes = 16;
+
+// Which native implementation run_native uses. kAuto: the fastest the CPU supports.
+enum class Impl : uint8_t { kAuto, kScalar, kAvx2 };
+
+// True when the CPU (and the build) support `impl`. kAuto and kScalar are always supported.
+bool impl_supported(Impl impl);
+std::string_view impl_name(Impl impl);
+
+// One-shot MD5 of `len` bytes (scalar, RFC 1321).
+void md5(const uint8_t* data, size_t len, uint8_t digest[kDigestBytes]);
+
+// The native batch: for each i < batch.n, MD5 of pkts[desc[i].off, +desc[i].len) into
+// out[16*i, 16*i+16). kAuto falls back to scalar when the CPU lacks AVX2; an explicitly requested
+// unsupported impl also falls back to scalar.
+void md5_batch(const BatchView& batch, Impl impl = Impl::kAuto);
+
+struct Md5Options {
+  bool whole_frame = false;        // hash the whole frame instead of the L4 payload
+  Impl impl = Impl::kAuto;         // native implementation
+  uint32_t max_frame_bytes = 9216; // upper bound of a frame (jumbo), for max_slice_bytes()
+};
+
+class Md5App final : public App {
+ public:
+  explicit Md5App(Md5Options options = {}) : options_(options) {}
+
+  std::string_view name() const override { return "md5"; }
+  Slice slice(const Packet& p) const override;
+  uint32_t max_slice_bytes() const override { return options_.max_frame_bytes; }
+  uint32_t result_bytes() const override { return kDigestBytes; }
+  bool writes_back() const override { return false; }
+
+  std::string kernel_source() const override;
+  std::string_view kernel_name() const override { return "md5"; }
+  // No tables: the returned object binds nothing.
+  Result<std::unique_ptr<DeviceTables>> make_device_tables(const cl::Context& ctx,
+                                                           const cl::CommandQueue& queue) const override;
+
+  void run_native(const BatchView& batch) const override { md5_batch(batch, options_.impl); }
+  // Nothing to apply: digests stay in `out` for the caller (dedup store, logs).
+  void finish(std::span<Packet> pkts, const BatchView& batch) const override;
+  // One line per packet not dropped: "<prefix(i)> md5 <32 hex digits>\n".
+  void append_log(std::span<const Packet> pkts, const BatchView& batch,
+                  const std::function<std::string(uint32_t)>& prefix, std::string& out) const override;
+  uint64_t count_events(const BatchView& batch) const override { return batch.n; }
+  std::string_view event_name() const override { return "digests"; }
+
+  const Md5Options& options() const { return options_; }
+
+ private:
+  Md5Options options_;
+};
+
+}  // namespace hpr::kernels::md5

@@ -1,0 +1,28 @@
+#pragma once
+// Applications by name, with explicit registration (static registrars in static libraries are
+// silently dropped by the linker: architecture.md).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/app.hpp"
+
+namespace hpr::kernels {
+
+struct AppOptions {
+  std::string routes;        // ipv4: route file (.dat/.dat.gz pyasn, or "prefix/len nexthop" text)
+  uint32_t ports = 4;        // ipv4: output ports (next hop = origin AS mod ports for BGP tables)
+  bool drop_non_ipv4 = false;// ipv4: drop non-IPv4 (kNotIPv4) instead of passing to port 0
+  std::string rules;         // dpi: rule file or directory of *.rules
+  std::string keys;          // aes: key file; empty: keys derived from the master key
+  std::string master_key;    // aes: hex master key for derived keys
+  uint32_t key_capacity = 65536;     // aes: key table slots (= flow table capacity; keys indexed by flow id)
+  bool md5_whole_frame = false;      // md5: digest the whole frame instead of the L4 payload
+  uint32_t max_frame_bytes = 2048;   // largest frame the input port hands out (its buffer slot)
+};
+
+std::vector<std::string> app_names();
+// Errors: kInvalidArgument for an unknown name (listing the known ones), and those of the app.
+Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions& opt);
+
+}  // namespace hpr::kernels

@@ -1,0 +1,137 @@
+#include "profiler/table/config_table.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+namespace hpr::prof {
+
+using nlohmann::json;
+
+std::string fingerprint_difference(const Fingerprint& t, const Fingerprint& m) {
+  auto diff = [](const std::string& field, const std::string& a, const std::string& b) {
+    return fmt::format("{}: table has '{}', this machine has '{}'", field, a, b);
+  };
+  if (t.hpr_version != m.hpr_version) return diff("hpr_version", t.hpr_version, m.hpr_version);
+  if (t.app != m.app) return diff("app", t.app, m.app);
+  if (t.traffic != m.traffic) return diff("traffic", t.traffic, m.traffic);
+  if (t.devices.size() != m.devices.size())
+    return fmt::format("devices: table has {} devices, this machine has {}", t.devices.size(), m.devices.size());
+  for (size_t i = 0; i < t.devices.size(); ++i) {
+    const auto &a = t.devices[i], &b = m.devices[i];
+    if (a.name != b.name) return diff(fmt::format("devices[{}].name", i), a.name, b.name);
+    if (a.driver != b.driver) return diff(fmt::format("devices[{}].driver", i), a.driver, b.driver);
+    if (a.version != b.version) return diff(fmt::format("devices[{}].version", i), a.version, b.version);
+  }
+  return "";
+}
+
+namespace {
+
+json to_json(const Fingerprint& f) {
+  json devs = json::array();
+  for (const auto& d : f.devices) devs.push_back({{"name", d.name}, {"driver", d.driver}, {"version", d.version}});
+  return {{"hpr_version", f.hpr_version}, {"app", f.app}, {"traffic", f.traffic}, {"devices", devs}};
+}
+
+Fingerprint fingerprint_from(const json& j) {
+  Fingerprint f;
+  f.hpr_version = j.at("hpr_version").get<std::string>();
+  f.app = j.at("app").get<std::string>();
+  f.traffic = j.at("traffic").get<std::string>();
+  for (const auto& d : j.at("devices"))
+    f.devices.push_back({d.at("name").get<std::string>(), d.at("driver").get<std::string>(),
+                         d.at("version").get<std::string>()});
+  return f;
+}
+
+}  // namespace
+
+Status save_table(const std::string& path, const ConfigTable& t) {
+  json j = {{"format", "hpr-config-table"},
+            {"version", t.version},
+            {"complete", t.complete},
+            {"fingerprint", to_json(t.fingerprint)},
+            {"points", t.points}};
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return error(Code::kIoError, "{}: cannot write: {}", tmp, std::strerror(errno));
+    out << j.dump(1) << '\n';
+    out.flush();
+    if (!out) return error(Code::kIoError, "{}: write failed: {}", tmp, std::strerror(errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return error(Code::kIoError, "rename {} -> {}: {}", tmp, path, std::strerror(errno));
+  return Status::ok();
+}
+
+Result<ConfigTable> load_table(const std::string& path, const Fingerprint& machine, bool allow_mismatch) {
+  std::ifstream in(path);
+  if (!in) return error(Code::kNotFound, "configuration table {}: cannot open ({})", path, std::strerror(errno));
+  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return error(Code::kInvalidArgument, "configuration table {}: not valid JSON", path);
+  ConfigTable t;
+  try {
+    if (j.value("format", std::string()) != "hpr-config-table")
+      return error(Code::kInvalidArgument, "{}: not an hpr configuration table (\"format\" is not \"hpr-config-table\")",
+                   path);
+    t.version = j.at("version").get<int>();
+    if (t.version != kTableFormatVersion)
+      return error(Code::kInvalidArgument, "{}: table format version {} is not supported (this hpr reads {}); "
+                   "re-run `hpr profile`", path, t.version, kTableFormatVersion);
+    t.complete = j.value("complete", false);
+    t.fingerprint = fingerprint_from(j.at("fingerprint"));
+  } catch (const json::exception& e) {
+    return error(Code::kInvalidArgument, "{}: bad table header: {}", path, e.what());
+  }
+  if (std::string d = fingerprint_difference(t.fingerprint, machine); !d.empty() && !allow_mismatch)
+    return error(Code::kInvalidArgument,
+                 "{}: the table was profiled on another machine or setup ({}). Re-run `hpr profile` here, or pass "
+                 "allow_mismatch (--allow-table-mismatch) to use it anyway",
+                 path, d);
+  const json& pts = j.contains("points") ? j.at("points") : json::array();
+  for (size_t i = 0; i < pts.size(); ++i) {
+    sched::Configuration c;
+    try {
+      c = pts[i].get<sched::Configuration>();
+    } catch (const json::exception& e) {
+      return error(Code::kInvalidArgument, "{}: points[{}]: {}", path, i, e.what());
+    }
+    if (Status s = sched::validate(c); !s.is_ok())
+      return error(Code::kInvalidArgument, "{}: points[{}]: {}", path, i, s.message());
+    t.points.push_back(c);
+  }
+  return t;
+}
+
+Status fill_store(const ConfigTable& t, sched::ConfigStore& store) {
+  for (size_t i = 0; i < t.points.size(); ++i) {
+    auto id = store.insert(t.points[i]);
+    if (!id) return error(Code::kInvalidArgument, "points[{}]: {}", i, id.status().message());
+  }
+  return Status::ok();
+}
+
+Result<TableWriter> TableWriter::create(std::string path, Fingerprint fp) {
+  TableWriter w(std::move(path), std::move(fp));
+  HPR_RETURN_IF_ERROR(w.save());
+  return w;
+}
+
+Status TableWriter::append(const sched::Configuration& point) {
+  HPR_RETURN_IF_ERROR(sched::validate(point));
+  table_.points.push_back(point);
+  return save();
+}
+
+Status TableWriter::finish() {
+  table_.complete = true;
+  return save();
+}
+
+}  // namespace hpr::prof

@@ -1,0 +1,249 @@
+// Native and OpenCL executors (see lane.hpp).
+#include <algorithm>
+#include <cstring>
+
+#include "hpr/clock.hpp"
+#include "runtime/pipeline/lane.hpp"
+
+namespace hpr {
+namespace {
+
+using kernels::App;
+using kernels::BatchView;
+using kernels::Desc;
+
+// One batch's packets, descriptors and host-side views.
+struct Slot {
+  std::vector<Packet> pkts;
+  uint32_t n = 0;
+  uint32_t pkts_bytes = 0;  // gathered bytes
+  uint64_t submit_ns = 0;
+};
+
+size_t slice_buffer_bytes(const App& app, uint32_t max_batch) {
+  return std::max<size_t>(size_t{max_batch} * kernels::align_slice(app.max_slice_bytes()), kernels::kSliceAlign);
+}
+size_t out_buffer_bytes(const App& app, uint32_t max_batch) {
+  return std::max<size_t>(size_t{max_batch} * app.result_bytes(), 16);
+}
+
+class NativeExecutor final : public Executor {
+ public:
+  NativeExecutor(const App& app, const ExecutorConfig& cfg)
+      : app_(app),
+        desc_(cfg.max_batch),
+        pkts_(slice_buffer_bytes(app, cfg.max_batch)),
+        out_(out_buffer_bytes(app, cfg.max_batch)) {
+    slot_.pkts.resize(cfg.max_batch);
+  }
+  std::string describe() const override { return "native"; }
+  uint32_t slots() const override { return 1; }
+  uint32_t outstanding() const override { return full_ ? 1 : 0; }
+
+  Status submit(const Packet* pkts, uint32_t n) override {
+    std::copy(pkts, pkts + n, slot_.pkts.begin());
+    slot_.n = n;
+    full_ = true;
+    return Status::ok();
+  }
+
+  Result<bool> reap(bool, std::vector<Packet>& done,
+                    const std::function<void(std::span<const Packet>, const BatchView&)>& on_batch) override {
+    if (!full_) return false;
+    std::span<Packet> pk(slot_.pkts.data(), slot_.n);
+    kernels::gather_into(app_, pk, desc_.data(), pkts_.data(), pkts_.size());
+    BatchView v{desc_.data(), slot_.n, pkts_.data(), out_.data()};
+    app_.run_native(v);
+    kernels::scatter_back(app_, pk, v);
+    app_.finish(pk, v);
+    on_batch(pk, v);
+    done.insert(done.end(), pk.begin(), pk.end());
+    full_ = false;
+    return true;
+  }
+  void take_outstanding(std::vector<Packet>& out) override {
+    if (full_) out.insert(out.end(), slot_.pkts.begin(), slot_.pkts.begin() + slot_.n);
+    full_ = false;
+  }
+
+ private:
+  const App& app_;
+  Slot slot_;
+  bool full_ = false;
+  std::vector<Desc> desc_;
+  std::vector<uint8_t> pkts_;
+  std::vector<uint8_t> out_;
+};
+
+// OpenCL: `in_flight` slots, each with its own in-order queue so that the copies of one batch
+// overlap the kernel of another on devices with their own memory. Host-unified devices use one
+// CL_MEM_ALLOC_HOST_PTR buffer per array, mapped for the host and unmapped for the kernel: nothing
+// is copied. Discrete devices gather into pinned staging buffers and copy only the bytes used
+// (descriptors and slices in; results, and slices when the app writes back, out).
+class ClExecutor final : public Executor {
+ public:
+  struct ClSlot : Slot {
+    cl::CommandQueue queue;
+    cl::Buffer desc_buf, pkts_buf, out_buf;      // what the kernel sees
+    cl::Buffer desc_stage, pkts_stage, out_stage;// discrete only: pinned host staging
+    Desc* desc_host = nullptr;
+    uint8_t* pkts_host = nullptr;
+    uint8_t* out_host = nullptr;
+    cl::Event done;
+  };
+
+  static Result<std::unique_ptr<Executor>> create(const App& app, std::shared_ptr<kernels::AppProgram> prog,
+                                                  bool unified, const ExecutorConfig& cfg) {
+    std::unique_ptr<ClExecutor> e(new ClExecutor(app, std::move(prog), unified, cfg));
+    auto k = e->prog_->make_kernel(app);
+    if (!k) return k.status();
+    e->kernel_ = std::move(*k);
+    const size_t desc_bytes = sizeof(Desc) * cfg.max_batch;
+    const size_t pkts_bytes = slice_buffer_bytes(app, cfg.max_batch);
+    const size_t out_bytes = out_buffer_bytes(app, cfg.max_batch);
+    try {
+      for (uint32_t i = 0; i < std::max<uint32_t>(cfg.in_flight, 1); ++i) {
+        auto s = std::make_unique<ClSlot>();
+        s->pkts.resize(cfg.max_batch);
+        auto& ctx = e->prog_->context;
+        s->queue = cl::CommandQueue(ctx, e->prog_->device);
+        if (unified) {
+          s->desc_buf = cl::Buffer(ctx, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, desc_bytes);
+          s->pkts_buf = cl::Buffer(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, pkts_bytes);
+          s->out_buf = cl::Buffer(ctx, CL_MEM_WRITE_ONLY | CL_MEM_ALLOC_HOST_PTR, out_bytes);
+        } else {
+          s->desc_buf = cl::Buffer(ctx, CL_MEM_READ_ONLY, desc_bytes);
+          s->pkts_buf = cl::Buffer(ctx, CL_MEM_READ_WRITE, pkts_bytes);
+          s->out_buf = cl::Buffer(ctx, CL_MEM_WRITE_ONLY, out_bytes);
+          s->desc_stage = cl::Buffer(ctx, CL_MEM_ALLOC_HOST_PTR, desc_bytes);
+          s->pkts_stage = cl::Buffer(ctx, CL_MEM_ALLOC_HOST_PTR, pkts_bytes);
+          s->out_stage = cl::Buffer(ctx, CL_MEM_ALLOC_HOST_PTR, out_bytes);
+          // Staging stays mapped for the executor's life (pinned host memory).
+          s->desc_host = static_cast<Desc*>(s->queue.enqueueMapBuffer(s->desc_stage, CL_TRUE, CL_MAP_WRITE, 0, desc_bytes));
+          s->pkts_host = static_cast<uint8_t*>(
+              s->queue.enqueueMapBuffer(s->pkts_stage, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, pkts_bytes));
+          s->out_host = static_cast<uint8_t*>(s->queue.enqueueMapBuffer(s->out_stage, CL_TRUE, CL_MAP_READ, 0, out_bytes));
+        }
+        e->slots_.push_back(std::move(s));
+      }
+    } catch (const cl::Error& err) {
+      return error(Code::kUnavailable, "allocating batch buffers on '{}' failed: {}",
+                   e->prog_->device.getInfo<CL_DEVICE_NAME>(), cl_error_name(err.err()));
+    }
+    e->desc_bytes_ = desc_bytes;
+    e->pkts_bytes_ = pkts_bytes;
+    e->out_bytes_ = out_bytes;
+    return std::unique_ptr<Executor>(std::move(e));
+  }
+
+  std::string describe() const override { return fmt::format("opencl ({})", unified_ ? "mapped" : "copied"); }
+  uint32_t slots() const override { return static_cast<uint32_t>(slots_.size()); }
+  uint32_t outstanding() const override { return count_; }
+
+  Status submit(const Packet* pkts, uint32_t n) override {
+    ClSlot& s = *slots_[(head_ + count_) % slots_.size()];
+    std::copy(pkts, pkts + n, s.pkts.begin());
+    s.n = n;
+    s.submit_ns = monotonic_ns();
+    ++count_;  // outstanding from here on, so a failure hands these packets back
+    try {
+      if (unified_) {
+        s.desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(s.desc_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, desc_bytes_));
+        s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, pkts_bytes_));
+      }
+      s.pkts_bytes = kernels::gather_into(app_, {s.pkts.data(), n}, s.desc_host, s.pkts_host, pkts_bytes_);
+      const size_t used = std::max<size_t>(s.pkts_bytes, kernels::kSliceAlign);
+      if (unified_) {
+        s.queue.enqueueUnmapMemObject(s.desc_buf, s.desc_host);
+        s.queue.enqueueUnmapMemObject(s.pkts_buf, s.pkts_host);
+      } else {
+        s.queue.enqueueWriteBuffer(s.desc_buf, CL_FALSE, 0, sizeof(Desc) * n, s.desc_host);
+        s.queue.enqueueWriteBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
+      }
+      kernel_.setArg(0, s.desc_buf);
+      kernel_.setArg(1, n);
+      kernel_.setArg(2, s.pkts_buf);
+      kernel_.setArg(3, s.out_buf);
+      s.queue.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(n), cl::NullRange);
+      const size_t out_used = std::max<size_t>(size_t{n} * app_.result_bytes(), 16);
+      if (unified_) {
+        s.out_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.out_buf, CL_FALSE, CL_MAP_READ, 0, out_used));
+        s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_FALSE, CL_MAP_READ, 0, used));
+        s.desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(s.desc_buf, CL_FALSE, CL_MAP_READ, 0, sizeof(Desc) * n, nullptr, &s.done));
+      } else {
+        if (app_.writes_back()) s.queue.enqueueReadBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
+        s.queue.enqueueReadBuffer(s.out_buf, CL_FALSE, 0, out_used, s.out_host, nullptr, &s.done);
+      }
+      s.queue.flush();
+    } catch (const cl::Error& err) {
+      return error(Code::kUnavailable, "{} failed on '{}': {}", err.what(), prog_->device.getInfo<CL_DEVICE_NAME>(),
+                   cl_error_name(err.err()));
+    }
+    return Status::ok();
+  }
+
+  Result<bool> reap(bool wait, std::vector<Packet>& done,
+                    const std::function<void(std::span<const Packet>, const BatchView&)>& on_batch) override {
+    if (count_ == 0) return false;
+    ClSlot& s = *slots_[head_];
+    try {
+      cl_int st = s.done.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
+      if (st < 0) return error(Code::kUnavailable, "batch failed on '{}': {}", prog_->device.getInfo<CL_DEVICE_NAME>(), cl_error_name(st));
+      if (st != CL_COMPLETE) {
+        if (!wait) return false;
+        s.done.wait();
+      }
+      std::span<Packet> pk(s.pkts.data(), s.n);
+      BatchView v{s.desc_host, s.n, s.pkts_host, s.out_host};
+      kernels::scatter_back(app_, pk, v);
+      app_.finish(pk, v);
+      on_batch(pk, v);
+      done.insert(done.end(), pk.begin(), pk.end());
+      if (unified_) {
+        s.queue.enqueueUnmapMemObject(s.out_buf, s.out_host);
+        s.queue.enqueueUnmapMemObject(s.pkts_buf, s.pkts_host);
+        s.queue.enqueueUnmapMemObject(s.desc_buf, s.desc_host);
+      }
+    } catch (const cl::Error& err) {
+      return error(Code::kUnavailable, "{} failed on '{}': {}", err.what(), prog_->device.getInfo<CL_DEVICE_NAME>(),
+                   cl_error_name(err.err()));
+    }
+    head_ = (head_ + 1) % slots_.size();
+    --count_;
+    return true;
+  }
+
+  void take_outstanding(std::vector<Packet>& out) override {
+    for (; count_ > 0; --count_) {
+      ClSlot& s = *slots_[head_];
+      out.insert(out.end(), s.pkts.begin(), s.pkts.begin() + s.n);
+      head_ = (head_ + 1) % slots_.size();
+    }
+  }
+
+ private:
+  ClExecutor(const App& app, std::shared_ptr<kernels::AppProgram> prog, bool unified, const ExecutorConfig& cfg)
+      : app_(app), prog_(std::move(prog)), unified_(unified), cfg_(cfg) {}
+  const App& app_;
+  std::shared_ptr<kernels::AppProgram> prog_;
+  bool unified_;
+  ExecutorConfig cfg_;
+  cl::Kernel kernel_;
+  std::vector<std::unique_ptr<ClSlot>> slots_;
+  size_t head_ = 0;
+  uint32_t count_ = 0;
+  size_t desc_bytes_ = 0, pkts_bytes_ = 0, out_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_native_executor(const App& app, const ExecutorConfig& cfg) {
+  return std::make_unique<NativeExecutor>(app, cfg);
+}
+
+Result<std::unique_ptr<Executor>> make_cl_executor(const App& app, std::shared_ptr<kernels::AppProgram> prog,
+                                                   bool host_unified, const ExecutorConfig& cfg) {
+  return ClExecutor::create(app, std::move(prog), host_unified, cfg);
+}
+
+}  // namespace hpr

@@ -1,0 +1,141 @@
+#include "runtime/pipeline/lane.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "hpr/clock.hpp"
+
+namespace hpr {
+
+Lane::Lane(LaneConfig cfg, const kernels::App& app, std::unique_ptr<Executor> exec, uint32_t completion_ring)
+    : cfg_(std::move(cfg)), app_(app), exec_(std::move(exec)), input_(cfg_.queue_size), completions_(completion_ring) {
+  max_batch_ = std::max(cfg_.max_batch, cfg_.batch_size);
+  batch_target_.store(cfg_.batch_size);
+  batch_.reserve(max_batch_);
+  done_.reserve(static_cast<size_t>(max_batch_) * (exec_->slots() + 1));
+}
+
+Lane::~Lane() { join(); }
+
+void Lane::start() { thread_ = std::thread([this] { run(); }); }
+void Lane::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string Lane::log_drain() {
+  std::lock_guard<std::mutex> g(log_mu_);
+  std::string s;
+  s.swap(log_buf_);
+  return s;
+}
+
+void Lane::fail(const Status& st) {
+  failure_ = st.message();
+  spdlog::error("lane {} failed and leaves the lane set: {}", cfg_.name, st.message());
+  state_.store(LaneState::kFailed, std::memory_order_release);
+  // Hand back every packet still here, oldest first: the outstanding batches, the batch being
+  // built, then the queue. The dispatcher re-routes them once egress has drained this lane.
+  exec_->take_outstanding(orphans_);
+  orphans_.insert(orphans_.end(), batch_.begin(), batch_.end());
+  batch_.clear();
+  Packet p;
+  while (input_.pop(p)) orphans_.push_back(p);
+  state_.store(LaneState::kDrained, std::memory_order_release);
+}
+
+// Pushes completed packets to egress; waits (yields) while egress is behind: back-pressure.
+bool Lane::reap(bool wait) {
+  done_.clear();
+  auto on_batch = [&](std::span<const Packet> pk, const kernels::BatchView& v) {
+    stats_.events.fetch_add(app_.count_events(v), std::memory_order_relaxed);
+    if (log_on_) {
+      std::string lines;
+      app_.append_log(pk, v, [&](uint32_t i) { return log_prefix_(pk[i]); }, lines);
+      if (!lines.empty()) {
+        std::lock_guard<std::mutex> g(log_mu_);
+        log_buf_ += lines;
+      }
+    }
+  };
+  auto r = exec_->reap(wait, done_, on_batch);
+  if (!r) {
+    fail(r.status());
+    return false;
+  }
+  if (!*r) return false;
+  uint64_t now = monotonic_ns();
+  size_t off = 0;
+  while (off < done_.size()) {
+    off += completions_.push_burst(done_.data() + off, done_.size() - off);
+    if (off < done_.size()) std::this_thread::yield();
+  }
+  stats_.batches.fetch_add(1, std::memory_order_relaxed);
+  stats_.packets.fetch_add(done_.size(), std::memory_order_relaxed);
+  stats_.batch_pkts_sum.fetch_add(done_.size(), std::memory_order_relaxed);
+  for (const auto& p : done_) stats_.batch_latency.add(now - p.rx_ns);
+  return true;
+}
+
+void Lane::run() {
+  uint64_t first_ns = 0;  // when the oldest packet of the batch being built arrived
+  uint64_t busy_since = 0;
+  int idle_rounds = 0;
+  while (state_.load(std::memory_order_relaxed) == LaneState::kRunning) {
+    bool did = false;
+    // Fill the batch.
+    const uint32_t target = batch_target_.load(std::memory_order_relaxed);
+    if (batch_.size() < target) {
+      Packet tmp[64];
+      size_t want = std::min<size_t>(64, target - batch_.size());
+      size_t n = input_.pop_burst(tmp, want);
+      if (n > 0) {
+        if (batch_.empty()) first_ns = monotonic_ns();
+        batch_.insert(batch_.end(), tmp, tmp + n);
+        did = true;
+      }
+    }
+    uint64_t now = monotonic_ns();
+    bool stopping = stop_.load(std::memory_order_acquire);
+    bool close = !batch_.empty() && (batch_.size() >= target || now - first_ns >= cfg_.batch_timeout_ns ||
+                                     (stopping && input_.empty()));
+    if (close && exec_->outstanding() == exec_->slots()) {
+      reap(/*wait=*/true);  // all slots busy: wait for the oldest
+      if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) break;
+    }
+    if (close) {
+      if (exec_->outstanding() == 0) busy_since = now;
+      ++submitted_;
+      const bool inject = cfg_.fail_after_batches != 0 && submitted_ >= cfg_.fail_after_batches;
+      Status st = inject ? error(Code::kUnavailable, "fault injected at batch {}", submitted_)
+                         : exec_->submit(batch_.data(), static_cast<uint32_t>(batch_.size()));
+      if (!st.is_ok()) {
+        // A real submit error leaves the batch outstanding in the executor (fail() takes it back
+        // from there); an injected one never reached it, so it is still in batch_.
+        if (!inject) batch_.clear();
+        fail(st);
+        break;
+      }
+      batch_.clear();
+      did = true;
+    }
+    // Reap whatever completed.
+    while (exec_->outstanding() > 0 && reap(false)) did = true;
+    if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) break;
+    if (exec_->outstanding() == 0 && busy_since != 0) {
+      stats_.busy_ns.fetch_add(monotonic_ns() - busy_since, std::memory_order_relaxed);
+      busy_since = 0;
+    }
+    bool empty = batch_.empty() && exec_->outstanding() == 0 && input_.empty();
+    idle_.store(empty, std::memory_order_release);
+    if (stopping && empty) break;
+    if (!did) {
+      // Nothing to do: spin briefly, then yield, then sleep, so idle lanes leave the cores to busy ones.
+      if (++idle_rounds > 64) std::this_thread::sleep_for(std::chrono::microseconds(idle_rounds > 1024 ? 50 : 5));
+      else std::this_thread::yield();
+    } else {
+      idle_rounds = 0;
+    }
+  }
+  idle_.store(true, std::memory_order_release);
+}
+
+}  // namespace hpr

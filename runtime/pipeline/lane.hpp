@@ -1,0 +1,138 @@
+#pragma once
+// A lane: one device slot (an OpenCL device or a native CPU worker) with its own input queue,
+// batch builder and executor, running on its own thread (architecture.md, "The data path";
+// hetero-opencl-adaptive-scheduler.txt §3.3.1: per-device queues, batching, flow affinity).
+//
+// The batch builder closes a batch at `batch_size` packets or when the oldest packet has waited
+// `batch_timeout_ns`, so latency stays bounded at low rates. The executor keeps up to `in_flight`
+// batches submitted; batches complete in submission order, so a flow's packets leave the lane in
+// the order they entered it. When the executor fails, the lane stops, hands back every packet it
+// still holds (failed batch first, then the queue, in order) and reports itself failed.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/app.hpp"
+#include "kernels/runner.hpp"
+#include "runtime/pipeline/counters.hpp"
+#include "runtime/ring.hpp"
+
+namespace hpr {
+
+// Runs batches of one app. Implementations: native (host thread) and OpenCL.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual std::string describe() const = 0;
+  virtual uint32_t slots() const = 0;
+  // Start a batch; `pkts` are copied. Precondition: fewer than slots() batches outstanding.
+  virtual Status submit(const Packet* pkts, uint32_t n) = 0;
+  // The oldest outstanding batch, if it is complete (wait: block until it is). Its packets (with
+  // verdicts applied and modified bytes written back) are appended to `done`, and the batch view is
+  // passed to `on_batch` for logs and counters before the slot is reused. Returns false when nothing
+  // completed. An error means the device failed: the batch stays outstanding.
+  virtual Result<bool> reap(bool wait, std::vector<Packet>& done,
+                            const std::function<void(std::span<const Packet>, const kernels::BatchView&)>& on_batch) = 0;
+  virtual uint32_t outstanding() const = 0;
+  // After a failure: every outstanding batch's packets, oldest first, untouched by the app.
+  virtual void take_outstanding(std::vector<Packet>& out) = 0;
+};
+
+struct ExecutorConfig {
+  uint32_t max_batch = 1024;
+  uint32_t in_flight = 2;  // OpenCL: batches outstanding at once (>= 2 overlaps copy and compute)
+};
+
+std::unique_ptr<Executor> make_native_executor(const kernels::App& app, const ExecutorConfig& cfg);
+// Errors: program build (with the log), buffer allocation, table upload.
+Result<std::unique_ptr<Executor>> make_cl_executor(const kernels::App& app, std::shared_ptr<kernels::AppProgram> prog,
+                                                   bool host_unified, const ExecutorConfig& cfg);
+
+struct LaneConfig {
+  std::string name;                 // "native0", "cl:pthread-haswell"
+  uint32_t batch_size = 256;
+  uint32_t max_batch = 0;           // largest batch the scheduler may ask for (buffers); 0: batch_size
+  uint64_t batch_timeout_ns = 100'000;
+  uint32_t queue_size = 4096;
+  double weight = 1.0;              // share of new flows
+  uint64_t fail_after_batches = 0;  // fault injection: fail at this submit (0: never)
+};
+
+enum class LaneState : uint8_t { kRunning, kFailed, kDrained, kRemoved };
+
+struct LaneStats {
+  std::atomic<uint64_t> batches{0}, packets{0}, events{0};
+  std::atomic<uint64_t> busy_ns{0};        // time with at least one batch outstanding
+  std::atomic<uint64_t> batch_pkts_sum{0}; // for the mean batch size
+  LatencyHistogram batch_latency;          // submit → complete, ns
+};
+
+class Lane {
+ public:
+  Lane(LaneConfig cfg, const kernels::App& app, std::unique_ptr<Executor> exec, uint32_t completion_ring);
+  ~Lane();
+  const LaneConfig& config() const { return cfg_; }
+  const std::string& name() const { return cfg_.name; }
+
+  // Dispatcher side (one producer).
+  SpscRing<Packet>& input() { return input_; }
+  // Egress side (one consumer).
+  SpscRing<Packet>& completions() { return completions_; }
+
+  void start();
+  // Ask the lane to finish: it keeps running until its queue and executor are empty.
+  void request_stop() { stop_.store(true, std::memory_order_release); }
+  void join();
+  bool idle() const { return idle_.load(std::memory_order_acquire); }
+
+  LaneState state() const { return state_.load(std::memory_order_acquire); }
+  void mark_removed() { state_.store(LaneState::kRemoved, std::memory_order_release); }
+  // After kDrained: the packets to re-dispatch, oldest first (the dispatcher takes them).
+  std::vector<Packet>& orphans() { return orphans_; }
+  const std::string& failure() const { return failure_; }
+
+  LaneStats& stats() { return stats_; }
+  void set_batch_size(uint32_t n) {
+    batch_target_.store(std::clamp<uint32_t>(n, 1, max_batch_), std::memory_order_relaxed);
+  }
+  uint32_t batch_size() const { return batch_target_.load(std::memory_order_relaxed); }
+  std::string log_drain();  // log lines produced since the last call
+  void set_logging(bool on, std::function<std::string(const Packet&)> prefix) {
+    log_on_ = on;
+    log_prefix_ = std::move(prefix);
+  }
+
+ private:
+  void run();
+  bool reap(bool wait);
+  void fail(const Status& st);
+
+  LaneConfig cfg_;
+  const kernels::App& app_;
+  std::unique_ptr<Executor> exec_;
+  SpscRing<Packet> input_;
+  SpscRing<Packet> completions_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> idle_{true};
+  std::atomic<LaneState> state_{LaneState::kRunning};
+  std::vector<Packet> batch_;
+  std::vector<Packet> done_;
+  std::vector<Packet> orphans_;
+  std::string failure_;
+  LaneStats stats_;
+  uint64_t submitted_ = 0;
+  uint32_t max_batch_ = 1;
+  std::atomic<uint32_t> batch_target_{1};
+  bool log_on_ = false;
+  std::function<std::string(const Packet&)> log_prefix_;
+  std::mutex log_mu_;
+  std::string log_buf_;
+};
+
+}  // namespace hpr

@@ -1,0 +1,587 @@
+#include "runtime/pipeline/pipeline.hpp"
+
+#include <arpa/inet.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "hpr/clock.hpp"
+#include "runtime/balance_glue.hpp"
+
+namespace hpr {
+namespace {
+
+constexpr uint8_t kNoLane = 0xff;
+
+void backoff(int& rounds) {
+  if (++rounds > 64) std::this_thread::sleep_for(std::chrono::microseconds(rounds > 1024 ? 50 : 5));
+  else std::this_thread::yield();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app,
+                                                   Port& rx, Port& tx) {
+  if (cfg.lanes.empty()) return error(Code::kInvalidArgument, "no lanes: enable at least one device or native worker");
+  if (cfg.lanes.size() >= kNoLane) return error(Code::kInvalidArgument, "at most {} lanes", kNoLane - 1);
+  std::unique_ptr<Pipeline> p(new Pipeline());
+  auto ft = FlowTable::create(cfg.flow_capacity, cfg.flow_idle_ns);
+  if (!ft) return ft.status();
+  p->flows_ = std::move(*ft);
+  p->expected_seq_.assign(p->flows_->capacity(), 0);
+  for (auto& spec : cfg.lanes) {
+    if (spec.lane.batch_size == 0) return error(Code::kInvalidArgument, "lane {}: batch size must be at least 1", spec.lane.name);
+    if (spec.lane.queue_size == 0) return error(Code::kInvalidArgument, "lane {}: queue size must be at least 1", spec.lane.name);
+    ExecutorConfig ec{std::max(spec.lane.max_batch, spec.lane.batch_size), spec.in_flight};
+    std::unique_ptr<Executor> ex;
+    if (spec.kind == LaneSpec::Kind::kNative) {
+      ex = make_native_executor(*app, ec);
+    } else {
+      auto e = make_cl_executor(*app, spec.program, spec.host_unified, ec);
+      if (!e) return error(e.status().code(), "lane {}: {}", spec.lane.name, e.status().message());
+      ex = std::move(*e);
+    }
+    p->lanes_.push_back(std::make_unique<Lane>(spec.lane, *app, std::move(ex), cfg.completion_ring));
+    p->egress_handled_.push_back(std::make_unique<std::atomic<uint64_t>>(0));
+  }
+  // The balancer: one slot per flow-table id, one lane per lane, weights from the lanes.
+  balance::BalancerConfig bc = cfg.balancer_cfg;
+  bc.lanes = static_cast<uint32_t>(cfg.lanes.size());
+  bc.lane_weights.clear();
+  for (const auto& spec : cfg.lanes) bc.lane_weights.push_back(static_cast<float>(spec.lane.weight));
+  bc.flow_slots = p->flows_->capacity();
+  bc.burst_max = 256;
+  auto bal = balance::make_balancer(cfg.balancer, bc);
+  if (!bal) return error(bal.status().code(), "lanes.balancer: {}", bal.status().message());
+  p->balancer_ = std::move(*bal);
+  p->weights_ = bc.lane_weights;
+  p->lane_states_.resize(cfg.lanes.size());
+  p->flow_pending_.assign(p->flows_->capacity(), 0);
+  if (cfg.shaping.enabled) {
+    const ShapingConfig& sc = cfg.shaping;
+    shaper::ShaperConfig shc;
+    shc.num_queues = sc.by_flow ? p->flows_->capacity() + 1 : 65536;  // +1: packets without a flow
+    shc.pool_slots = sc.waiting_packets;
+    shc.queue_limit_pkts = sc.queue_packets;
+    shc.max_packet_bytes = std::min<uint32_t>(sc.burst_bytes, 65535);
+    auto sh = shaper::EventShaper::create(shc);
+    if (!sh) return error(sh.status().code(), "shaper: {}", sh.status().message());
+    p->shaper_ = std::make_unique<shaper::EventShaper>(std::move(*sh));
+    auto prof = p->shaper_->add_profile({sc.rate_bytes_per_s, sc.burst_bytes, sc.alpha_bytes ? sc.alpha_bytes : sc.burst_bytes / 4});
+    if (!prof) return error(prof.status().code(), "shaper: {}", prof.status().message());
+    HPR_RETURN_IF_ERROR(p->shaper_->configure_all(*prof, monotonic_ns()));
+  }
+  if (!cfg.log_path.empty()) {
+    p->log_ = std::fopen(cfg.log_path.c_str(), "w");
+    if (p->log_ == nullptr) return error(Code::kIoError, "cannot write the result log '{}'", cfg.log_path);
+    for (auto& l : p->lanes_) l->set_logging(true, [pp = p.get()](const Packet& pk) { return pp->flow_text(pk); });
+  }
+  p->cfg_ = std::move(cfg);
+  p->app_ = std::move(app);
+  p->rx_ = &rx;
+  p->tx_ = &tx;
+  return p;
+}
+
+Pipeline::~Pipeline() {
+  stop_rx_ = true;
+  if (dispatcher_.joinable()) dispatcher_.join();
+  for (auto& l : lanes_) l->request_stop();
+  for (auto& l : lanes_) l->join();
+  lanes_done_ = true;
+  if (egress_.joinable()) egress_.join();
+  if (log_ != nullptr) std::fclose(log_);
+}
+
+std::string Pipeline::flow_text(const Packet& p) const {
+  // "<rx ns> <src>:<sport> > <dst>:<dport> <proto>"
+  if (p.l3_off == kNoOffset || (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6)) return fmt::format("{} non-ip", p.rx_ns);
+  FlowKey k = flow_key(p);
+  char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+  int af = k.family == 4 ? AF_INET : AF_INET6;
+  inet_ntop(af, k.src, a, sizeof a);
+  inet_ntop(af, k.dst, b, sizeof b);
+  return fmt::format("{} {}:{} > {}:{} proto {}", p.rx_ns, a, k.sport, b, k.dport, k.proto);
+}
+
+uint8_t Pipeline::pick_lane(uint32_t hash) const {
+  // Weighted choice among running lanes by the flow hash (deterministic per flow).
+  double total = 0;
+  for (size_t i = 0; i < lanes_.size(); ++i)
+    if (lanes_[i]->state() == LaneState::kRunning) total += weights_[i];
+  if (total <= 0) {  // every running lane has weight 0: any running lane rather than a drop
+    for (size_t i = 0; i < lanes_.size(); ++i)
+      if (lanes_[i]->state() == LaneState::kRunning) return static_cast<uint8_t>(i);
+    return kNoLane;
+  }
+  double x = static_cast<double>(hash) / 4294967296.0 * total;
+  uint8_t last = kNoLane;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    if (lanes_[i]->state() != LaneState::kRunning) continue;
+    last = static_cast<uint8_t>(i);
+    x -= weights_[i];
+    if (x < 0) return last;
+  }
+  return last;
+}
+
+void Pipeline::drop_at_dispatch(Packet* p, uint16_t n, DropReason r) {
+  drops_dispatch_.add(r, n);
+  rx_->release(p, n);
+}
+
+// Puts p on lane `li`; false when the queue is full (and backpressure is off).
+bool Pipeline::enqueue(Packet& p, uint8_t li) {
+  int rounds = 0;
+  while (!lanes_[li]->input().push(p)) {
+    if (!cfg_.backpressure || lanes_[li]->state() != LaneState::kRunning) return false;
+    backoff(rounds);
+  }
+  return true;
+}
+
+// Re-routes the packets of lanes that failed, once egress has sent everything they completed
+// (so the re-routed packets of a flow cannot overtake its earlier ones). Returns true when it
+// re-routed anything.
+bool Pipeline::handle_failed_lanes() {
+  bool any = false;
+  for (size_t li = 0; li < lanes_.size(); ++li) {
+    Lane& lane = *lanes_[li];
+    LaneState st = lane.state();
+    if (st == LaneState::kRunning || st == LaneState::kRemoved) continue;
+    int rounds = 0;
+    while (lane.state() == LaneState::kFailed) backoff(rounds);  // the lane is handing back its packets
+    lane.join();
+    while (egress_handled_[li]->load(std::memory_order_acquire) != lane.stats().packets.load(std::memory_order_acquire))
+      backoff(rounds);
+    std::vector<Packet> orphans = std::move(lane.orphans());
+    Packet p;
+    while (lane.input().pop(p)) orphans.push_back(p);  // pushed after the lane drained itself
+    lane.mark_removed();
+    lane_failures_.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn("lane {} removed; re-routing {} packets to the remaining lanes", lane.name(), orphans.size());
+    for (auto& o : orphans) {
+      uint8_t to = kNoLane;
+      if (o.flow_id != kNoFlow) {
+        FlowState& fs = flows_->state(o.flow_id);
+        if (fs.lane == li || fs.lane == kNoLane) fs.lane = pick_lane(o.hash);
+        to = fs.lane;
+      } else {
+        to = pick_lane(o.hash);
+      }
+      bool ok = to != kNoLane;
+      if (ok) {
+        int r = 0;
+        while (!lanes_[to]->input().push(o)) backoff(r);  // never drop a re-routed packet for room
+      } else {
+        if (o.flow_id != kNoFlow) flows_->in_flight(o.flow_id).fetch_sub(1, std::memory_order_release);
+        drop_at_dispatch(&o, 1, DropReason::kNoLane);
+      }
+    }
+    any = true;
+  }
+  return any;
+}
+
+Status Pipeline::set_lane_weights(const std::vector<float>& w) {
+  if (w.size() != lanes_.size())
+    return error(Code::kInvalidArgument, "{} lane weights given for {} lanes", w.size(), lanes_.size());
+  for (float x : w)
+    if (!(x >= 0)) return error(Code::kInvalidArgument, "lane weights must be >= 0");
+  std::lock_guard<std::mutex> g(weights_mu_);
+  pending_weights_ = w;
+  weights_dirty_.store(true, std::memory_order_release);
+  return Status::ok();
+}
+
+void Pipeline::dispatch_loop() {
+  constexpr uint16_t kMaxBurst = 256;
+  Packet pkts[kMaxBurst];
+  balance::PacketMeta metas[kMaxBurst];
+  uint16_t chosen[kMaxBurst];
+  enum : uint8_t { kDropped, kFlow, kNoFlowPkt };
+  uint8_t what[kMaxBurst];
+  const uint16_t burst = std::min<uint16_t>(cfg_.rx_burst, kMaxBurst);
+  int idle = 0;
+  uint64_t last_expire = 0;
+  while (!stop_rx_.load(std::memory_order_relaxed)) {
+    handle_failed_lanes();
+    if (weights_dirty_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> g(weights_mu_);
+      weights_ = pending_weights_;
+      (void)balancer_->set_lane_weights(weights_);  // validated in set_lane_weights
+      weights_dirty_.store(false, std::memory_order_relaxed);
+    }
+    uint64_t now = monotonic_ns();
+    if (cfg_.max_duration_ns != 0 && now - start_ns_ >= cfg_.max_duration_ns) break;
+    uint16_t n = rx_->rx_burst(pkts, burst, now);
+    if (n == 0) {
+      if (rx_->rx_done()) break;
+      backoff(idle);
+      continue;
+    }
+    idle = 0;
+    // Pass 1: classify; flows go to the balancer in one call per burst.
+    uint16_t nm = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+      Packet& p = pkts[i];
+      if (parse(p, cfg_.parse) != DropReason::kNone) {
+        drop_at_dispatch(&p, 1, p.drop);
+        what[i] = kDropped;
+        continue;
+      }
+      what[i] = kNoFlowPkt;
+      p.hash = 0;
+      p.flow_id = kNoFlow;
+      if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
+      FlowKey k = flow_key(p).canonical();
+      p.hash = crc32c(&k, sizeof k);
+      bool inserted = false;
+      p.flow_id = flows_->lookup_or_insert(k, p.hash, now, &inserted);
+      flows_seen_.fetch_add(inserted, std::memory_order_relaxed);
+      if (p.flow_id == kNoFlow) continue;
+      what[i] = kFlow;
+      flow_pending_[p.flow_id] = flows_->in_flight(p.flow_id).load(std::memory_order_acquire);
+      metas[nm++] = {to_five_tuple(k), p.hash, p.flow_id, p.len, p.service, 0};
+    }
+    if (nm > 0) {
+      for (size_t l = 0; l < lanes_.size(); ++l) {
+        auto& ls = lane_states_[l];
+        ls.queued = static_cast<uint32_t>(lanes_[l]->input().size());
+        ls.capacity = static_cast<uint32_t>(lanes_[l]->input().capacity());
+        ls.weight = weights_[l] > 0 ? weights_[l] : 1e-6f;
+        ls.enabled = lanes_[l]->state() == LaneState::kRunning && weights_[l] > 0;
+      }
+      balance::LaneTable table{lane_states_, flow_pending_, now};
+      balancer_->assign({metas, nm}, table, {chosen, nm});
+    }
+    // Pass 2: enqueue in arrival order.
+    uint16_t j = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+      if (what[i] == kDropped) continue;
+      Packet& p = pkts[i];
+      FlowState* fs = nullptr;
+      uint8_t lane;
+      if (what[i] == kFlow) {
+        fs = &flows_->state(p.flow_id);
+        lane = static_cast<uint8_t>(chosen[j++]);
+        if (fs->lane != kNoLane) {
+          LaneState ls = lanes_[fs->lane]->state();
+          // The flow's lane failed during this burst: its packets still there are re-routed before
+          // this one, which would otherwise overtake them.
+          if (ls == LaneState::kFailed || ls == LaneState::kDrained) handle_failed_lanes();
+          // Whatever the policy wanted, a flow with packets in flight stays where they are.
+          if (flows_->in_flight(p.flow_id).load(std::memory_order_acquire) > 0) lane = fs->lane;
+        }
+        if (lane >= lanes_.size() || lanes_[lane]->state() != LaneState::kRunning) lane = pick_lane(p.hash);
+        fs->lane = lane;
+        p.seq = fs->next_seq++;
+        fs->packets++;
+        fs->bytes += p.len;
+      } else {
+        lane = pick_lane(p.hash);
+      }
+      if (lane == kNoLane) {
+        if (fs != nullptr) fs->next_seq--;
+        drop_at_dispatch(&p, 1, DropReason::kNoLane);
+        continue;
+      }
+      p.lane = lane;
+      if (fs != nullptr) flows_->in_flight(p.flow_id).fetch_add(1, std::memory_order_acq_rel);
+      if (!enqueue(p, lane)) {
+        if (fs != nullptr) {
+          flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
+          fs->next_seq--;  // keep the flow's sequence contiguous: this packet never existed for egress
+        }
+        drop_at_dispatch(&p, 1, DropReason::kQueueFull);
+      }
+    }
+    if (now - last_expire > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
+      flows_->expire(now, 4096);
+      last_expire = now;
+    }
+  }
+  handle_failed_lanes();
+  dispatch_done_.store(true, std::memory_order_release);
+}
+
+// Sends what egress decided to send, counts what the port refused, and returns every buffer.
+void Pipeline::transmit(std::vector<Packet>& txq) {
+  if (txq.empty()) return;
+  uint16_t sent = tx_->tx_burst(txq.data(), static_cast<uint16_t>(txq.size()));
+  uint64_t bytes = 0;
+  for (uint16_t i = 0; i < sent; ++i) bytes += txq[i].len;
+  tx_packets_.fetch_add(sent, std::memory_order_relaxed);
+  tx_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  if (sent < txq.size()) drops_egress_.add(DropReason::kTxFailed, txq.size() - sent);
+  rx_->release(txq.data(), static_cast<uint16_t>(txq.size()));
+  txq.clear();
+}
+
+void Pipeline::egress_loop() {
+  std::vector<Packet> buf(256), txq;
+  txq.reserve(512);
+  std::vector<uint8_t> scratch;
+  // Shaped packets wait here, indexed by the shaper's item number, with their buffers.
+  std::vector<Packet> waiting;
+  std::vector<uint64_t> free_items, ready(256);
+  if (shaper_) {
+    waiting.resize(cfg_.shaping.waiting_packets);
+    for (uint32_t i = 0; i < cfg_.shaping.waiting_packets; ++i) free_items.push_back(cfg_.shaping.waiting_packets - 1 - i);
+  }
+  auto shape = [&](Packet& p, uint64_t now) {
+    uint32_t q = cfg_.shaping.by_flow ? (p.flow_id == kNoFlow ? flows_->capacity() : p.flow_id) : p.out_port;
+    if (free_items.empty()) {  // cannot happen: the shaper's pool is the same size
+      drops_egress_.add(DropReason::kShaperQueueFull);
+      rx_->release(&p, 1);
+      return;
+    }
+    uint64_t item = free_items.back();
+    switch (shaper_->enqueue(q, item, p.len, now)) {
+      case shaper::Verdict::kSend:
+        txq.push_back(p);
+        break;
+      case shaper::Verdict::kQueued:
+        free_items.pop_back();
+        waiting[item] = p;
+        shaper_delayed_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case shaper::Verdict::kDropTooLarge:
+        drops_egress_.add(DropReason::kFrameTooLong);
+        rx_->release(&p, 1);
+        break;
+      default:
+        drops_egress_.add(DropReason::kShaperQueueFull);
+        rx_->release(&p, 1);
+    }
+  };
+  auto release_shaped = [&](uint64_t now) {
+    if (!shaper_) return;
+    for (;;) {
+      size_t k = shaper_->poll(now, ready);
+      for (size_t i = 0; i < k; ++i) {
+        txq.push_back(waiting[ready[i]]);
+        free_items.push_back(ready[i]);
+      }
+      transmit(txq);
+      if (k < ready.size()) break;
+    }
+    std::lock_guard<std::mutex> g(shaper_mu_);
+    shaper_stats_ = shaper_->stats();
+  };
+  int idle = 0;
+  uint64_t drain_deadline = 0;
+  for (;;) {
+    bool any = false;
+    for (size_t li = 0; li < lanes_.size(); ++li) {
+      size_t n = lanes_[li]->completions().pop_burst(buf.data(), buf.size());
+      if (n == 0) continue;
+      any = true;
+      uint64_t now = monotonic_ns();
+      for (size_t i = 0; i < n; ++i) {
+        Packet& p = buf[i];
+        if (p.flow_id != kNoFlow) {
+          uint32_t& exp = expected_seq_[p.flow_id];
+          if (p.seq != 0 && p.seq != exp) reorders_.fetch_add(1, std::memory_order_relaxed);
+          exp = p.seq + 1;
+          flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
+        }
+        if (p.drop != DropReason::kNone) {
+          drops_egress_.add(p.drop);
+          if (cfg_.on_drop) {
+            auto frame = cfg_.on_drop(p, scratch);
+            if (!frame.empty()) {
+              Packet h;
+              h.data = const_cast<uint8_t*>(frame.data());
+              h.len = static_cast<uint16_t>(frame.size());
+              h.buf_kind = kBufPool;
+              host_frames_.fetch_add(tx_->tx_burst(&h, 1), std::memory_order_relaxed);
+            }
+          }
+          rx_->release(&p, 1);
+          continue;
+        }
+        latency_.add(now - p.rx_ns);
+        if (shaper_) shape(p, now);
+        else txq.push_back(p);
+      }
+      transmit(txq);
+      egress_handled_[li]->fetch_add(n, std::memory_order_release);
+    }
+    release_shaped(monotonic_ns());
+    if (any) {
+      idle = 0;
+      continue;
+    }
+    if (lanes_done_.load(std::memory_order_acquire)) {
+      // Every lane thread has ended: what is left is in the completion rings and the shaper.
+      bool empty = true;
+      for (auto& l : lanes_) empty &= l->completions().empty();
+      if (empty) {
+        bool shaped_left = shaper_ && free_items.size() < waiting.size();
+        if (!shaped_left) break;
+        uint64_t now = monotonic_ns();
+        if (drain_deadline == 0) drain_deadline = now + cfg_.shaping.drain_timeout_ns;
+        if (now >= drain_deadline) {
+          // Whatever still waits is counted, never lost silently.
+          std::vector<bool> is_free(waiting.size(), false);
+          for (uint64_t f : free_items) is_free[f] = true;
+          for (size_t i = 0; i < waiting.size(); ++i)
+            if (!is_free[i]) {
+              drops_egress_.add(DropReason::kShaperDrain);
+              rx_->release(&waiting[i], 1);
+            }
+          break;
+        }
+      }
+    }
+    backoff(idle);
+  }
+  tx_->flush();
+  egress_done_.store(true, std::memory_order_release);
+}
+
+Summary Pipeline::run() {
+  start_ns_ = monotonic_ns();
+  for (auto& l : lanes_) l->start();
+  egress_ = std::thread([this] { egress_loop(); });
+  dispatcher_ = std::thread([this] { dispatch_loop(); });
+  uint64_t last = start_ns_;
+  while (!dispatch_done_.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    uint64_t now = monotonic_ns();
+    if (cfg_.status_interval_ns != 0 && now - last >= cfg_.status_interval_ns && on_status_) {
+      on_status_(snapshot(), static_cast<double>(now - last) / 1e9);
+      last = now;
+    }
+    if (log_ != nullptr)
+      for (auto& l : lanes_) {
+        auto s = l->log_drain();
+        if (!s.empty()) std::fwrite(s.data(), 1, s.size(), log_);
+      }
+  }
+  dispatcher_.join();
+  for (auto& l : lanes_) l->request_stop();
+  for (auto& l : lanes_) l->join();
+  lanes_done_.store(true, std::memory_order_release);
+  egress_.join();
+  end_ns_ = monotonic_ns();
+  if (log_ != nullptr) {
+    for (auto& l : lanes_) {
+      auto s = l->log_drain();
+      if (!s.empty()) std::fwrite(s.data(), 1, s.size(), log_);
+    }
+    std::fflush(log_);
+  }
+  return snapshot();
+}
+
+Summary Pipeline::snapshot() const {
+  Summary s;
+  uint64_t end = end_ns_ != 0 ? end_ns_ : monotonic_ns();
+  s.seconds = static_cast<double>(end - start_ns_) / 1e9;
+  PortStats rs = rx_->stats();
+  s.rx_packets = rs.rx_packets + rs.rx_too_long;
+  s.rx_bytes = rs.rx_bytes;
+  s.tx_packets = tx_packets_.load();
+  s.tx_bytes = tx_bytes_.load();
+  for (size_t r = 1; r < static_cast<size_t>(DropReason::kCount); ++r) {
+    auto reason = static_cast<DropReason>(r);
+    uint64_t c = drops_dispatch_.get(reason) + drops_egress_.get(reason);
+    if (reason == DropReason::kFrameTooLong) c += rs.rx_too_long;
+    if (c != 0) s.drops.emplace_back(std::string(drop_reason_name(reason)), c);
+    s.dropped += c;
+  }
+  s.reorders = reorders_.load();
+  s.unaccounted = end_ns_ != 0 && s.rx_packets > s.tx_packets + s.dropped ? s.rx_packets - s.tx_packets - s.dropped : 0;
+  s.flows_seen = flows_seen_.load();
+  s.flow_table_full = flows_->full_events();
+  s.lane_failures = lane_failures_.load();
+  s.host_frames = host_frames_.load();
+  s.event_name = std::string(app_->event_name());
+  if (shaper_) {
+    std::lock_guard<std::mutex> g(shaper_mu_);
+    s.shaping = true;
+    s.shaped_queues = shaper_stats_.queues_configured;
+    s.shaper_heap = shaper_stats_.heap_size;
+    s.shaper_waiting = shaper_stats_.waiting_pkts;
+    s.shaper_reschedules = shaper_stats_.reschedules;
+    s.shaper_delayed = shaper_delayed_.load();
+  }
+  s.latency_p50_ns = latency_.percentile_ns(50);
+  s.latency_p99_ns = latency_.percentile_ns(99);
+  for (const auto& l : lanes_) {
+    auto& st = const_cast<Lane&>(*l).stats();
+    LaneSummary ls;
+    ls.name = l->name();
+    static const char* kStates[] = {"running", "failed", "drained", "removed"};
+    ls.state = kStates[static_cast<int>(l->state())];
+    ls.failure = l->failure();
+    ls.batches = st.batches.load();
+    ls.packets = st.packets.load();
+    ls.events = st.events.load();
+    s.events += ls.events;
+    ls.mean_batch = ls.batches != 0 ? static_cast<double>(st.batch_pkts_sum.load()) / static_cast<double>(ls.batches) : 0;
+    ls.utilisation = s.seconds > 0 ? static_cast<double>(st.busy_ns.load()) / 1e9 / s.seconds : 0;
+    ls.p50_ns = st.batch_latency.percentile_ns(50);
+    ls.p99_ns = st.batch_latency.percentile_ns(99);
+    s.lanes.push_back(std::move(ls));
+  }
+  return s;
+}
+
+std::string Summary::to_json() const {
+  nlohmann::json j;
+  j["seconds"] = seconds;
+  j["rx"] = {{"packets", rx_packets}, {"bytes", rx_bytes}};
+  j["tx"] = {{"packets", tx_packets}, {"bytes", tx_bytes}};
+  j["dropped"] = dropped;
+  for (const auto& [r, c] : drops) j["drops"][r] = c;
+  j["reorders"] = reorders;
+  j["unaccounted"] = unaccounted;
+  j["flows"] = flows_seen;
+  j["flow_table_full"] = flow_table_full;
+  j["lane_failures"] = lane_failures;
+  j["host_frames"] = host_frames;
+  j["app_events"] = {{"name", event_name}, {"count", events}};
+  j["latency_ns"] = {{"p50", latency_p50_ns}, {"p99", latency_p99_ns}};
+  if (shaping)
+    j["shaper"] = {{"queues", shaped_queues}, {"heap", shaper_heap}, {"waiting", shaper_waiting},
+                   {"reschedules", shaper_reschedules}, {"delayed_packets", shaper_delayed}};
+  for (const auto& l : lanes) {
+    j["lanes"].push_back({{"name", l.name}, {"state", l.state}, {"failure", l.failure}, {"batches", l.batches},
+                          {"packets", l.packets}, {"events", l.events}, {"mean_batch", l.mean_batch},
+                          {"utilisation", l.utilisation}, {"batch_latency_ns", {{"p50", l.p50_ns}, {"p99", l.p99_ns}}}});
+  }
+  return j.dump(2);
+}
+
+std::string Summary::to_text() const {
+  std::string s;
+  double mpps = seconds > 0 ? static_cast<double>(rx_packets) / seconds / 1e6 : 0;
+  double gbps = seconds > 0 ? static_cast<double>(tx_bytes) * 8 / seconds / 1e9 : 0;
+  s += fmt::format("  time        {:.3f} s\n", seconds);
+  s += fmt::format("  received    {} packets ({} bytes), {:.3f} Mpps\n", rx_packets, rx_bytes, mpps);
+  s += fmt::format("  transmitted {} packets ({} bytes), {:.3f} Gbit/s\n", tx_packets, tx_bytes, gbps);
+  s += fmt::format("  dropped     {}\n", dropped);
+  for (const auto& [r, c] : drops) s += fmt::format("    {:<18} {}\n", r, c);
+  s += fmt::format("  books       received = transmitted + dropped: {} ({} unaccounted)\n",
+                   unaccounted == 0 && rx_packets == tx_packets + dropped ? "balanced" : "NOT BALANCED", unaccounted);
+  s += fmt::format("  reorders    {}\n", reorders);
+  s += fmt::format("  flows       {}{}\n", flows_seen, flow_table_full ? fmt::format(" (table full {} times)", flow_table_full) : "");
+  s += fmt::format("  {:<11} {}\n", event_name, events);
+  s += fmt::format("  latency     p50 {:.1f} us, p99 {:.1f} us (rx to tx, log2 buckets)\n", latency_p50_ns / 1e3,
+                   latency_p99_ns / 1e3);
+  if (shaping)
+    s += fmt::format("  shaper      {} queues, {} packets delayed, {} reschedules, heap {} now\n", shaped_queues,
+                     shaper_delayed, shaper_reschedules, shaper_heap);
+  if (host_frames) s += fmt::format("  host frames {} (ICMP sent by the host)\n", host_frames);
+  s += "  lanes:\n";
+  for (const auto& l : lanes) {
+    s += fmt::format("    {:<28} {:>10} pkts {:>8} batches  mean batch {:>7.1f}  busy {:>5.1f}%  batch p50 {:.1f} us p99 {:.1f} us  {}{}\n",
+                     l.name, l.packets, l.batches, l.mean_batch, l.utilisation * 100, l.p50_ns / 1e3, l.p99_ns / 1e3,
+                     l.state, l.failure.empty() ? "" : " (" + l.failure + ")");
+  }
+  return s;
+}
+
+}  // namespace hpr

@@ -1,0 +1,171 @@
+#pragma once
+// The data path of `hpr run` (architecture.md): rx → classify → dispatch to lanes → egress.
+//
+// Threads: one dispatcher (rx, parse, flow table, lane choice), one per lane (batch builder and
+// executor), one egress (per-flow order check, tx, buffer release), and the caller's thread for
+// control (status line, telemetry) until the run ends.
+//
+// Order: a flow is bound to one lane and moves only when none of its packets is queued or in
+// flight, so egress sees each flow's packets in sequence; it checks the sequence numbers the
+// dispatcher assigned and counts any reorder (must stay 0).
+//
+// Books: every packet the rx port took in is transmitted or counted under one DropReason:
+//   rx_packets + rx_too_long == tx_packets + sum(drops).
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/app.hpp"
+#include "runtime/flow.hpp"
+#include "runtime/parser.hpp"
+#include "runtime/pipeline/counters.hpp"
+#include "runtime/pipeline/lane.hpp"
+#include "runtime/port.hpp"
+#include "scheduler/balance/balancer.hpp"
+#include "scheduler/shaper/shaper.hpp"
+
+namespace hpr {
+
+struct LaneSpec {
+  enum class Kind { kNative, kOpenCL } kind = Kind::kNative;
+  std::shared_ptr<kernels::AppProgram> program;  // OpenCL: the app built for the device
+  bool host_unified = true;                      // OpenCL: map instead of copy
+  std::string device_name;
+  LaneConfig lane;
+  uint32_t in_flight = 2;
+};
+
+// Egress shaping (token-bucket-parallel-heaps.txt: event-driven refill on a heap). Off by default.
+struct ShapingConfig {
+  bool enabled = false;
+  bool by_flow = true;               // one token bucket per flow; false: one per output port
+  uint64_t rate_bytes_per_s = 0;     // committed rate of each bucket
+  uint32_t burst_bytes = 0;          // bucket size (>= the largest frame)
+  uint32_t alpha_bytes = 0;          // reschedule threshold (0: burst / 4)
+  uint16_t queue_packets = 64;       // packets that may wait per bucket; more → shaper_queue_full
+  uint32_t waiting_packets = 16384;  // packets that may wait in all buckets together
+  uint64_t drain_timeout_ns = 10'000'000'000ull;  // at stop: wait this long, then count shaper_drain
+};
+
+struct PipelineConfig {
+  ShapingConfig shaping;
+  std::vector<LaneSpec> lanes;
+  // Balancer policy by name (scheduler/balance: rr crc16 crc32 hrw whrw ahrw subflow fcfs afs laps),
+  // its settings (lanes, weights and flow slots are filled in from the lanes and the flow table).
+  std::string balancer = "whrw";
+  balance::BalancerConfig balancer_cfg;
+  uint32_t flow_capacity = 1u << 20;
+  uint64_t flow_idle_ns = 30'000'000'000ull;
+  ParseOptions parse;
+  // Wait for room instead of dropping when a lane queue is full (file input: every packet counts).
+  bool backpressure = false;
+  uint16_t rx_burst = 32;
+  uint32_t completion_ring = 8192;
+  std::string log_path;            // result log (DPI alerts, MD5 digests); empty: none
+  uint64_t max_duration_ns = 0;    // stop after this long (0: until the source ends or a signal)
+  uint64_t status_interval_ns = 1'000'000'000ull;  // console status line period (0: none)
+  // Host-side handling of packets the app dropped (e.g. ICMP Time Exceeded for kTtlExceeded).
+  // Returns a frame to transmit, or an empty span.
+  std::function<std::span<const uint8_t>(const Packet&, std::vector<uint8_t>& scratch)> on_drop;
+};
+
+struct LaneSummary {
+  std::string name, executor, state, failure;
+  uint64_t batches = 0, packets = 0, events = 0;
+  double mean_batch = 0, utilisation = 0;
+  uint64_t p50_ns = 0, p99_ns = 0;
+};
+
+struct Summary {
+  double seconds = 0;
+  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
+  uint64_t dropped = 0;
+  std::vector<std::pair<std::string, uint64_t>> drops;  // reason → count (non-zero only)
+  uint64_t reorders = 0, unaccounted = 0;
+  uint64_t flows_seen = 0, flow_table_full = 0, lane_failures = 0, host_frames = 0;
+  uint64_t events = 0;
+  std::string event_name;
+  // Egress shaper (when on).
+  bool shaping = false;
+  uint64_t shaped_queues = 0, shaper_heap = 0, shaper_waiting = 0, shaper_reschedules = 0, shaper_delayed = 0;
+  uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
+  std::vector<LaneSummary> lanes;
+  std::string to_json() const;
+  std::string to_text() const;
+};
+
+class Pipeline {
+ public:
+  // Errors: a lane that cannot be created (kUnavailable, naming the device), no lanes, flow table.
+  static Result<std::unique_ptr<Pipeline>> create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app,
+                                                  Port& rx, Port& tx);
+  ~Pipeline();
+
+  // Runs until the source ends, max_duration passes, or request_stop(); then drains and returns.
+  Summary run();
+  // Safe from a signal handler: stops rx; run() drains and returns.
+  void request_stop() { stop_rx_.store(true, std::memory_order_relaxed); }
+  Summary snapshot() const;
+
+  // Control (any thread; applied by the dispatcher at its next burst): relative lane weights, 0
+  // takes a lane out of the choice for new flows. Flows move only when nothing of theirs is in
+  // flight, so a change never reorders. Errors: kInvalidArgument for a wrong count or weight < 0.
+  Status set_lane_weights(const std::vector<float>& w);
+  // Batch size of one lane from its next batch, clamped to [1, its max_batch].
+  void set_lane_batch(size_t lane, uint32_t batch) { lanes_.at(lane)->set_batch_size(batch); }
+  size_t lane_count() const { return lanes_.size(); }
+  const balance::BalancerStats& balancer_stats() const { return balancer_->stats(); }
+  // Called once per status interval with the live snapshot (console line, Prometheus).
+  void on_status(std::function<void(const Summary&, double interval_s)> f) { on_status_ = std::move(f); }
+
+ private:
+  Pipeline() = default;
+  void dispatch_loop();
+  void egress_loop();
+  void transmit(std::vector<Packet>& txq);
+  uint8_t pick_lane(uint32_t hash) const;
+  bool handle_failed_lanes();
+  bool enqueue(Packet& p, uint8_t lane);
+  void drop_at_dispatch(Packet* p, uint16_t n, DropReason r);
+  std::string flow_text(const Packet& p) const;
+
+  PipelineConfig cfg_;
+  std::shared_ptr<const kernels::App> app_;
+  Port* rx_ = nullptr;
+  Port* tx_ = nullptr;
+  std::unique_ptr<FlowTable> flows_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::vector<std::unique_ptr<std::atomic<uint64_t>>> egress_handled_;  // per lane
+
+  std::atomic<bool> stop_rx_{false};
+  std::atomic<bool> dispatch_done_{false};
+  std::atomic<bool> lanes_done_{false};
+  std::atomic<bool> egress_done_{false};
+  std::thread dispatcher_, egress_;
+
+  DropCounters drops_dispatch_, drops_egress_;
+  std::atomic<uint64_t> reorders_{0}, tx_packets_{0}, tx_bytes_{0}, host_frames_{0}, lane_failures_{0};
+  std::atomic<uint64_t> flows_seen_{0};
+  LatencyHistogram latency_;
+  std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
+  std::unique_ptr<shaper::EventShaper> shaper_;  // egress-owned
+  std::atomic<uint64_t> shaper_delayed_{0};
+  shaper::ShaperStats shaper_stats_;             // egress copy for snapshots (under shaper_mu_)
+  mutable std::mutex shaper_mu_;
+  uint64_t start_ns_ = 0, end_ns_ = 0;
+  std::function<void(const Summary&, double)> on_status_;
+  std::unique_ptr<balance::Balancer> balancer_;
+  std::vector<balance::LaneState> lane_states_;   // dispatcher-owned, refreshed per burst
+  std::vector<uint32_t> flow_pending_;            // dispatcher-owned copy of in-flight per flow
+  std::vector<float> weights_;                    // dispatcher-owned
+  std::mutex weights_mu_;
+  std::vector<float> pending_weights_;
+  std::atomic<bool> weights_dirty_{false};
+  FILE* log_ = nullptr;
+};
+
+}  // namespace hpr

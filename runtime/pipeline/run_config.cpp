@@ -1,0 +1,357 @@
+#include "runtime/pipeline/run_config.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <set>
+#include <toml++/toml.h>
+
+#include <arpa/inet.h>
+
+#include "kernels/ipv4/ipv4_app.hpp"
+#include "runtime/ports/dpdk_port.hpp"
+#include "runtime/ports/file_ports.hpp"
+#include "runtime/ports/generator.hpp"
+#include "scheduler/balance/balancer.hpp"
+
+namespace hpr {
+namespace {
+
+template <typename T>
+Status get(const toml::table& t, const char* section, const char* key, T& out) {
+  const toml::node* n = t.at_path(std::string(section) + "." + key).node();
+  if (n == nullptr) return Status::ok();
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (auto v = n->value<std::string>()) { out = *v; return Status::ok(); }
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (auto v = n->value<bool>()) { out = *v; return Status::ok(); }
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (auto v = n->value<double>()) { out = static_cast<T>(*v); return Status::ok(); }
+  } else {
+    if (auto v = n->value<int64_t>(); v && *v >= 0) { out = static_cast<T>(*v); return Status::ok(); }
+  }
+  return error(Code::kInvalidArgument, "setting {}.{} has the wrong type (line {})", section, key, n->source().begin.line);
+}
+
+Status get_list(const toml::table& t, const char* section, const char* key, std::vector<std::string>& out) {
+  const toml::node* n = t.at_path(std::string(section) + "." + key).node();
+  if (n == nullptr) return Status::ok();
+  if (auto s = n->value<std::string>()) {
+    out = {*s};
+    return Status::ok();
+  }
+  const toml::array* a = n->as_array();
+  if (a == nullptr) return error(Code::kInvalidArgument, "setting {}.{} must be a string or a list of strings", section, key);
+  out.clear();
+  for (const auto& e : *a) {
+    auto s = e.value<std::string>();
+    if (!s) return error(Code::kInvalidArgument, "setting {}.{} must list strings", section, key);
+    out.push_back(*s);
+  }
+  return Status::ok();
+}
+
+Status read_endpoint(const toml::table& t, const char* sec, EndpointConfig& e) {
+  HPR_RETURN_IF_ERROR(get(t, sec, "kind", e.kind));
+  HPR_RETURN_IF_ERROR(get(t, sec, "pcap", e.pcap));
+  HPR_RETURN_IF_ERROR(get(t, sec, "loops", e.loops));
+  HPR_RETURN_IF_ERROR(get(t, sec, "dpdk_port", e.dpdk_port));
+  HPR_RETURN_IF_ERROR(get(t, sec, "packets", e.gen_packets));
+  HPR_RETURN_IF_ERROR(get(t, sec, "rate_pps", e.gen_rate_pps));
+  HPR_RETURN_IF_ERROR(get(t, sec, "flows", e.gen_flows));
+  HPR_RETURN_IF_ERROR(get(t, sec, "zipf", e.gen_zipf));
+  HPR_RETURN_IF_ERROR(get(t, sec, "sizes", e.gen_sizes));
+  HPR_RETURN_IF_ERROR(get(t, sec, "seed", e.gen_seed));
+  HPR_RETURN_IF_ERROR(get(t, sec, "template", e.gen_template));
+  HPR_RETURN_IF_ERROR(get_list(t, sec, "patterns", e.gen_patterns));
+  HPR_RETURN_IF_ERROR(get(t, sec, "match_rate", e.gen_match_rate));
+  HPR_RETURN_IF_ERROR(get(t, sec, "ttl_low_share", e.gen_ttl_low_share));
+  HPR_RETURN_IF_ERROR(get(t, sec, "ipv6_share", e.gen_ipv6_share));
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<RunConfig> load_run_config(const std::string& path) {
+  if (!std::filesystem::exists(path)) return error(Code::kNotFound, "configuration file '{}' does not exist", path);
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    return error(Code::kInvalidArgument, "{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column,
+                 e.description());
+  }
+  static const std::set<std::string> kSections = {"input", "output", "dpdk", "app", "lanes", "devices", "flows",
+                                                  "telemetry", "run", "faults", "shaper"};
+  for (const auto& [k, v] : t) {
+    if (!kSections.count(std::string(k.str())))
+      return error(Code::kInvalidArgument, "{}: unknown section [{}] (line {})", path, k.str(), k.source().begin.line);
+  }
+  RunConfig c;
+  auto wrap = [&](Status s) { return s.is_ok() ? s : error(s.code(), "{}: {}", path, s.message()); };
+  HPR_RETURN_IF_ERROR(wrap(read_endpoint(t, "input", c.input)));
+  HPR_RETURN_IF_ERROR(wrap(read_endpoint(t, "output", c.output)));
+  HPR_RETURN_IF_ERROR(wrap(get_list(t, "dpdk", "eal", c.eal_args)));
+  HPR_RETURN_IF_ERROR(wrap(get_list(t, "dpdk", "vdevs", c.vdevs)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "name", c.app)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "routes", c.app_opts.routes)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "ports", c.app_opts.ports)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "drop_non_ipv4", c.app_opts.drop_non_ipv4)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "rules", c.app_opts.rules)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "keys", c.app_opts.keys)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "master_key", c.app_opts.master_key)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "md5_whole_frame", c.app_opts.md5_whole_frame)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "log", c.log_path)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "icmp_time_exceeded", c.icmp_time_exceeded)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "app", "router_addr", c.router_addr)));
+  HPR_RETURN_IF_ERROR(wrap(get_list(t, "lanes", "devices", c.devices)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "native", c.native_lanes)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "batch", c.batch)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "timeout_us", c.batch_timeout_us)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "queue", c.queue)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "in_flight", c.in_flight)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "max_batch", c.max_batch)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "balancer", c.balancer)));
+  if (t.at_path("lanes.backpressure")) {
+    bool b = false;
+    HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "backpressure", b)));
+    c.backpressure = b;
+  }
+  if (const toml::table* kinds = t.at_path("devices.kinds").as_table()) {
+    for (const auto& [name, v] : *kinds) {
+      auto s = v.value<std::string>();
+      if (!s) return error(Code::kInvalidArgument, "{}: devices.kinds.\"{}\" must be a string", path, name.str());
+      auto k = parse_device_kind(*s);
+      if (!k) return error(Code::kInvalidArgument, "{}: devices.kinds.\"{}\": {}", path, name.str(), k.status().message());
+      c.kinds[std::string(name.str())] = *k;
+    }
+  }
+  if (const toml::table* f = t.at_path("faults.fail_after_batches").as_table()) {
+    for (const auto& [name, v] : *f) c.fail_after[std::string(name.str())] = static_cast<uint64_t>(v.value_or<int64_t>(0));
+  }
+  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "enabled", c.shaping.enabled)));
+  {
+    std::string by = c.shaping.by_flow ? "flow" : "port";
+    HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "by", by)));
+    if (by != "flow" && by != "port") return error(Code::kInvalidArgument, "{}: shaper.by must be flow or port, not '{}'", path, by);
+    c.shaping.by_flow = by == "flow";
+    double rate_bps = static_cast<double>(c.shaping.rate_bytes_per_s) * 8, drain_s = c.shaping.drain_timeout_ns / 1e9;
+    HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "rate_bps", rate_bps)));
+    HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "drain_timeout_s", drain_s)));
+    c.shaping.rate_bytes_per_s = static_cast<uint64_t>(rate_bps / 8);
+    c.shaping.drain_timeout_ns = static_cast<uint64_t>(drain_s * 1e9);
+  }
+  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "burst_bytes", c.shaping.burst_bytes)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "alpha_bytes", c.shaping.alpha_bytes)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "queue_packets", c.shaping.queue_packets)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "waiting_packets", c.shaping.waiting_packets)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "flows", "capacity", c.flow_capacity)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "flows", "idle_s", c.flow_idle_s)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "telemetry", "prometheus", c.prometheus)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "telemetry", "status_interval_s", c.status_interval_s)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "telemetry", "summary_json", c.summary_json)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "run", "duration_s", c.duration_s)));
+  return c;
+}
+
+Status validate(const RunConfig& c) {
+  auto names = kernels::app_names();
+  if (std::find(names.begin(), names.end(), c.app) == names.end()) {
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    return error(Code::kInvalidArgument, "app.name: unknown app '{}' (known: {})", c.app, known);
+  }
+  if (c.input.kind != "pcap" && c.input.kind != "dpdk" && c.input.kind != "generator")
+    return error(Code::kInvalidArgument, "input.kind: '{}' is not one of pcap, dpdk, generator", c.input.kind);
+  if (c.output.kind != "pcap" && c.output.kind != "dpdk" && c.output.kind != "null")
+    return error(Code::kInvalidArgument, "output.kind: '{}' is not one of pcap, dpdk, null", c.output.kind);
+  if (c.input.kind == "pcap" && c.input.pcap.empty()) return error(Code::kInvalidArgument, "input.pcap: a capture path is needed for pcap input");
+  if (c.output.kind == "pcap" && c.output.pcap.empty()) return error(Code::kInvalidArgument, "output.pcap: a path is needed for pcap output");
+  if (c.input.kind == "dpdk" && c.input.dpdk_port.empty()) return error(Code::kInvalidArgument, "input.dpdk_port: name the ethdev (e.g. net_pcap0)");
+  if (c.output.kind == "dpdk" && c.output.dpdk_port.empty()) return error(Code::kInvalidArgument, "output.dpdk_port: name the ethdev (e.g. net_null0)");
+  if (c.batch == 0) return error(Code::kInvalidArgument, "lanes.batch: the batch size must be at least 1");
+  if (c.batch > 65536) return error(Code::kInvalidArgument, "lanes.batch: {} is above the maximum 65536", c.batch);
+  if (c.queue == 0) return error(Code::kInvalidArgument, "lanes.queue: the queue size must be at least 1");
+  if (c.in_flight == 0) return error(Code::kInvalidArgument, "lanes.in_flight: at least 1 batch must be allowed in flight");
+  if (c.flow_capacity == 0) return error(Code::kInvalidArgument, "flows.capacity: must be at least 1");
+  if (c.shaping.enabled) {
+    if (c.shaping.rate_bytes_per_s == 0) return error(Code::kInvalidArgument, "shaper.rate_bps: give the rate of each bucket in bits/s");
+    if (c.shaping.burst_bytes < 2048)
+      return error(Code::kInvalidArgument, "shaper.burst_bytes: {} is below the largest frame (2048 bytes)", c.shaping.burst_bytes);
+    if (c.shaping.queue_packets == 0 || c.shaping.waiting_packets == 0)
+      return error(Code::kInvalidArgument, "shaper.queue_packets and shaper.waiting_packets must be at least 1");
+  }
+  if (c.max_batch > 65536) return error(Code::kInvalidArgument, "lanes.max_batch: {} is above the maximum 65536", c.max_batch);
+  {
+    auto names = balance::balancer_names();
+    if (std::find(names.begin(), names.end(), c.balancer) == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + std::string(n);
+      return error(Code::kInvalidArgument, "lanes.balancer: unknown policy '{}' (known: {})", c.balancer, known);
+    }
+  }
+  if (c.native_lanes == 0 && c.devices.size() == 1 && c.devices[0] == "none")
+    return error(Code::kInvalidArgument, "lanes: no lanes (lanes.native = 0 and lanes.devices = none)");
+  return Status::ok();
+}
+
+namespace {
+
+Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_input) {
+  if (e.kind == "pcap") {
+    PcapPortConfig pc;
+    (is_input ? pc.rx_path : pc.tx_path) = e.pcap;
+    pc.loops = e.loops;
+    return make_pcap_port(pc);
+  }
+  if (e.kind == "dpdk") return make_dpdk_port({.name = e.dpdk_port});
+  if (e.kind == "null") return make_null_port();
+  GeneratorConfig g;
+  g.max_packets = e.gen_packets;
+  g.seed = e.gen_seed;
+  g.flows = e.gen_flows;
+  if (e.gen_zipf > 0) {
+    g.popularity = Popularity::kZipf;
+    g.zipf_s = e.gen_zipf;
+  }
+  if (e.gen_rate_pps > 0) {
+    g.rate.mode = RateMode::kConstant;
+    g.rate.rate = e.gen_rate_pps;
+  }
+  g.template_capture = e.gen_template;
+  g.patterns = e.gen_patterns;
+  g.pattern_match_rate = e.gen_match_rate;
+  g.ttl_low_share = e.gen_ttl_low_share;
+  g.ipv6_share = e.gen_ipv6_share;
+  const std::string& sz = e.gen_sizes;
+  unsigned a = 0, b = 0;
+  if (sz == "imix") {
+    g.size_mode = SizeMode::kImix;
+  } else if (std::sscanf(sz.c_str(), "fixed:%u", &a) == 1) {
+    g.size_mode = SizeMode::kFixed;
+    g.size_bytes = a;
+  } else if (std::sscanf(sz.c_str(), "uniform:%u-%u", &a, &b) == 2) {
+    g.size_mode = SizeMode::kUniform;
+    g.size_min_bytes = a;
+    g.size_max_bytes = b;
+  } else {
+    return error(Code::kInvalidArgument, "input.sizes: '{}' is not imix, fixed:N or uniform:A-B", sz);
+  }
+  return make_generator_port(g);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
+  HPR_RETURN_IF_ERROR(validate(c));
+  auto ctx = std::make_unique<RunContext>();
+  kernels::AppOptions ao = c.app_opts;
+  ao.key_capacity = c.flow_capacity;  // AES keys are indexed by flow id
+  auto app = kernels::make_app(c.app, ao);
+  if (!app) return app.status();
+  ctx->app = std::move(*app);
+
+  // Devices first: a configuration that names a device that does not exist starts nothing.
+  std::vector<DeviceInfo> chosen;
+  bool none = c.devices.size() == 1 && c.devices[0] == "none";
+  if (!none) {
+    auto devs = discover_devices(c.kinds);
+    if (!devs) return devs.status();
+    bool all = c.devices.size() == 1 && c.devices[0] == "all";
+    if (all) {
+      chosen = *devs;
+    } else {
+      for (const auto& want : c.devices) {
+        bool found = false;
+        for (const auto& d : *devs)
+          if (d.name.find(want) != std::string::npos) {
+            chosen.push_back(d);
+            found = true;
+          }
+        if (!found) {
+          std::string have;
+          for (const auto& d : *devs) have += fmt::format("\n  {}", d.name);
+          return error(Code::kNotFound, "lanes.devices: no OpenCL device matches '{}'; devices here:{}", want,
+                       have.empty() ? " none" : have);
+        }
+      }
+    }
+  }
+
+  bool needs_dpdk = c.input.kind == "dpdk" || c.output.kind == "dpdk";
+  if (needs_dpdk) HPR_RETURN_IF_ERROR(dpdk_init(c.eal_args.empty() ? dpdk_default_args(c.vdevs) : c.eal_args));
+  auto rx = make_endpoint(c.input, true);
+  if (!rx) return rx.status();
+  ctx->rx = std::move(*rx);
+  auto tx = make_endpoint(c.output, false);
+  if (!tx) return tx.status();
+  ctx->tx = std::move(*tx);
+
+  PipelineConfig pc;
+  pc.flow_capacity = c.flow_capacity;
+  pc.flow_idle_ns = static_cast<uint64_t>(c.flow_idle_s * 1e9);
+  pc.backpressure = c.backpressure.value_or(c.input.kind != "dpdk");
+  pc.balancer = c.balancer;
+  if (c.app == "ipv4" && c.icmp_time_exceeded) {
+    in_addr a{};
+    if (inet_pton(AF_INET, c.router_addr.c_str(), &a) != 1)
+      return error(Code::kInvalidArgument, "app.router_addr: '{}' is not an IPv4 address", c.router_addr);
+    uint32_t router = ntohl(a.s_addr);
+    pc.on_drop = [router](const Packet& p, std::vector<uint8_t>& scratch) -> std::span<const uint8_t> {
+      if (p.drop != DropReason::kTtlExceeded) return {};
+      scratch.resize(2048);
+      auto n = kernels::ipv4::build_icmp_time_exceeded(p, router, scratch);
+      if (!n) return {};
+      return {scratch.data(), *n};
+    };
+  }
+  pc.shaping = c.shaping;
+  pc.log_path = c.log_path;
+  pc.max_duration_ns = static_cast<uint64_t>(c.duration_s * 1e9);
+  pc.status_interval_ns = static_cast<uint64_t>(c.status_interval_s * 1e9);
+  pc.parse.verify_ipv4_checksum = c.app != "ipv4";  // the ipv4 app checks it itself
+  auto lane_cfg = [&](const std::string& name) {
+    LaneConfig lc;
+    lc.name = name;
+    lc.batch_size = c.batch;
+    lc.max_batch = std::max(c.max_batch, c.batch);
+    lc.batch_timeout_ns = c.batch_timeout_us * 1000;
+    lc.queue_size = c.queue;
+    for (const auto& [pat, n] : c.fail_after)
+      if (name.find(pat) != std::string::npos) lc.fail_after_batches = n;
+    return lc;
+  };
+  for (const auto& d : chosen) {
+    auto prog = kernels::AppProgram::create(*ctx->app, d.device);
+    if (!prog) {
+      // A device that cannot build the program or start is left out; the rest go on.
+      spdlog::warn("device '{}' left out: {}", d.name, prog.status().message());
+      ctx->left_out.push_back(d.name + ": " + prog.status().message());
+      continue;
+    }
+    LaneSpec s;
+    s.kind = LaneSpec::Kind::kOpenCL;
+    s.program = std::move(*prog);
+    s.host_unified = d.host_unified;
+    s.device_name = d.name;
+    s.lane = lane_cfg(fmt::format("cl{}:{}", d.index, d.name));
+    s.lane.weight = d.compute_units;
+    s.in_flight = c.in_flight;
+    pc.lanes.push_back(std::move(s));
+    ctx->devices.push_back(d);
+  }
+  for (uint32_t i = 0; i < c.native_lanes; ++i) {
+    LaneSpec s;
+    s.kind = LaneSpec::Kind::kNative;
+    s.lane = lane_cfg(fmt::format("native{}", i));
+    s.lane.weight = 1;
+    pc.lanes.push_back(std::move(s));
+  }
+  if (pc.lanes.empty()) return error(Code::kUnavailable, "no lane could be started (every device was left out and lanes.native = 0)");
+  auto p = Pipeline::create(std::move(pc), ctx->app, *ctx->rx, *ctx->tx);
+  if (!p) return p.status();
+  ctx->pipeline = std::move(*p);
+  return ctx;
+}
+
+}  // namespace hpr

@@ -1,0 +1,89 @@
+#pragma once
+// Configuration of `hpr run`: a TOML file (see docs/config.md and config/hpr.toml) that command-line
+// flags override. Every error names the setting and says what is accepted.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hpr/status.hpp"
+#include "kernels/registry.hpp"
+#include "runtime/opencl/devices.hpp"
+#include "runtime/pipeline/pipeline.hpp"
+#include "runtime/port.hpp"
+
+namespace hpr {
+
+struct EndpointConfig {
+  std::string kind;      // input: pcap | dpdk | generator; output: pcap | dpdk | null
+  std::string pcap;      // capture path
+  uint32_t loops = 1;    // input pcap: times to read the file (0: forever)
+  std::string dpdk_port; // ethdev name (e.g. net_pcap0)
+  // generator (input)
+  uint64_t gen_packets = 1'000'000;
+  double gen_rate_pps = 0;       // 0: as fast as possible
+  uint32_t gen_flows = 10'000;
+  double gen_zipf = 1.0;         // 0: uniform
+  std::string gen_sizes = "imix";// imix | fixed:N | uniform:A-B
+  uint64_t gen_seed = 1;
+  std::string gen_template;          // capture whose flows' headers become the generator's flows
+  std::vector<std::string> gen_patterns;  // byte strings planted in payloads (DPI tests)
+  double gen_match_rate = 0;         // fraction of packets carrying one planted pattern
+  double gen_ttl_low_share = 0;      // fraction of packets sent with TTL 1
+  double gen_ipv6_share = 0;         // fraction of synthetic flows that are IPv6
+};
+
+struct RunConfig {
+  EndpointConfig input{.kind = "generator"};
+  EndpointConfig output{.kind = "null"};
+  std::vector<std::string> eal_args;  // DPDK EAL arguments; empty: dpdk_default_args(vdevs)
+  std::vector<std::string> vdevs;
+
+  std::string app = "ipv4";
+  kernels::AppOptions app_opts;
+  std::string log_path;
+  bool icmp_time_exceeded = true;        // ipv4: answer TTL <= 1 with ICMP Time Exceeded from the host
+  std::string router_addr = "192.0.2.1"; // ipv4: source address of those ICMP messages
+
+  std::vector<std::string> devices = {"all"};  // "all", "none", or device name substrings
+  KindOverrides kinds;
+  uint32_t native_lanes = 1;
+  uint32_t batch = 256;
+  uint64_t batch_timeout_us = 100;
+  uint32_t queue = 4096;
+  uint32_t in_flight = 2;
+  uint32_t max_batch = 0;            // largest batch the scheduler may set (0: batch)
+  std::string balancer = "whrw";     // rr crc16 crc32 hrw whrw ahrw subflow fcfs afs laps
+  std::optional<bool> backpressure;  // unset: on for file and generator input, off for DPDK
+  std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
+
+  ShapingConfig shaping;            // [shaper]; rate given in bits/s in the file and flags
+  uint32_t flow_capacity = 65536;
+  double flow_idle_s = 30;
+
+  std::string prometheus;      // "127.0.0.1:9464"; empty: off
+  double status_interval_s = 1;
+  std::string summary_json;    // path; empty: none
+  double duration_s = 0;
+};
+
+// Errors: kNotFound (file), kInvalidArgument naming the key and the accepted values.
+Result<RunConfig> load_run_config(const std::string& path);
+Status validate(const RunConfig& c);
+
+// Everything a run owns, built from a RunConfig.
+struct RunContext {
+  std::unique_ptr<Port> rx, tx;
+  std::shared_ptr<kernels::App> app;
+  std::vector<DeviceInfo> devices;        // the devices that got a lane
+  std::vector<std::string> left_out;      // devices that failed to build or start, with reasons
+  std::unique_ptr<Pipeline> pipeline;
+};
+
+// Errors: bad configuration (kInvalidArgument), missing files (kNotFound), a device named in
+// `devices` that does not exist (kNotFound listing the devices), no lane at all (kUnavailable).
+Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c);
+
+}  // namespace hpr

@@ -1,0 +1,255 @@
+#include "scheduler/store/config_store.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace hpr::sched {
+
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::kThroughput: return "throughput";
+    case Metric::kLatency: return "latency";
+    case Metric::kPower: return "power";
+  }
+  return "?";
+}
+
+const char* policy_name(Policy p) {
+  switch (p) {
+    case Policy::kEnergyCritical: return "energy";
+    case Policy::kLatencyCritical: return "latency";
+    case Policy::kThroughputCritical: return "throughput";
+    case Policy::kLatencyTarget: return "latency-target";
+  }
+  return "?";
+}
+
+Result<Policy> parse_policy(std::string_view s) {
+  if (s == "energy") return Policy::kEnergyCritical;
+  if (s == "latency") return Policy::kLatencyCritical;
+  if (s == "throughput") return Policy::kThroughputCritical;
+  if (s == "latency-target") return Policy::kLatencyTarget;
+  return error(Code::kInvalidArgument, "policy '{}' is not one of energy, latency, throughput, latency-target", s);
+}
+
+ConfigStore::ConfigStore(StoreOptions opt) : opt_(opt) {}
+
+double ConfigStore::score(Metric m, double v) const {
+  constexpr double kTiny = 1e-12;
+  switch (m) {
+    case Metric::kThroughput: return v / opt_.throughput_scale_bps;
+    case Metric::kLatency: return opt_.latency_scale_ns / std::max(v, kTiny);
+    case Metric::kPower: return opt_.power_scale_w / std::max(v, kTiny);
+  }
+  return 0;
+}
+
+double ConfigStore::value_of(ConfigId id, Metric m) const {
+  const auto& c = configs_[id];
+  switch (m) {
+    case Metric::kThroughput: return c.throughput_bps;
+    case Metric::kLatency: return c.latency_ns;
+    case Metric::kPower: return c.power_w;
+  }
+  return 0;
+}
+
+void ConfigStore::tree_insert(ConfigId id) {
+  for (int t = 0; t < 3; ++t) {
+    auto m = static_cast<Metric>(t);
+    double v = value_of(id, m);
+    Tree& tree = trees_[t];
+    // Nearest existing node: merge when within δ of it (§4.1 "differs with its parent by a threshold δ").
+    auto it = tree.end();
+    auto hi = tree.lower_bound(v);
+    double best_d = std::numeric_limits<double>::infinity();
+    if (hi != tree.end()) {
+      best_d = hi->first - v;
+      it = hi;
+    }
+    if (hi != tree.begin()) {
+      auto lo = std::prev(hi);
+      if (v - lo->first <= best_d) {
+        best_d = v - lo->first;
+        it = lo;
+      }
+    }
+    if (it == tree.end() || best_d > opt_.delta * std::fabs(it->first)) it = tree.try_emplace(v).first;
+    node_key_[id][t] = it->first;
+    for (int o = 0; o < 3; ++o) {
+      if (o == t) continue;
+      it->second.by[o].emplace(score(static_cast<Metric>(o), value_of(id, static_cast<Metric>(o))), id);
+    }
+  }
+  dirty_ = true;
+}
+
+void ConfigStore::tree_erase(ConfigId id) {
+  for (int t = 0; t < 3; ++t) {
+    Tree& tree = trees_[t];
+    auto it = tree.find(node_key_[id][t]);
+    assert(it != tree.end());
+    for (int o = 0; o < 3; ++o) {
+      if (o == t) continue;
+      it->second.by[o].erase({score(static_cast<Metric>(o), value_of(id, static_cast<Metric>(o))), id});
+    }
+    int other = t == 0 ? 1 : 0;
+    if (it->second.by[other].empty()) tree.erase(it);
+  }
+  dirty_ = true;
+}
+
+Result<ConfigId> ConfigStore::insert(const Configuration& c) {
+  HPR_RETURN_IF_ERROR(validate(c));
+  if (auto existing = find_setup(c)) {
+    update(*existing, c.throughput_bps, c.latency_ns, c.latency_p99_ns, c.power_w, c.power_source);
+    return *existing;
+  }
+  auto id = static_cast<ConfigId>(configs_.size());
+  configs_.push_back(c);
+  node_key_.push_back({});
+  by_setup_.emplace(setup_hash(c), id);
+  tree_insert(id);
+  return id;
+}
+
+bool ConfigStore::update(ConfigId id, double throughput_bps, double latency_ns, double latency_p99_ns,
+                         double power_w, PowerSource source) {
+  assert(id < configs_.size());
+  const auto& c = configs_[id];
+  auto differs = [&](double stored, double measured) {
+    return std::fabs(measured - stored) > opt_.delta * std::max(std::fabs(stored), 1e-12);
+  };
+  if (!differs(c.throughput_bps, throughput_bps) && !differs(c.latency_ns, latency_ns) &&
+      !differs(c.power_w, power_w))
+    return false;
+  tree_erase(id);
+  auto& w = configs_[id];
+  w.throughput_bps = throughput_bps;
+  w.latency_ns = latency_ns;
+  w.latency_p99_ns = latency_p99_ns;
+  w.power_w = power_w;
+  w.power_source = source;
+  tree_insert(id);
+  return true;
+}
+
+uint64_t setup_hash(const Configuration& c) {
+  uint64_t h = 1469598103934665603ULL ^ c.device_mask;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ULL; };
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (!c.uses(d)) continue;
+    mix(c.batch[d]);
+    mix(static_cast<uint64_t>(std::llround(c.split[d] * 1e4)));
+  }
+  return h;
+}
+
+std::optional<ConfigId> ConfigStore::find_setup(const Configuration& c) const {
+  auto [lo, hi] = by_setup_.equal_range(setup_hash(c));
+  for (auto it = lo; it != hi; ++it)
+    if (configs_[it->second].same_setup(c)) return it->second;
+  return std::nullopt;
+}
+
+NodeView ConfigStore::view(Metric m, const Tree::const_iterator& it) const {
+  NodeView v;
+  v.key = it->first;
+  int t = static_cast<int>(m);
+  for (int o = 0; o < 3; ++o) {
+    if (o == t) continue;
+    v.size = it->second.by[o].size();
+    v.best_by[o] = it->second.by[o].empty() ? kNoConfig : it->second.by[o].begin()->second;
+  }
+  return v;
+}
+
+std::optional<NodeView> ConfigStore::find_exact(Metric m, double value) const {
+  const Tree& tree = trees_[static_cast<int>(m)];
+  auto it = tree.find(value);
+  if (it == tree.end()) return std::nullopt;
+  return view(m, it);
+}
+
+std::optional<NodeView> ConfigStore::find_nearest(Metric m, double value) const {
+  const Tree& tree = trees_[static_cast<int>(m)];
+  if (tree.empty()) return std::nullopt;
+  auto hi = tree.lower_bound(value);
+  if (hi == tree.end()) return view(m, std::prev(hi));
+  if (hi == tree.begin()) return view(m, hi);
+  auto lo = std::prev(hi);
+  return (value - lo->first <= hi->first - value) ? view(m, lo) : view(m, hi);
+}
+
+std::vector<NodeView> ConfigStore::nodes(Metric m) const {
+  std::vector<NodeView> out;
+  const Tree& tree = trees_[static_cast<int>(m)];
+  for (auto it = tree.begin(); it != tree.end(); ++it) out.push_back(view(m, it));
+  return out;
+}
+
+// a better than b on metric m (power or latency); values within tie_tolerance of each other are a tie, broken
+// by the other less-is-better metric (§4.1: the configuration best for both requirements).
+bool ConfigStore::better(ConfigId a, ConfigId b, Metric m) const {
+  Metric other = m == Metric::kPower ? Metric::kLatency : Metric::kPower;
+  double va = value_of(a, m), vb = value_of(b, m);
+  if (std::fabs(va - vb) <= opt_.tie_tolerance * std::max(va, vb)) return value_of(a, other) < value_of(b, other);
+  return va < vb;
+}
+
+void ConfigStore::rebuild() const {
+  size_t n = configs_.size();
+  thr_order_.resize(n);
+  for (size_t i = 0; i < n; ++i) thr_order_[i] = static_cast<ConfigId>(i);
+  std::sort(thr_order_.begin(), thr_order_.end(),
+            [&](ConfigId a, ConfigId b) { return configs_[a].throughput_bps < configs_[b].throughput_bps; });
+  thr_sorted_.resize(n);
+  suffix_min_power_.resize(n);
+  suffix_min_latency_.resize(n);
+  for (size_t i = 0; i < n; ++i) thr_sorted_[i] = configs_[thr_order_[i]].throughput_bps;
+  for (size_t k = n; k-- > 0;) {
+    ConfigId id = thr_order_[k];
+    if (k + 1 == n) {
+      suffix_min_power_[k] = suffix_min_latency_[k] = id;
+      continue;
+    }
+    ConfigId p = suffix_min_power_[k + 1], l = suffix_min_latency_[k + 1];
+    suffix_min_power_[k] = better(id, p, Metric::kPower) ? id : p;
+    suffix_min_latency_[k] = better(id, l, Metric::kLatency) ? id : l;
+  }
+  // Highest throughput; among those within tie_tolerance of it, the least power.
+  max_throughput_ = kNoConfig;
+  if (n > 0) {
+    double top = thr_sorted_.back();
+    auto first = std::lower_bound(thr_sorted_.begin(), thr_sorted_.end(), top * (1 - opt_.tie_tolerance));
+    max_throughput_ = suffix_min_power_[static_cast<size_t>(first - thr_sorted_.begin())];
+  }
+  power_order_ = thr_order_;
+  std::sort(power_order_.begin(), power_order_.end(),
+            [&](ConfigId a, ConfigId b) { return configs_[a].power_w < configs_[b].power_w; });
+  dirty_ = false;
+}
+
+ConfigId ConfigStore::best(const Query& q) const {
+  if (configs_.empty()) return kNoConfig;
+  if (dirty_) rebuild();
+  if (q.policy == Policy::kThroughputCritical) return max_throughput_;
+  auto it = std::lower_bound(thr_sorted_.begin(), thr_sorted_.end(), q.rate_bps);
+  if (it == thr_sorted_.end()) return max_throughput_;  // nothing sustains R: the most we can do
+  auto k = static_cast<size_t>(it - thr_sorted_.begin());
+  switch (q.policy) {
+    case Policy::kEnergyCritical: return suffix_min_power_[k];
+    case Policy::kLatencyCritical: return suffix_min_latency_[k];
+    case Policy::kLatencyTarget:
+      for (ConfigId id : power_order_) {
+        const auto& c = configs_[id];
+        if (c.throughput_bps >= q.rate_bps && c.latency_p99_ns <= q.latency_target_ns) return id;
+      }
+      return suffix_min_latency_[k];  // the target cannot be met at this rate: the lowest latency that can
+    case Policy::kThroughputCritical: break;
+  }
+  return max_throughput_;
+}
+
+}  // namespace hpr::sched

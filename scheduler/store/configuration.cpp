@@ -1,0 +1,105 @@
+#include "scheduler/store/configuration.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace hpr::sched {
+
+const char* power_source_name(PowerSource s) {
+  switch (s) {
+    case PowerSource::kRapl: return "rapl";
+    case PowerSource::kNvml: return "nvml";
+    case PowerSource::kModel: return "model";
+    case PowerSource::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+Result<PowerSource> parse_power_source(std::string_view s) {
+  if (s == "rapl") return PowerSource::kRapl;
+  if (s == "nvml") return PowerSource::kNvml;
+  if (s == "model") return PowerSource::kModel;
+  if (s == "unknown") return PowerSource::kUnknown;
+  return error(Code::kInvalidArgument, "power source '{}' is not one of rapl, nvml, model", s);
+}
+
+bool Configuration::same_setup(const Configuration& o) const {
+  if (device_mask != o.device_mask) return false;
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (!uses(d)) continue;
+    if (batch[d] != o.batch[d]) return false;
+    if (std::llround(split[d] * 1e4) != std::llround(o.split[d] * 1e4)) return false;
+  }
+  return true;
+}
+
+std::string Configuration::describe() const {
+  std::string devs, b, s;
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (!uses(d)) continue;
+    if (!devs.empty()) {
+      devs += ',';
+      b += ',';
+      s += ',';
+    }
+    devs += std::to_string(d);
+    b += std::to_string(batch[d]);
+    s += fmt::format("{:.2f}", split[d]);
+  }
+  return fmt::format("dev{{{}}} b=[{}] s=[{}]", devs, b, s);
+}
+
+Status validate(const Configuration& c) {
+  if (c.device_mask == 0) return error(Code::kInvalidArgument, "configuration: device_mask is empty");
+  if (c.device_mask >> kMaxDevices)
+    return error(Code::kInvalidArgument, "configuration: device_mask {:#x} uses a device id >= {}", c.device_mask,
+                 kMaxDevices);
+  double sum = 0;
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (!c.uses(d)) continue;
+    if (c.batch[d] == 0) return error(Code::kInvalidArgument, "configuration: batch[{}] is 0 for a used device", d);
+    if (!(c.split[d] >= 0)) return error(Code::kInvalidArgument, "configuration: split[{}] is negative", d);
+    sum += c.split[d];
+  }
+  if (std::fabs(sum - 1.0) > 1e-3)
+    return error(Code::kInvalidArgument, "configuration: split sums to {:.4f} over used devices, expected 1", sum);
+  for (auto [name, v] : {std::pair{"throughput_bps", c.throughput_bps}, std::pair{"latency_ns", c.latency_ns},
+                         std::pair{"latency_p99_ns", c.latency_p99_ns}, std::pair{"power_w", c.power_w}}) {
+    if (!std::isfinite(v) || v < 0) return error(Code::kInvalidArgument, "configuration: {} = {} is not >= 0", name, v);
+  }
+  return Status::ok();
+}
+
+void to_json(nlohmann::json& j, const Configuration& c) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (!c.uses(d)) continue;
+    devices.push_back({{"device", d}, {"batch", c.batch[d]}, {"split", c.split[d]}});
+  }
+  j = nlohmann::json{{"devices", devices},
+                     {"throughput_bps", c.throughput_bps},
+                     {"latency_ns", c.latency_ns},
+                     {"latency_p99_ns", c.latency_p99_ns},
+                     {"power_w", c.power_w},
+                     {"power_source", power_source_name(c.power_source)}};
+}
+
+void from_json(const nlohmann::json& j, Configuration& c) {
+  c = Configuration{};
+  for (const auto& dj : j.at("devices")) {
+    int d = dj.at("device").get<int>();
+    if (d < 0 || d >= kMaxDevices) throw nlohmann::json::other_error::create(501, "device id out of range", &dj);
+    c.device_mask |= 1U << d;
+    c.batch[d] = dj.at("batch").get<uint32_t>();
+    c.split[d] = dj.at("split").get<float>();
+  }
+  c.throughput_bps = j.at("throughput_bps").get<double>();
+  c.latency_ns = j.at("latency_ns").get<double>();
+  c.latency_p99_ns = j.value("latency_p99_ns", c.latency_ns);
+  c.power_w = j.at("power_w").get<double>();
+  auto src = parse_power_source(j.value("power_source", std::string("unknown")));
+  c.power_source = src ? *src : PowerSource::kUnknown;
+}
+
+}  // namespace hpr::sched

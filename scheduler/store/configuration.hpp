@@ -1,0 +1,51 @@
+#pragma once
+// A device configuration of the adaptive scheduler (hetero-opencl-adaptive-scheduler §4.1): which devices
+// process the traffic, the batch size of each, how a batch is split between them, and what was measured
+// for it (throughput, latency median/p99, power with the power's source).
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "hpr/status.hpp"
+
+namespace hpr::sched {
+
+// At most this many devices (lanes) take part in one configuration; device ids are 0..kMaxDevices-1.
+inline constexpr int kMaxDevices = 8;
+
+// Where a power figure comes from (architecture.md: every power figure carries its source).
+enum class PowerSource : uint8_t { kRapl, kNvml, kModel, kUnknown };
+const char* power_source_name(PowerSource s);  // "rapl" | "nvml" | "model" | "unknown"
+// Parses "rapl" | "nvml" | "model"; anything else is kInvalidArgument naming the value.
+Result<PowerSource> parse_power_source(std::string_view s);
+
+struct Configuration {
+  uint32_t device_mask = 0;                     // bit d set: device d takes part
+  std::array<uint32_t, kMaxDevices> batch{};    // packets per batch for each device (0 when unused)
+  std::array<float, kMaxDevices> split{};       // share of the traffic per device, sums to 1 over the mask
+  double throughput_bps = 0;                    // sustained throughput measured (bits/s)
+  double latency_ns = 0;                        // median batch latency
+  double latency_p99_ns = 0;
+  double power_w = 0;                           // whole-system power while running this configuration
+  PowerSource power_source = PowerSource::kUnknown;
+
+  int device_count() const { return __builtin_popcount(device_mask); }
+  bool uses(int device) const { return (device_mask >> device) & 1U; }
+  // Same devices, batch sizes and split (the identity of a configuration; measurements excluded).
+  bool same_setup(const Configuration& o) const;
+  // "dev{0,2} b=[1024,4096] s=[0.30,0.70]"
+  std::string describe() const;
+};
+
+// Validates a configuration read from a file or built by a caller: non-empty mask within kMaxDevices,
+// a batch >= 1 for every used device, split >= 0 summing to 1 (±1e-3) over used devices, finite metrics >= 0.
+// Returns kInvalidArgument naming the field.
+Status validate(const Configuration& c);
+
+void to_json(nlohmann::json& j, const Configuration& c);
+void from_json(const nlohmann::json& j, Configuration& c);  // throws nlohmann::json::exception on bad types
+
+}  // namespace hpr::sched

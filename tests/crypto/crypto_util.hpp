@@ -1,0 +1,155 @@
+#pragma once
+// Test helpers for the crypto apps: synthetic packets, OpenCL device list, OpenSSL EVP references and
+// NIST .rsp parsing. Gathering and device runs use kernels/runner.hpp.
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "hpr/data_dir.hpp"
+#include "kernels/app.hpp"
+#include "kernels/device_batch.hpp"
+#include "kernels/runner.hpp"
+#include "runtime/packet.hpp"
+
+namespace hpr::test {
+
+inline std::vector<uint8_t> unhex(const std::string& s) {
+  std::vector<uint8_t> v;
+  for (size_t i = 0; i + 1 < s.size(); i += 2) v.push_back(static_cast<uint8_t>(std::stoul(s.substr(i, 2), nullptr, 16)));
+  return v;
+}
+inline std::string hex(const uint8_t* p, size_t n) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) { s += d[p[i] >> 4]; s += d[p[i] & 15]; }
+  return s;
+}
+
+// Frames of Ethernet + IPv4 + UDP + payload; owns its bytes.
+struct Packets {
+  std::vector<std::vector<uint8_t>> frames;
+  std::vector<Packet> pkts;
+  void add(const std::vector<uint8_t>& payload, uint32_t flow, uint32_t seq) {
+    std::vector<uint8_t> f(42 + payload.size(), 0);
+    f[12] = 0x08; f[13] = 0x00; f[14] = 0x45; f[23] = 17;
+    std::memcpy(f.data() + 42, payload.data(), payload.size());
+    frames.push_back(std::move(f));
+    Packet p;
+    p.flow_id = flow;
+    p.seq = seq;
+    p.l3 = L3::kIPv4; p.l3_off = 14; p.l4_off = 34; p.l4 = 17;
+    p.payload_off = 42;
+    p.payload_len = static_cast<uint16_t>(payload.size());
+    pkts.push_back(p);
+  }
+  // Call after the last add (vectors may move).
+  std::vector<Packet>& fix() {
+    for (size_t i = 0; i < pkts.size(); ++i) {
+      pkts[i].data = frames[i].data();
+      pkts[i].len = static_cast<uint16_t>(frames[i].size());
+    }
+    return pkts;
+  }
+};
+
+inline std::vector<uint8_t> random_bytes(std::mt19937& rng, size_t n) {
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+inline std::vector<cl::Device> all_devices() {
+  std::vector<cl::Device> out;
+  try {
+    std::vector<cl::Platform> ps;
+    cl::Platform::get(&ps);
+    for (auto& p : ps) {
+      std::vector<cl::Device> ds;
+      p.getDevices(CL_DEVICE_TYPE_ALL, &ds);
+      out.insert(out.end(), ds.begin(), ds.end());
+    }
+  } catch (const cl::Error&) {
+  }
+  return out;
+}
+
+// ---- OpenSSL references
+inline std::vector<uint8_t> evp_md5(const uint8_t* p, size_t n) {
+  std::vector<uint8_t> d(16);
+  unsigned int len = 0;
+  EVP_Digest(p, n, d.data(), &len, EVP_md5(), nullptr);
+  return d;
+}
+
+// AES-128 encryption with OpenSSL: "cbc" (len % 16 == 0), "cs2" (AES-128-CBC-CTS, CS2), "ecb".
+inline std::vector<uint8_t> evp_aes(const char* mode, const uint8_t key[16], const uint8_t iv[16],
+                                    const std::vector<uint8_t>& in, bool enc = true) {
+  const char* name = std::strcmp(mode, "cs2") == 0 ? "AES-128-CBC-CTS" : std::strcmp(mode, "ecb") == 0 ? "AES-128-ECB" : "AES-128-CBC";
+  EVP_CIPHER* c = EVP_CIPHER_fetch(nullptr, name, nullptr);
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  OSSL_PARAM params[2] = {OSSL_PARAM_END, OSSL_PARAM_END};
+  if (std::strcmp(mode, "cs2") == 0)
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_CIPHER_PARAM_CTS_MODE, const_cast<char*>("CS2"), 0);
+  EVP_CipherInit_ex2(ctx, c, key, std::strcmp(mode, "ecb") == 0 ? nullptr : iv, enc ? 1 : 0, params);
+  EVP_CIPHER_CTX_set_padding(ctx, 0);
+  std::vector<uint8_t> out(in.size() + 32);
+  int n1 = 0, n2 = 0;
+  EVP_CipherUpdate(ctx, out.data(), &n1, in.data(), static_cast<int>(in.size()));
+  EVP_CipherFinal_ex(ctx, out.data() + n1, &n2);
+  out.resize(static_cast<size_t>(n1 + n2));
+  EVP_CIPHER_CTX_free(ctx);
+  EVP_CIPHER_free(c);
+  return out;
+}
+
+// ---- NIST CAVS .rsp
+struct NistVector {
+  std::string file;
+  bool encrypt = true;
+  int count = 0;
+  std::vector<uint8_t> key, iv, pt, ct;
+};
+
+inline std::vector<NistVector> load_nist(const std::string& path) {
+  std::vector<NistVector> out;
+  std::ifstream f(path);
+  std::string line;
+  bool enc = true;
+  NistVector cur;
+  bool have = false;
+  auto flush = [&] { if (have) out.push_back(cur); have = false; cur = NistVector{}; };
+  while (std::getline(f, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line == "[ENCRYPT]") { flush(); enc = true; continue; }
+    if (line == "[DECRYPT]") { flush(); enc = false; continue; }
+    auto eq = line.find(" = ");
+    if (eq == std::string::npos) continue;
+    std::string k = line.substr(0, eq), v = line.substr(eq + 3);
+    if (k == "COUNT") { flush(); have = true; cur.file = path; cur.encrypt = enc; cur.count = std::stoi(v); }
+    else if (k == "KEY") cur.key = unhex(v);
+    else if (k == "IV") cur.iv = unhex(v);
+    else if (k == "PLAINTEXT") cur.pt = unhex(v);
+    else if (k == "CIPHERTEXT") cur.ct = unhex(v);
+  }
+  flush();
+  return out;
+}
+
+inline std::vector<NistVector> load_all_nist() {
+  std::vector<NistVector> all;
+  for (const char* n : {"CBCGFSbox128.rsp", "CBCKeySbox128.rsp", "CBCMMT128.rsp", "CBCVarKey128.rsp", "CBCVarTxt128.rsp"}) {
+    auto v = load_nist(data_path(std::string("vectors/aes-cbc/") + n));
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return all;
+}
+
+}  // namespace hpr::test

@@ -1,0 +1,174 @@
+// Device kernels (md5.cl, aes.cl) == native reference byte for byte, on every OpenCL device
+// (POCL_DEVICES="pthread basic" gives two), on synthetic packets, NIST vectors and real captures.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "kernels/aes/aes_app.hpp"
+#include "kernels/md5/md5_app.hpp"
+#include "runtime/flow.hpp"
+#include "tests/crypto/crypto_util.hpp"
+
+#include "runtime/parser.hpp"
+#include "runtime/pcap_file.hpp"
+
+using namespace hpr;
+using namespace hpr::kernels;
+
+namespace {
+
+std::vector<cl::Device> devices() {
+  auto d = test::all_devices();
+  if (d.empty()) WARN("no OpenCL device: device tests skipped");
+  return d;
+}
+
+std::string dev_name(const cl::Device& d) { return d.getInfo<CL_DEVICE_NAME>(); }
+
+// Native and device on the same gathered batch; both outputs (and the slices) must match.
+void check_equal(const App& app, DeviceRunner& dev, const std::string& dev_label, std::span<const Packet> pkts,
+                 const std::string& what) {
+  auto native = kernels::gather(app, pkts);
+  app.run_native(native.view());
+  auto device = kernels::gather(app, pkts);
+  auto view = device.view();
+  auto st = dev.run(view);
+  INFO(what << " on " << dev_label << ": " << st.message());
+  REQUIRE(st.is_ok());
+  REQUIRE(device.out == native.out);
+  REQUIRE(device.pkts == native.pkts);
+}
+
+test::Packets random_packets(uint32_t seed, uint32_t flows) {
+  std::mt19937 rng(seed);
+  test::Packets ps;
+  for (int len = 0; len <= 1514; len += 1 + len / 64) ps.add(test::random_bytes(rng, len), rng() % flows, rng());
+  for (int len : {15, 16, 17, 31, 32, 33, 63, 64, 65, 1460, 1472, 1480, 9000}) ps.add(test::random_bytes(rng, len), 1, 2);
+  return ps;
+}
+
+}  // namespace
+
+TEST_CASE("device: md5 kernel == native on random packets (payload and whole frame)") {
+  for (const auto& d : devices()) {
+    for (bool whole : {false, true}) {
+      md5::Md5App app({.whole_frame = whole});
+      auto dev = DeviceRunner::create(app, d);
+      INFO(dev_name(d) << ": " << dev.status().message());
+      REQUIRE(dev.is_ok());
+      auto ps = random_packets(1, 1);
+      check_equal(app, *dev, dev_name(d), ps.fix(), whole ? "md5 whole frame" : "md5 payload");
+    }
+  }
+}
+
+TEST_CASE("device: aes kernel == native on random packets, derived and carried IV, missing keys") {
+  auto keys = std::make_shared<aes::KeyTable>(48);
+  aes::fill_derived(*keys, aes::Key{9}, 0, 40);  // 40..47 keyless, and flows >= 48 beyond capacity
+  for (const auto& d : devices()) {
+    for (aes::IvMode mode : {aes::IvMode::kDerived, aes::IvMode::kCarried}) {
+      aes::AesApp app(keys, {.iv = mode});
+      auto dev = DeviceRunner::create(app, d);
+      INFO(dev_name(d) << ": " << dev.status().message());
+      REQUIRE(dev.is_ok());
+      auto ps = random_packets(2, 52);
+      check_equal(app, *dev, dev_name(d), ps.fix(), "aes");
+    }
+  }
+}
+
+TEST_CASE("device: aes kernel encrypts all NIST CAVS encrypt vectors (IV carried)") {
+  auto vs = test::load_all_nist();
+  REQUIRE(vs.size() == 588);
+  auto keys = std::make_shared<aes::KeyTable>(static_cast<uint32_t>(vs.size()));
+  test::Packets ps;
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < vs.size(); ++i) {
+    if (!vs[i].encrypt) continue;
+    aes::Key k{};
+    std::memcpy(k.data(), vs[i].key.data(), 16);
+    REQUIRE(keys->set_key(static_cast<uint32_t>(i), k).is_ok());
+    std::vector<uint8_t> payload = vs[i].iv;
+    payload.insert(payload.end(), vs[i].pt.begin(), vs[i].pt.end());
+    ps.add(payload, static_cast<uint32_t>(i), 0);
+    idx.push_back(i);
+  }
+  REQUIRE(idx.size() == 294);
+  auto& pkts = ps.fix();
+  aes::AesApp app(keys, {.iv = aes::IvMode::kCarried});
+  for (const auto& d : devices()) {
+    auto dev = DeviceRunner::create(app, d);
+    REQUIRE(dev.is_ok());
+    auto b = kernels::gather(app, pkts);
+    auto view = b.view();
+    REQUIRE(dev->run(view).is_ok());
+    for (size_t j = 0; j < idx.size(); ++j) {
+      const auto& v = vs[idx[j]];
+      INFO(dev_name(d) << " " << v.file << " COUNT " << v.count);
+      REQUIRE(std::memcmp(b.pkts.data() + b.desc[j].off + 16, v.ct.data(), v.ct.size()) == 0);
+    }
+  }
+}
+
+TEST_CASE("device: md5 and aes kernels == native on every nDPI capture") {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(data_path("pcap/ndpi")))
+    if (e.path().extension() == ".pcap" || e.path().extension() == ".pcapng") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() > 200);
+  // Flow ids from the real FlowTable; no key for every fifth id, so some flows hit kKeyMissing.
+  constexpr uint32_t kCapacity = 1024;
+  auto keys = std::make_shared<aes::KeyTable>(kCapacity);
+  aes::fill_derived(*keys, aes::Key{1}, 0, kCapacity);
+  for (uint32_t f = 4; f < kCapacity; f += 5) keys->clear_key(f);
+  md5::Md5App md5_app;
+  aes::AesApp aes_app(keys);
+  // The first kPerCapture packets of every capture, all in one batch per (app, device): the PoCL
+  // devices are slow enough that the whole 98k packets would take minutes on a loaded 2-core box.
+  constexpr size_t kPerCapture = 256;
+  std::vector<std::vector<uint8_t>> frames;
+  std::vector<Packet> pkts;
+  size_t files_read = 0;
+  for (const auto& f : files) {
+    auto cap = load_capture(f);
+    INFO(f << ": " << cap.status().message());
+    REQUIRE(cap.is_ok());
+    ++files_read;
+    auto table = FlowTable::create(kCapacity, 1'000'000'000'000ull);
+    REQUIRE(table.is_ok());
+    for (size_t i = 0; i < cap->frames.size() && i < kPerCapture; ++i) frames.push_back(std::move(cap->frames[i]));
+    for (size_t i = pkts.size(); i < frames.size(); ++i) {
+      Packet p;
+      p.data = frames[i].data();
+      p.len = static_cast<uint16_t>(frames[i].size());
+      parse(p);
+      if (p.drop == DropReason::kNone) {
+        FlowKey k = flow_key(p).canonical();
+        p.flow_id = (*table)->lookup_or_insert(k, flow_hash_symmetric(k), 0);
+        if (p.flow_id != kNoFlow) p.seq = (*table)->state(p.flow_id).next_seq++;
+      }
+      pkts.push_back(p);
+    }
+  }
+  CHECK(files_read == files.size());
+  CHECK(pkts.size() > 20000);
+  for (const auto& d : devices()) {
+    for (const App* app : {static_cast<const App*>(&md5_app), static_cast<const App*>(&aes_app)}) {
+      auto dev = DeviceRunner::create(*app, d);
+      INFO(dev.status().message());
+      REQUIRE(dev.is_ok());
+      check_equal(*app, *dev, dev_name(d), pkts, "first packets of every capture");
+    }
+  }
+  // The books: every packet of an unkeyed flow is a counted drop.
+  auto b = kernels::gather(aes_app, pkts);
+  aes_app.run_native(b.view());
+  std::vector<Packet> copy = pkts;
+  aes_app.finish(copy, b.view());
+  uint64_t want_missing = 0;
+  for (const auto& p : pkts) want_missing += p.drop == DropReason::kNone && (p.flow_id == kNoFlow || p.flow_id % 5 == 4);
+  CHECK(want_missing > 0);
+  CHECK(aes_app.counters().key_missing == want_missing);
+  CHECK(aes_app.count_events(b.view()) == aes_app.counters().encrypted);
+}

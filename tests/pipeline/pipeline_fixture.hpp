@@ -1,0 +1,131 @@
+#pragma once
+// Helpers for pipeline tests: run a configuration to completion, compute the native reference of a
+// capture, compare captures as multisets (lanes interleave flows; per-flow order is checked by the
+// pipeline's own reorder counter).
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "hpr/data_dir.hpp"
+#include "kernels/ipv4/ipv4_app.hpp"
+#include "kernels/runner.hpp"
+#include "runtime/flow.hpp"
+#include "runtime/parser.hpp"
+#include "runtime/pcap_file.hpp"
+#include "runtime/pipeline/run_config.hpp"
+
+namespace hpr::test {
+
+// Two PoCL devices of different speed, also when the binary runs outside ctest.
+inline const bool kPoclEnv = setenv("POCL_DEVICES", "pthread basic", 0) == 0;
+
+inline std::string tmp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("hpr_pipeline_" + name)).string();
+}
+
+// A small route table so tests load fast: a default route plus a few prefixes.
+inline std::string small_routes() {
+  std::string p = tmp_path("routes.txt");
+  FILE* f = std::fopen(p.c_str(), "w");
+  std::fputs("0.0.0.0/0 1\n10.0.0.0/8 2\n192.168.0.0/16 3\n172.16.0.0/12 0\n", f);
+  std::fclose(f);
+  return p;
+}
+
+inline RunConfig base_config() {
+  RunConfig c;
+  c.status_interval_s = 0;
+  c.app_opts.routes = small_routes();
+  c.batch = 64;
+  c.batch_timeout_us = 200;
+  c.flow_capacity = 1 << 16;
+  return c;
+}
+
+// What a single native pass over the capture gives: the frames that leave (bytes after the app),
+// and the number dropped. Packets are processed in one batch with flow ids from a fresh flow table
+// in capture order, as the dispatcher assigns them.
+struct Reference {
+  std::vector<std::vector<uint8_t>> out;  // forwarded frames and the ICMP messages the host sends
+  uint64_t dropped = 0;
+  uint64_t icmp = 0;
+};
+
+inline Reference native_reference(const kernels::App& app, const Capture& cap, const RunConfig& c) {
+  Reference r;
+  auto ft = FlowTable::create(c.flow_capacity, static_cast<uint64_t>(c.flow_idle_s * 1e9));
+  std::vector<std::vector<uint8_t>> frames;
+  std::vector<Packet> pkts;
+  for (const auto& f : cap.frames) {
+    if (f.size() > 2048) {
+      ++r.dropped;  // the pcap port's slot size: frame_too_long
+      continue;
+    }
+    frames.push_back(f);
+  }
+  pkts.resize(frames.size());
+  ParseOptions po;
+  po.verify_ipv4_checksum = c.app != "ipv4";
+  std::vector<Packet> kept;
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    Packet& p = pkts[i];
+    p.data = frames[i].data();
+    p.len = static_cast<uint16_t>(frames[i].size());
+    if (parse(p, po) != DropReason::kNone) {
+      ++r.dropped;
+      continue;
+    }
+    if (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6) {
+      FlowKey k = flow_key(p).canonical();
+      p.hash = crc32c(&k, sizeof k);
+      p.flow_id = (*ft)->lookup_or_insert(k, p.hash, 0);
+      p.seq = (*ft)->state(p.flow_id).next_seq++;
+    }
+    kept.push_back(p);
+    idx.push_back(i);
+  }
+  auto hb = kernels::gather(app, kept);
+  auto v = hb.view();
+  app.run_native(v);
+  kernels::scatter_back(app, kept, v);
+  app.finish(kept, v);
+  for (size_t j = 0; j < kept.size(); ++j) {
+    if (kept[j].drop != DropReason::kNone) {
+      ++r.dropped;
+      if (c.app == "ipv4" && c.icmp_time_exceeded && kept[j].drop == DropReason::kTtlExceeded) {
+        std::vector<uint8_t> icmp(2048);
+        auto n = kernels::ipv4::build_icmp_time_exceeded(kept[j], 0xc0000201 /*192.0.2.1*/, icmp);
+        if (n) {
+          icmp.resize(*n);
+          r.out.push_back(icmp);
+          ++r.icmp;
+        }
+      }
+      continue;
+    }
+    r.out.push_back(frames[idx[j]]);
+  }
+  return r;
+}
+
+inline std::vector<std::vector<uint8_t>> sorted(std::vector<std::vector<uint8_t>> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+inline Summary run_to_end(const RunConfig& c) {
+  auto ctx = prepare_run(c);
+  if (!ctx) FAIL(ctx.status().to_string());
+  return (*ctx)->pipeline->run();
+}
+
+inline void check_books(const Summary& s) {
+  INFO(s.to_text());
+  CHECK(s.unaccounted == 0);
+  CHECK(s.rx_packets == s.tx_packets + s.dropped);
+  CHECK(s.reorders == 0);
+}
+
+}  // namespace hpr::test

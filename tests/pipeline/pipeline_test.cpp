@@ -1,0 +1,281 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <thread>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "kernels/registry.hpp"
+#include "tests/pipeline/pipeline_fixture.hpp"
+
+using namespace hpr;
+using namespace hpr::test;
+
+namespace {
+const char* kCaptures[] = {"pcap/ndpi/443-chrome.pcap", "pcap/ndpi/dns_doh.pcap", "pcap/ndpi/skype.pcap",
+                           "pcap/ndpi/badpackets.pcap", "pcap/ndpi/6in4tunnel.pcap", "pcap/ndpi/webex.pcap"};
+
+RunConfig pcap_config(const std::string& app, const std::string& capture, const std::string& out) {
+  RunConfig c = base_config();
+  c.app = app;
+  c.app_opts.master_key = "000102030405060708090a0b0c0d0e0f";
+  c.input = {.kind = "pcap", .pcap = data_path(capture)};
+  c.output = {.kind = "pcap", .pcap = out};
+  return c;
+}
+}  // namespace
+
+TEST_CASE("pcap to pcap: every app's output equals the native reference, on both devices and a native lane") {
+  for (std::string app : {"ipv4", "md5", "aes"}) {
+    for (const char* cap_name : kCaptures) {
+      DYNAMIC_SECTION(app << " " << cap_name) {
+        std::string out = tmp_path(app + "_out.pcap");
+        RunConfig c = pcap_config(app, cap_name, out);
+        c.log_path = tmp_path(app + ".log");
+        Summary s = run_to_end(c);
+        check_books(s);
+        auto in = load_capture(data_path(cap_name));
+        REQUIRE(in.is_ok());
+        CHECK(s.rx_packets == in->size());
+        auto appobj = kernels::make_app(c.app, [&] { auto o = c.app_opts; o.key_capacity = c.flow_capacity; return o; }());
+        REQUIRE(appobj.is_ok());
+        Reference ref = native_reference(**appobj, *in, c);
+        auto got = load_capture(out);
+        REQUIRE(got.is_ok());
+        CHECK(s.dropped == ref.dropped);
+        CHECK(s.host_frames == ref.icmp);
+        CHECK(sorted(got->frames) == sorted(ref.out));
+        if (app == "md5") {  // result log: one digest line per packet that had a result
+          std::ifstream f(c.log_path);
+          size_t lines = 0;
+          for (std::string l; std::getline(f, l);) lines += l.find(" md5 ") != std::string::npos;
+          CHECK(lines == s.lanes[0].events + s.lanes[1].events + (s.lanes.size() > 2 ? s.lanes[2].events : 0));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("TTL exceeded: dropped, counted, and answered with ICMP Time Exceeded by the host") {
+  RunConfig c = base_config();
+  std::string out = tmp_path("ttl_out.pcap");
+  c.input = {.kind = "generator", .gen_packets = 2000, .gen_flows = 50, .gen_sizes = "fixed:200", .gen_seed = 8,
+             .gen_ttl_low_share = 0.1};
+  c.output = {.kind = "pcap", .pcap = out};
+  Summary s;
+  {
+    auto ctx = prepare_run(c);
+    REQUIRE(ctx.is_ok());
+    s = (*ctx)->pipeline->run();
+  }
+  check_books(s);
+  // Every frame that left is either forwarded (TTL 63 from 64) or an ICMP from the router address.
+  auto got = load_capture(out);
+  REQUIRE(got.is_ok());
+  CHECK(got->size() == s.tx_packets + s.host_frames);
+  uint64_t ttl_drops = 0;
+  for (const auto& [r, n] : s.drops)
+    if (r == "ttl_exceeded") ttl_drops = n;
+  CHECK(ttl_drops > 100);
+  CHECK(s.host_frames == ttl_drops);
+  size_t icmp = 0;
+  for (auto& f : got->frames) {
+    Packet p = {};
+    p.data = f.data();
+    p.len = static_cast<uint16_t>(f.size());
+    REQUIRE(parse(p) == DropReason::kNone);  // checksums right
+    if (p.l4 == 1) {
+      ++icmp;
+      CHECK(f[p.l4_off] == 11);                            // Time Exceeded
+      CHECK(std::equal(f.begin() + p.l3_off + 12, f.begin() + p.l3_off + 16, std::begin({192, 0, 2, 1})) );
+    } else {
+      CHECK(f[p.l3_off + 8] == 63);                        // forwarded: TTL 64 - 1
+    }
+  }
+  CHECK(icmp == ttl_drops);
+}
+
+TEST_CASE("two devices and a native lane with Zipf traffic: no reorder, books balance") {
+  RunConfig c = base_config();
+  c.input = {.kind = "generator", .gen_packets = 200000, .gen_flows = 5000, .gen_zipf = 1.2, .gen_sizes = "imix", .gen_seed = 3};
+  c.output = {.kind = "null"};
+  c.native_lanes = 1;
+  Summary s = run_to_end(c);
+  check_books(s);
+  CHECK(s.rx_packets == 200000);
+  REQUIRE(s.lanes.size() == 3);
+  for (const auto& l : s.lanes) CHECK(l.packets > 0);
+}
+
+TEST_CASE("every balancer policy runs in the daemon without reordering") {
+  for (std::string pol : {"rr", "crc16", "crc32", "hrw", "whrw", "ahrw", "subflow", "fcfs", "afs", "laps"}) {
+    DYNAMIC_SECTION(pol) {
+      RunConfig c = base_config();
+      c.balancer = pol;
+      c.input = {.kind = "generator", .gen_packets = 40000, .gen_flows = 500, .gen_zipf = 1.1, .gen_sizes = "imix", .gen_seed = 9};
+      c.output = {.kind = "null"};
+      c.native_lanes = 2;
+      Summary s = run_to_end(c);
+      check_books(s);
+      CHECK(s.rx_packets == 40000);
+    }
+  }
+}
+
+TEST_CASE("changing lane weights mid-run moves new flows without reordering") {
+  RunConfig c = base_config();
+  c.input = {.kind = "generator", .gen_packets = 0, .gen_flows = 3000, .gen_sizes = "fixed:64", .gen_seed = 2};
+  c.output = {.kind = "null"};
+  c.devices = {"none"};
+  c.native_lanes = 3;
+  c.max_batch = 512;
+  auto ctx = prepare_run(c);
+  REQUIRE(ctx.is_ok());
+  Pipeline* p = (*ctx)->pipeline.get();
+  CHECK_FALSE(p->set_lane_weights({1, 2}).is_ok());
+  std::thread ctl([p] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    REQUIRE(p->set_lane_weights({0, 1, 1}).is_ok());  // take lane 0 out for new flows
+    p->set_lane_batch(1, 512);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    p->request_stop();
+  });
+  Summary s = p->run();
+  ctl.join();
+  check_books(s);
+  CHECK(s.lanes[1].mean_batch > 64);
+}
+
+TEST_CASE("egress shaping delays packets per flow without losing or reordering them") {
+  RunConfig c = base_config();
+  c.input = {.kind = "generator", .gen_packets = 3000, .gen_flows = 20, .gen_sizes = "fixed:1000", .gen_seed = 4};
+  c.output = {.kind = "null"};
+  c.shaping = {.enabled = true, .by_flow = true, .rate_bytes_per_s = 2'000'000, .burst_bytes = 4096, .queue_packets = 4095,
+               .waiting_packets = 8192};
+  Summary s = run_to_end(c);
+  check_books(s);
+  CHECK(s.shaping);
+  CHECK(s.shaper_delayed > 0);
+  CHECK(s.shaper_reschedules > 0);
+  CHECK(s.tx_packets == 3000);
+}
+
+TEST_CASE("packets still shaped when the drain timeout runs out are counted, not lost") {
+  RunConfig c = base_config();
+  c.input = {.kind = "generator", .gen_packets = 2000, .gen_flows = 4, .gen_sizes = "fixed:1000", .gen_seed = 4};
+  c.output = {.kind = "null"};
+  c.shaping = {.enabled = true, .by_flow = false, .rate_bytes_per_s = 100'000, .burst_bytes = 4096, .queue_packets = 4095,
+               .waiting_packets = 4096, .drain_timeout_ns = 200'000'000};
+  Summary s = run_to_end(c);
+  check_books(s);
+  uint64_t drained = 0;
+  for (const auto& [r, n] : s.drops)
+    if (r == "shaper_drain") drained = n;
+  CHECK(drained > 0);
+}
+
+TEST_CASE("a lane that fails mid-run leaves the set; its packets go to the others, none lost or reordered") {
+  RunConfig c = base_config();
+  c.input = {.kind = "generator", .gen_packets = 100000, .gen_flows = 2000, .gen_zipf = 1.0, .gen_sizes = "imix", .gen_seed = 5};
+  c.output = {.kind = "null"};
+  c.native_lanes = 2;
+  c.fail_after = {{"basic", 20}, {"native1", 50}};
+  Summary s = run_to_end(c);
+  check_books(s);
+  CHECK(s.lane_failures == 2);
+  CHECK(s.rx_packets == 100000);
+  int removed = 0;
+  for (const auto& l : s.lanes) removed += l.state == "removed";
+  CHECK(removed == 2);
+  // Nothing was dropped for lack of a lane or room: only the app's own verdicts.
+  for (const auto& [r, n] : s.drops) CHECK((r == "no_route" || r == "ttl_exceeded"));
+}
+
+TEST_CASE("stop requested mid-run (as on SIGTERM) drains everything in flight: books balance") {
+  RunConfig c = base_config();
+  c.input = {.kind = "generator", .gen_packets = 0, .gen_flows = 1000, .gen_sizes = "fixed:64"};
+  c.output = {.kind = "null"};
+  auto ctx = prepare_run(c);
+  REQUIRE(ctx.is_ok());
+  Pipeline* p = (*ctx)->pipeline.get();
+  std::thread stopper([p] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    p->request_stop();
+  });
+  Summary s = p->run();
+  stopper.join();
+  check_books(s);
+  CHECK(s.rx_packets > 0);
+}
+
+TEST_CASE("overload: a generator faster than the lanes gets queue_full drops, counted by lane queue, and the run goes on") {
+  RunConfig c = base_config();
+  c.input = {.kind = "generator", .gen_packets = 300000, .gen_flows = 1000, .gen_sizes = "fixed:64"};
+  c.output = {.kind = "null"};
+  c.backpressure = false;
+  c.queue = 64;
+  c.devices = {"none"};
+  c.native_lanes = 1;
+  c.batch = 32;
+  Summary s = run_to_end(c);
+  check_books(s);
+  uint64_t qf = 0;
+  for (const auto& [r, n] : s.drops)
+    if (r == "queue_full") qf = n;
+  CHECK(qf > 0);
+  CHECK(s.tx_packets > 0);
+}
+
+TEST_CASE("bad configuration: a clear error naming the setting, nothing started") {
+  RunConfig c = base_config();
+  SECTION("unknown app") {
+    c.app = "nat";
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("app.name") != std::string::npos);
+    CHECK(r.status().message().find("ipv4") != std::string::npos);
+  }
+  SECTION("missing route file") {
+    c.app_opts.routes = "/nonexistent/routes.txt";
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("/nonexistent/routes.txt") != std::string::npos);
+  }
+  SECTION("a device that does not exist") {
+    c.devices = {"TeslaV100"};
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("lanes.devices") != std::string::npos);
+    CHECK(r.status().message().find("pthread") != std::string::npos);  // lists what is there
+  }
+  SECTION("queue size 0") {
+    c.queue = 0;
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("lanes.queue") != std::string::npos);
+  }
+  SECTION("unknown balancer") {
+    c.balancer = "magic";
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("lanes.balancer") != std::string::npos);
+  }
+  SECTION("aes without keys") {
+    c.app = "aes";
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("app.master_key") != std::string::npos);
+  }
+  SECTION("a TOML file with an unknown section and a wrong type") {
+    std::string p = tmp_path("bad.toml");
+    std::ofstream(p) << "[lanes]\nbatch = \"big\"\n";
+    auto r = load_run_config(p);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("lanes.batch") != std::string::npos);
+    std::ofstream(p) << "[lane]\nbatch = 3\n";
+    auto r2 = load_run_config(p);
+    REQUIRE_FALSE(r2.is_ok());
+    CHECK(r2.status().message().find("unknown section [lane]") != std::string::npos);
+  }
+}

@@ -1,0 +1,153 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "profiler/power/power_meter.hpp"
+
+using namespace hpr;
+using namespace hpr::prof;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::random_device rd;
+    path = fs::temp_directory_path() / fmt::format("hpr-power-test-{}", rd());
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+void write(const fs::path& p, const std::string& s) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << s << "\n";
+}
+
+void zone(const fs::path& dir, const std::string& name, uint64_t energy, uint64_t range) {
+  write(dir / "name", name);
+  write(dir / "energy_uj", std::to_string(energy));
+  write(dir / "max_energy_range_uj", std::to_string(range));
+}
+
+}  // namespace
+
+TEST_CASE("rapl_delta_uj handles the wrap at max_energy_range_uj") {
+  CHECK(rapl_delta_uj(100, 250, 1000) == 150);
+  CHECK(rapl_delta_uj(900, 50, 1000) == 150);   // 900 → 1000 → 0 → 50
+  CHECK(rapl_delta_uj(1000, 0, 1000) == 0);
+  CHECK(rapl_delta_uj(5, 5, 1000) == 0);
+}
+
+TEST_CASE("RAPL discovery and reading on a fake powercap tree with a wrap-around") {
+  TempDir tmp;
+  const uint64_t range = 262143328850ULL;  // a real max_energy_range_uj value
+  // Top-level zones and nested subzones, as the kernel lays them out.
+  zone(tmp.path / "intel-rapl:0", "package-0", range - 1'000'000, range);
+  zone(tmp.path / "intel-rapl:0" / "intel-rapl:0:0", "core", 10, range);
+  zone(tmp.path / "intel-rapl:0" / "intel-rapl:0:1", "uncore", 20, range);
+  zone(tmp.path / "intel-rapl:0" / "intel-rapl:0:2", "dram", 30, range);
+  fs::create_directories(tmp.path / "intel-rapl-mmio:0");  // other powercap control types are ignored
+  write(tmp.path / "not-a-zone" / "name", "x");
+
+  auto domains = discover_rapl(tmp.path.string());
+  REQUIRE(domains.is_ok());
+  REQUIRE(domains->size() == 4);
+  CHECK((*domains)[0].id == "intel-rapl:0");
+  CHECK((*domains)[0].kind == RaplKind::kPackage);
+  CHECK((*domains)[1].kind == RaplKind::kCore);
+  CHECK((*domains)[2].kind == RaplKind::kUncore);
+  CHECK((*domains)[3].kind == RaplKind::kDram);
+  CHECK((*domains)[0].max_energy_range_uj == range);
+
+  auto meter = open_rapl((*domains)[0]);
+  REQUIRE(meter.is_ok());
+  CHECK((*meter)->source() == PowerSource::kRapl);
+  CHECK((*meter)->name() == "rapl:package-0");
+  auto r0 = (*meter)->read(1'000'000'000);
+  REQUIRE(r0.is_ok());
+  CHECK(r0->energy_uj == 0);
+  CHECK(r0->watts == 0);
+  CHECK(r0->source == PowerSource::kRapl);
+  // 1 s later the counter has wrapped: 1 J to the top of the range, then 49 J more → 50 J over 1 s = 50 W.
+  write(tmp.path / "intel-rapl:0" / "energy_uj", std::to_string(49'000'000));
+  auto r1 = (*meter)->read(2'000'000'000);
+  REQUIRE(r1.is_ok());
+  CHECK(r1->energy_uj == 50'000'000);
+  CHECK(r1->watts == Approx(50.0));
+  write(tmp.path / "intel-rapl:0" / "energy_uj", std::to_string(69'000'000));
+  auto r2 = (*meter)->read(2'500'000'000);
+  REQUIRE(r2.is_ok());
+  CHECK(r2->energy_uj == 70'000'000);  // cumulative
+  CHECK(r2->watts == Approx(40.0));
+
+  // A counter that turns into garbage is an error naming the file.
+  write(tmp.path / "intel-rapl:0" / "energy_uj", "garbage");
+  auto bad = (*meter)->read(3'000'000'000);
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find("energy_uj") != std::string::npos);
+}
+
+TEST_CASE("RAPL absent: a clear status, not a crash") {
+  TempDir tmp;
+  auto none = discover_rapl(tmp.path.string());
+  REQUIRE_FALSE(none.is_ok());
+  CHECK(none.status().code() == Code::kNotFound);
+  CHECK(none.status().message().find("model power source") != std::string::npos);
+  auto missing = discover_rapl((tmp.path / "nope").string());
+  REQUIRE_FALSE(missing.is_ok());
+  CHECK(missing.status().message().find("nope") != std::string::npos);
+  // A zone without its name file is reported with its path.
+  write(tmp.path / "intel-rapl:0" / "energy_uj", "1");
+  auto broken = discover_rapl(tmp.path.string());
+  REQUIRE_FALSE(broken.is_ok());
+  CHECK(broken.status().message().find("intel-rapl:0") != std::string::npos);
+  // A domain whose energy_uj cannot be opened is "unavailable".
+  RaplDomain d{(tmp.path / "intel-rapl:9").string(), "intel-rapl:9", "package-9", RaplKind::kPackage, 100};
+  auto m = open_rapl(d);
+  REQUIRE_FALSE(m.is_ok());
+  CHECK(m.status().code() == Code::kUnavailable);
+}
+
+TEST_CASE("NVML absent is not an error: no meters and a reason") {
+  NvmlProbe p = probe_nvml("libnvidia-ml-definitely-absent.so.1");
+  CHECK_FALSE(p.available);
+  CHECK(p.meters.empty());
+  CHECK(p.reason.find("NVML not available") != std::string::npos);
+  // The real library name: on this machine (no NVIDIA driver) also unavailable; on a GPU machine, meters.
+  NvmlProbe real = probe_nvml();
+  if (real.available) {
+    for (auto& m : real.meters) {
+      CHECK(m->source() == PowerSource::kNvml);
+      auto r = m->read(1);
+      CHECK(r.is_ok());
+    }
+  } else {
+    CHECK_FALSE(real.reason.empty());
+  }
+}
+
+TEST_CASE("model meter: idle + dynamic x utilisation, integrated over time, source model") {
+  auto params = default_model_power("igpu", "HD Graphics 4000");
+  CHECK(params.idle_w == 2);
+  CHECK(params.dynamic_w == 12);
+  CHECK(default_model_power("something").idle_w == default_model_power("cpu").idle_w);
+  ModelPowerMeter m(params, 0);
+  CHECK(m.name() == "model:HD Graphics 4000");
+  CHECK(m.source() == PowerSource::kModel);
+  auto r0 = m.read(0);
+  REQUIRE(r0.is_ok());
+  CHECK(r0->source == PowerSource::kModel);
+  m.set_utilisation(0.5, 0);                // 2 + 6 = 8 W for 1 s
+  m.set_utilisation(1.0, 1'000'000'000);    // 14 W for 1 s
+  auto r1 = m.read(2'000'000'000);
+  REQUIRE(r1.is_ok());
+  CHECK(r1->energy_uj == 22'000'000);
+  CHECK(r1->watts == Approx(11.0));
+  m.set_utilisation(7.0, 2'000'000'000);    // clamped to 1
+  CHECK(m.read(3'000'000'000)->watts == Approx(14.0));
+  CHECK(std::string(power_source_name(PowerSource::kModel)) == "model");
+}

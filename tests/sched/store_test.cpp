@@ -1,0 +1,164 @@
+#include <catch2/catch.hpp>
+
+#include "scheduler/store/config_store.hpp"
+
+using namespace hpr::sched;
+
+namespace {
+
+constexpr double G = 1e9;
+
+Configuration cfg(uint32_t mask, uint32_t batch, double thr_bps, double lat_ns, double power_w) {
+  Configuration c;
+  c.device_mask = mask;
+  int n = __builtin_popcount(mask);
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (!c.uses(d)) continue;
+    c.batch[d] = batch;
+    c.split[d] = 1.0F / static_cast<float>(n);
+  }
+  if (n == 3) c.split[2] = 1.0F - 2.0F / 3.0F * 1.0F;  // keep the sum at 1 in float
+  c.throughput_bps = thr_bps;
+  c.latency_ns = lat_ns;
+  c.latency_p99_ns = lat_ns * 1.5;
+  c.power_w = power_w;
+  c.power_source = PowerSource::kModel;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("validate rejects bad configurations with the field name") {
+  Configuration c = cfg(0b1, 64, 1 * G, 1e3, 10);
+  REQUIRE(validate(c).is_ok());
+  auto empty = c;
+  empty.device_mask = 0;
+  CHECK(validate(empty).message().find("device_mask") != std::string::npos);
+  auto nobatch = c;
+  nobatch.batch[0] = 0;
+  CHECK(validate(nobatch).message().find("batch[0]") != std::string::npos);
+  auto badsplit = c;
+  badsplit.split[0] = 0.5F;
+  CHECK(validate(badsplit).message().find("split") != std::string::npos);
+  auto negpower = c;
+  negpower.power_w = -1;
+  CHECK(validate(negpower).message().find("power_w") != std::string::npos);
+  ConfigStore s;
+  CHECK_FALSE(s.insert(empty).is_ok());
+}
+
+TEST_CASE("exact and nearest lookups in each tree") {
+  ConfigStore s;
+  REQUIRE(s.insert(cfg(0b001, 64, 10 * G, 100e3, 50)).is_ok());
+  REQUIRE(s.insert(cfg(0b010, 64, 20 * G, 200e3, 80)).is_ok());
+  REQUIRE(s.insert(cfg(0b100, 64, 40 * G, 400e3, 160)).is_ok());
+  CHECK(s.node_count(Metric::kThroughput) == 3);
+
+  auto ex = s.find_exact(Metric::kThroughput, 20 * G);
+  REQUIRE(ex);
+  CHECK(ex->size == 1);
+  CHECK(s.get(ex->best_by[static_cast<int>(Metric::kPower)]).device_mask == 0b010);
+  CHECK_FALSE(s.find_exact(Metric::kThroughput, 21 * G));
+
+  CHECK(s.find_nearest(Metric::kThroughput, 14 * G)->key == 10 * G);
+  CHECK(s.find_nearest(Metric::kThroughput, 16 * G)->key == 20 * G);
+  CHECK(s.find_nearest(Metric::kThroughput, 1 * G)->key == 10 * G);    // below the smallest
+  CHECK(s.find_nearest(Metric::kThroughput, 100 * G)->key == 40 * G);  // above the largest
+  CHECK(s.find_nearest(Metric::kPower, 150)->key == 160);
+  CHECK(s.find_nearest(Metric::kLatency, 190e3)->key == 200e3);
+  CHECK_FALSE(ConfigStore().find_nearest(Metric::kPower, 1));
+}
+
+TEST_CASE("nodes within delta of their neighbour are merged; members ordered by the other metrics") {
+  ConfigStore s(StoreOptions{.delta = 0.10});
+  // 10.0, 10.5 and 9.5 Gbit/s are within 10 % of the 10 Gbit/s node; 12 is not.
+  auto a = *s.insert(cfg(0b001, 64, 10.0 * G, 300e3, 60));
+  auto b = *s.insert(cfg(0b001, 128, 10.5 * G, 100e3, 90));
+  auto c = *s.insert(cfg(0b001, 256, 9.5 * G, 200e3, 40));
+  auto d = *s.insert(cfg(0b001, 512, 12.0 * G, 500e3, 70));
+  CHECK(s.node_count(Metric::kThroughput) == 2);
+  auto node = s.find_exact(Metric::kThroughput, 10.0 * G);
+  REQUIRE(node);
+  CHECK(node->size == 3);
+  CHECK(node->best_by[static_cast<int>(Metric::kPower)] == c);    // least power (reversed, normalised)
+  CHECK(node->best_by[static_cast<int>(Metric::kLatency)] == b);  // least latency
+  CHECK(s.find_exact(Metric::kThroughput, 12.0 * G)->best_by[static_cast<int>(Metric::kPower)] == d);
+  // Power tree: 60, 90, 40, 70 → 60 and 70 are apart by 16 % > δ; nothing merges there.
+  CHECK(s.node_count(Metric::kPower) == 4);
+  (void)a;
+}
+
+TEST_CASE("the three policies pick the right configuration on a hand-made table") {
+  ConfigStore s;
+  // id0: iGPU-like: slow, frugal.  id1: CPU-like: fast, low latency.  id2: dGPU-like: fastest, hungry, slow.
+  auto igpu = *s.insert(cfg(0b010, 1024, 5 * G, 400e3, 40));
+  auto cpu = *s.insert(cfg(0b001, 64, 20 * G, 50e3, 90));
+  auto dgpu = *s.insert(cfg(0b100, 8192, 30 * G, 3000e3, 200));
+  auto pair = *s.insert(cfg(0b011, 1024, 24 * G, 420e3, 110));
+
+  SECTION("energy-critical: least power that sustains R") {
+    CHECK(s.best({Policy::kEnergyCritical, 1 * G}) == igpu);
+    CHECK(s.best({Policy::kEnergyCritical, 5 * G}) == igpu);
+    CHECK(s.best({Policy::kEnergyCritical, 6 * G}) == cpu);
+    CHECK(s.best({Policy::kEnergyCritical, 22 * G}) == pair);
+    CHECK(s.best({Policy::kEnergyCritical, 28 * G}) == dgpu);
+    CHECK(s.best({Policy::kEnergyCritical, 99 * G}) == dgpu);  // nothing sustains: the most throughput
+  }
+  SECTION("latency-critical: least latency that sustains R") {
+    CHECK(s.best({Policy::kLatencyCritical, 1 * G}) == cpu);
+    CHECK(s.best({Policy::kLatencyCritical, 21 * G}) == pair);
+    CHECK(s.best({Policy::kLatencyCritical, 25 * G}) == dgpu);
+  }
+  SECTION("throughput-critical: the most throughput") { CHECK(s.best({Policy::kThroughputCritical}) == dgpu); }
+  SECTION("latency target: least power within the latency target that sustains R") {
+    CHECK(s.best({Policy::kLatencyTarget, 1 * G, 1000e3}) == igpu);
+    CHECK(s.best({Policy::kLatencyTarget, 1 * G, 100e3}) == cpu);   // iGPU p99 600 µs misses 100 µs
+    CHECK(s.best({Policy::kLatencyTarget, 22 * G, 700e3}) == pair);
+    CHECK(s.best({Policy::kLatencyTarget, 28 * G, 100e3}) == dgpu);  // unreachable target: lowest latency
+  }
+  CHECK(ConfigStore().best({Policy::kEnergyCritical, 1 * G}) == kNoConfig);
+}
+
+TEST_CASE("update after drift: only beyond delta, and the policies see the new values") {
+  ConfigStore s;
+  auto igpu = *s.insert(cfg(0b010, 1024, 10 * G, 400e3, 40));
+  auto cpu = *s.insert(cfg(0b001, 64, 20 * G, 50e3, 90));
+  CHECK(s.best({Policy::kEnergyCritical, 8 * G}) == igpu);
+  // 5 % lower: within δ, ignored.
+  CHECK_FALSE(s.update(igpu, 9.5 * G, 400e3, 600e3, 40, PowerSource::kModel));
+  CHECK(s.get(igpu).throughput_bps == 10 * G);
+  // Throttled to 6 Gbit/s: stored, trees re-indexed, energy policy moves to the CPU for 8 Gbit/s.
+  CHECK(s.update(igpu, 6 * G, 400e3, 600e3, 40, PowerSource::kRapl));
+  CHECK(s.get(igpu).throughput_bps == 6 * G);
+  CHECK(s.get(igpu).power_source == PowerSource::kRapl);
+  CHECK(s.find_exact(Metric::kThroughput, 6 * G));
+  CHECK_FALSE(s.find_exact(Metric::kThroughput, 10 * G));
+  CHECK(s.best({Policy::kEnergyCritical, 8 * G}) == cpu);
+  // Re-inserting the same setup updates in place rather than duplicating.
+  auto again = s.insert(cfg(0b010, 1024, 12 * G, 400e3, 40));
+  REQUIRE(again);
+  CHECK(*again == igpu);
+  CHECK(s.size() == 2);
+  CHECK(s.best({Policy::kEnergyCritical, 8 * G}) == igpu);
+}
+
+TEST_CASE("policy and power-source names round trip; bad names are refused") {
+  for (auto p : {Policy::kEnergyCritical, Policy::kLatencyCritical, Policy::kThroughputCritical,
+                 Policy::kLatencyTarget})
+    CHECK(*parse_policy(policy_name(p)) == p);
+  CHECK(parse_policy("fast").status().message().find("'fast'") != std::string::npos);
+  CHECK(*parse_power_source("nvml") == PowerSource::kNvml);
+  CHECK_FALSE(parse_power_source("guess").is_ok());
+}
+
+TEST_CASE("configuration json round trip") {
+  Configuration c = cfg(0b101, 2048, 12.5 * G, 1234, 77.5);
+  c.split[0] = 0.25F;
+  c.split[2] = 0.75F;
+  nlohmann::json j = c;
+  Configuration back = j.get<Configuration>();
+  CHECK(back.same_setup(c));
+  CHECK(back.throughput_bps == c.throughput_bps);
+  CHECK(back.power_source == PowerSource::kModel);
+  CHECK(back.describe() == "dev{0,2} b=[2048,2048] s=[0.25,0.75]");
+}
