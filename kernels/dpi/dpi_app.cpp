@@ -156,6 +156,24 @@ size_t format_alert(std::span<char> buf, uint64_t time_ns, const Packet& p, cons
   return static_cast<size_t>(it - begin);
 }
 
+void DpiApp::append_log(std::span<const Packet> pkts, const kernels::BatchView& batch,
+                        const std::function<std::string(uint32_t)>& prefix, std::string& out) const {
+  for (uint32_t i = 0; i < batch.n && i < pkts.size(); ++i) {
+    MatchView m = result(batch, i);
+    if (m.count == 0) continue;
+    out += prefix(i);
+    out += fmt::format(" dpi matches={} ids=", m.count);
+    for (size_t j = 0; j < m.ids.size(); ++j) out += fmt::format("{}{}", j ? "," : "", m.ids[j]);
+    out += '\n';
+  }
+}
+
+uint64_t DpiApp::count_events(const kernels::BatchView& batch) const {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < batch.n; ++i) n += result(batch, i).count;
+  return n;
+}
+
 std::string format_alert(uint64_t time_ns, const Packet& p, const MatchView& m) {
   char buf[512];
   size_t n = format_alert(std::span<char>(buf, sizeof buf), time_ns, p, m);
