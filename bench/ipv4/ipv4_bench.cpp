@@ -7,7 +7,7 @@
 //     64..65,536, 64-byte frames to routed addresses: the app step alone, and the whole host path
 //     (gather + run_native + scatter_back + finish).
 // Warm-up, then --runs repetitions; median and spread ((p90-p10)/median). CSV to --out (default
-// out/ipv4/): lpm.csv, forward.csv. Plot: bench/ipv4/plot_ipv4.py out/ipv4.
+// out/ipv4/): lpm.csv, forward.csv. Times are thread CPU time (see cpu_ns). Plot: bench/ipv4/plot_ipv4.py out/ipv4.
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lpm.h>
@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <ctime>
 
 #include "hpr/clock.hpp"
 #include "hpr/data_dir.hpp"
@@ -48,20 +49,28 @@ std::vector<uint32_t> capture_addresses() {
   return out;
 }
 
+volatile uint32_t g_sink;
+
+// Thread CPU time, not wall time: the 2-core machine is shared by several builds at once, and being
+// descheduled would otherwise dominate the spread. Rates are per second of this thread's CPU time.
+uint64_t cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 template <typename Fn>
 hpr::Summary measure(int runs, size_t items, Fn&& fn) {
   fn();  // warm-up (caches, TLB, page faults)
   std::vector<double> rates;
   for (int r = 0; r < runs; ++r) {
-    const uint64_t t0 = hpr::monotonic_ns();
+    const uint64_t t0 = cpu_ns();
     fn();
-    const uint64_t t1 = hpr::monotonic_ns();
+    const uint64_t t1 = cpu_ns();
     rates.push_back(static_cast<double>(items) / static_cast<double>(t1 - t0) * 1e3);  // M per s
   }
   return hpr::summarize(rates);
 }
-
-volatile uint32_t g_sink;
 
 }  // namespace
 
@@ -94,8 +103,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "{}\n", routes.status().to_string());
     return 1;
   }
-  auto narrow = FlatLpm::build(*routes, LpmWidth::kNarrow);
   auto wide = FlatLpm::build(*routes, LpmWidth::kWide);
+  auto narrow = FlatLpm::build(*routes, LpmWidth::kNarrow);
   if (!narrow || !wide) {
     fmt::print(stderr, "LPM build failed\n");
     return 1;
@@ -180,9 +189,9 @@ int main(int argc, char** argv) {
     std::vector<std::vector<double>> ratio(impls.size());
     for (int r = 0; r < runs; ++r) {
       for (size_t k = 0; k < impls.size(); ++k) {
-        const uint64_t t0 = hpr::monotonic_ns();
+        const uint64_t t0 = cpu_ns();
         impls[k].fn();
-        const uint64_t t1 = hpr::monotonic_ns();
+        const uint64_t t1 = cpu_ns();
         rate[k].push_back(static_cast<double>(n) / static_cast<double>(t1 - t0) * 1e3);
       }
       for (size_t k = 0; k < impls.size(); ++k) ratio[k].push_back(rate[k].back() / rate[0].back());
