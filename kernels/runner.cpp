@@ -38,6 +38,12 @@ void scatter_back(const App& app, std::span<Packet> pkts, const BatchView& b) {
   }
 }
 
+LaunchSize launch_size(const cl::Device& dev, uint32_t n) {
+  size_t wg = std::min<size_t>(kWorkGroup, dev.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>());
+  size_t global = (static_cast<size_t>(n) + wg - 1) / wg * wg;
+  return {cl::NDRange(global), cl::NDRange(wg)};
+}
+
 Result<std::shared_ptr<AppProgram>> AppProgram::create(const App& app, const cl::Device& dev) {
   auto p = std::make_shared<AppProgram>();
   p->device = dev;
@@ -93,7 +99,8 @@ Status DeviceRunner::run(BatchView& b) {
     kernel_.setArg(1, b.n);
     kernel_.setArg(2, pkts);
     kernel_.setArg(3, out);
-    q.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(b.n), cl::NullRange);
+    LaunchSize ls = launch_size(prog_->device, b.n);
+    q.enqueueNDRangeKernel(kernel_, cl::NullRange, ls.global, ls.local);
     if (app_->result_bytes() != 0) q.enqueueReadBuffer(out, CL_FALSE, 0, size_t{b.n} * app_->result_bytes(), b.out);
     if (app_->writes_back()) q.enqueueReadBuffer(pkts, CL_FALSE, 0, pkts_bytes, b.pkts);
     q.finish();

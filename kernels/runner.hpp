@@ -27,6 +27,16 @@ HostBatch gather(const App& app, std::span<const Packet> pkts);
 // Copies the (modified) slices back into their frames; no-op unless app.writes_back().
 void scatter_back(const App& app, std::span<Packet> pkts, const BatchView& b);
 
+// Work-group size of every launch. Fixed rather than left to the driver: PoCL compiles a work-group
+// function per local size at the first launch with it, and lets the size follow the global size,
+// so batches of varying size each paid a compilation (seconds) before this. Global sizes are
+// rounded up to a multiple; every kernel returns early for ids >= n.
+inline constexpr uint32_t kWorkGroup = 64;
+struct LaunchSize {
+  cl::NDRange global, local;
+};
+LaunchSize launch_size(const cl::Device& dev, uint32_t n);
+
 // The app's kernel built for one device, its tables, and one kernel object per user (lane).
 struct AppProgram {
   cl::Context context;

@@ -16,6 +16,29 @@ HPR = os.path.join(ROOT, "build", "cli", "hpr")
 FWD = os.path.join(ROOT, "build", "bench", "runtime", "classify_fwd")
 
 
+def make_mix(path, packets=6000, files=25):
+    """A multi-flow capture from real ones: the largest Ethernet captures of pcap/ndpi merged in
+    time order, frames <= 1514 bytes, the first `packets` (net_pcap with infinite_rx keeps the whole
+    file in mbufs, so it must fit the 8k-mbuf pools)."""
+    d = os.path.join(DATA, "pcap", "ndpi")
+    caps = []
+    for f in sorted(os.listdir(d)):
+        if not f.endswith(".pcap"):
+            continue
+        info = subprocess.run(["capinfos", "-E", os.path.join(d, f)], capture_output=True, text=True).stdout
+        if "Ethernet" in info:
+            caps.append((os.path.getsize(os.path.join(d, f)), f))
+    chosen = [os.path.join(d, f) for _, f in sorted(caps, reverse=True)[:files]]
+    tmp = path + ".all.pcap"
+    subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", tmp] + chosen, check=True)
+    subprocess.run(["tshark", "-r", tmp, "-Y", "frame.len <= 1514", "-w", tmp + ".small", "-F", "pcap"], check=True,
+                   capture_output=True)
+    subprocess.run(["editcap", "-r", tmp + ".small", path, f"1-{packets}"], check=True)
+    os.remove(tmp)
+    os.remove(tmp + ".small")
+    return path
+
+
 def testpmd(capture, seconds):
     cmd = ["timeout", "-s", "INT", str(seconds + 2), "dpdk-testpmd", "--no-huge", "--no-shconf", "--no-pci", "-m", "512",
            "-l", "0-1", "--log-level=error", f"--vdev=net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev=net_null0", "--",
@@ -54,7 +77,7 @@ def hpr_run(capture, seconds, app, devices, native, batch):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--capture", default=os.path.join(DATA, "pcap/ndpi/443-chrome.pcap"))
+    ap.add_argument("--capture", default="", help="default: a 6,000-packet mix of real captures (make_mix)")
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--apps", default="ipv4")
@@ -65,6 +88,9 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "runtime", "vs_testpmd.csv"))
     a = ap.parse_args()
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    if not a.capture:
+        a.capture = make_mix(os.path.join(os.path.dirname(a.out), "mix.pcap"))
+        print(f"capture: {a.capture}")
     rows, res = [], {}
     cases = [("testpmd", None), ("io", None), ("classify", None)]
     if not a.issue2_only:

@@ -164,7 +164,8 @@ class ClExecutor final : public Executor {
       kernel_.setArg(1, n);
       kernel_.setArg(2, s.pkts_buf);
       kernel_.setArg(3, s.out_buf);
-      s.queue.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(n), cl::NullRange);
+      kernels::LaunchSize ls = kernels::launch_size(prog_->device, n);
+      s.queue.enqueueNDRangeKernel(kernel_, cl::NullRange, ls.global, ls.local);
       const size_t out_used = std::max<size_t>(size_t{n} * app_.result_bytes(), 16);
       if (unified_) {
         s.out_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.out_buf, CL_FALSE, CL_MAP_READ, 0, out_used));
