@@ -203,14 +203,23 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
   // Rate steps and adaptation time.
   double off = st.offered_bps;
   double delta = opt_.params.delta;
+  // A step: the offered rate off the reference by more than max(2δ, 25 %) for two quanta in a row (one noisy
+  // quantum is not a step); it is dated at the first of the two.
+  bool off_ref = ref_offered_ > 0 && std::fabs(off - ref_offered_) > std::max(2 * delta, 0.25) * ref_offered_;
   if (ref_offered_ <= 0) {
     ref_offered_ = off;
-  } else if (std::fabs(off - ref_offered_) > 2 * delta * ref_offered_) {
-    steps_.push_back({t_s, ref_offered_, off, -1});
+  } else if (off_ref && pending_step_) {
+    steps_.push_back({pending_t_s_, ref_offered_, off, -1});
     adapting_ = true;
-    step_ns_ = now_ns;
+    step_ns_ = pending_ns_;
     ref_offered_ = off;
+    pending_step_ = false;
+  } else if (off_ref) {
+    pending_step_ = true;
+    pending_t_s_ = t_s;
+    pending_ns_ = now_ns;
   } else {
+    pending_step_ = false;
     ref_offered_ = 0.8 * ref_offered_ + 0.2 * off;
   }
   if (adapting_ && !d.changed && st.achieved_bps >= (1 - delta) * off) {
@@ -226,6 +235,7 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
                  batches.c_str(), static_cast<double>(st.latency_p50_ns) / 1e3,
                  static_cast<double>(st.latency_p99_ns) / 1e3, static_cast<unsigned long long>(d.epoch),
                  sched::reason_name(d.reason), d.changed ? 1 : 0);
+    std::fflush(csv_);
   }
 }
 

@@ -10,8 +10,8 @@
 // device set get weight 0; flows move only when nothing of theirs is in flight, so never a reorder) and
 // Pipeline::set_lane_batch per lane. Lane i of the pipeline is device i of the table (OpenCL devices in
 // discovery order, then native lanes), as `hpr profile` writes it.
-// Every switch is logged (time, old → new configuration, reason) and counted; a rate step (offered rate moving
-// by more than 2δ from the rate the scheduler last settled on) starts a clock that stops at the first quantum
+// Every switch is logged (time, old → new configuration, reason) and counted; a rate step (offered rate off the
+// running reference by more than max(2δ, 25 %) for two quanta in a row) starts a clock that stops at the first quantum
 // with no change and achieved >= (1-δ) offered: the adaptation time.
 #include <cstdint>
 #include <cstdio>
@@ -98,6 +98,9 @@ class AdaptiveControl {
   std::vector<RateStepRecord> steps_;
   double ref_offered_ = 0;
   bool adapting_ = false;
+  bool pending_step_ = false;
+  double pending_t_s_ = 0;
+  uint64_t pending_ns_ = 0;
   uint64_t step_ns_ = 0;
   std::vector<std::string> log_;
   FILE* csv_ = nullptr;
