@@ -25,7 +25,7 @@ void on_profile_signal(int) {
 // run flags
 std::string g_rate_steps, g_rapl_root, g_table, g_policy, g_adapt_csv;
 double g_latency_target_us = 0, g_quantum_ms = 40;
-bool g_allow_mismatch = false;
+bool g_allow_mismatch = false, g_no_learn = false;
 double g_print_interval_s = 1;
 
 std::string bar(double frac, int width) {
@@ -144,6 +144,7 @@ void add_run_flags(CLI::App& run) {
   run.add_option("--latency-target-us", g_latency_target_us, "Adaptive mode: p99 latency target for --policy latency-target");
   run.add_flag("--allow-table-mismatch", g_allow_mismatch, "Adaptive mode: use a table profiled on another machine/setup");
   run.add_option("--quantum-ms", g_quantum_ms, "Adaptive mode: decision quantum (ms, default 40)");
+  run.add_flag("--no-learn", g_no_learn, "Adaptive mode: table lookups only (no batch search, no table updates)");
   run.add_option("--adapt-csv", g_adapt_csv, "Adaptive mode: per-quantum CSV (rates, power, lanes, batches, latency)");
 }
 
@@ -157,6 +158,7 @@ void apply_run_flags(CLI::App& run, RunConfig& cfg) {
   if (given("--allow-table-mismatch")) cfg.adapt_allow_mismatch = true;
   if (given("--quantum-ms")) cfg.adapt_quantum_ms = g_quantum_ms;
   if (given("--adapt-csv")) cfg.adapt_csv = g_adapt_csv;
+  if (given("--no-learn")) cfg.adapt_learn = false;
 }
 
 void adjust_run_config(RunConfig& cfg) {
@@ -188,6 +190,7 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
     ao.allow_mismatch = cfg.adapt_allow_mismatch;
     ao.quantum_s = cfg.adapt_quantum_ms / 1e3;
     ao.csv_path = cfg.adapt_csv;
+    ao.learn = cfg.adapt_learn;
     auto fp = machine_fingerprint(ctx.devices, cfg.native_lanes, cfg.app, traffic_description(cfg.input));
     // Batch range of the scheduler: the table's.
     auto a = AdaptiveControl::create(ao, fp, *ctx.pipeline, x->power_.get());
@@ -238,6 +241,7 @@ std::string RunExtras::describe() const {
     s += fmt::format("\n  adaptive: table {} ({} points, {}), policy {}, quantum {} ms", cfg_.adapt_table,
                      adapt_->table().points.size(), adapt_->table().complete ? "complete" : "incomplete",
                      cfg_.adapt_policy, cfg_.adapt_quantum_ms);
+  if (adapt_ && !cfg_.adapt_learn) s += " (table lookups only)";
   return s;
 }
 

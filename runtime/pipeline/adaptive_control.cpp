@@ -43,11 +43,23 @@ IntervalStats interval_stats(const Summary& prev, const Summary& cur) {
   double rx_bits = static_cast<double>(cur.rx_bytes - prev.rx_bytes) * 8;
   double tx_bits = static_cast<double>(cur.tx_bytes - prev.tx_bytes) * 8;
   uint64_t tx_p = cur.tx_packets - prev.tx_packets, rx_p = cur.rx_packets - prev.rx_packets;
+  // Drops for want of capacity (the configuration did not keep up) vs. the app's verdicts (processed packets).
+  auto lost = [](const Summary& x) {
+    uint64_t n = 0;
+    for (const auto& [r, c] : x.drops)
+      if (r == "queue_full" || r == "no_lane" || r == "pool_empty") n += c;
+    return n;
+  };
+  uint64_t lost_p = lost(cur) - std::min(lost(cur), lost(prev));
+  uint64_t dropped_p = cur.dropped - std::min(cur.dropped, prev.dropped);
+  double processed = static_cast<double>(tx_p + dropped_p - std::min(dropped_p, lost_p));
+  double bits_per_pkt = rx_p != 0 ? rx_bits / static_cast<double>(rx_p) : tx_p != 0 ? tx_bits / static_cast<double>(tx_p) : 0;
   st.offered_bps = rx_bits / dt;
-  st.achieved_bps = tx_bits / dt;
+  st.achieved_bps = processed * bits_per_pkt / dt;
+  st.tx_bps = tx_bits / dt;
   st.rx_pps = static_cast<double>(rx_p) / dt;
   st.tx_pps = static_cast<double>(tx_p) / dt;
-  double bits_per_pkt = tx_p != 0 ? tx_bits / static_cast<double>(tx_p) : rx_p != 0 ? rx_bits / static_cast<double>(rx_p) : 0;
+  st.lost_packets = lost_p;
   std::vector<uint64_t> d(cur.latency_buckets.size(), 0);
   for (size_t i = 0; i < d.size(); ++i) d[i] = cur.latency_buckets[i] - (i < prev.latency_buckets.size() ? prev.latency_buckets[i] : 0);
   st.latency_p50_ns = bucket_percentile(d, 50);
@@ -134,7 +146,7 @@ Result<std::unique_ptr<AdaptiveControl>> AdaptiveControl::create(const AdaptiveO
   if (!opt.csv_path.empty()) {
     c->csv_ = std::fopen(opt.csv_path.c_str(), "w");
     if (c->csv_ == nullptr) return error(Code::kIoError, "cannot write {}: {}", opt.csv_path, std::strerror(errno));
-    std::fprintf(c->csv_, "t_s,offered_bps,achieved_bps,capacity_bps,power_w,power_source,devices,batches,"
+    std::fprintf(c->csv_, "t_s,offered_bps,achieved_bps,tx_bps,lost_pkts,capacity_bps,power_w,power_source,devices,batches,"
                           "lat_p50_us,lat_p99_us,epoch,reason,changed\n");
   }
   return c;
@@ -176,12 +188,13 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
   bool any = false;
   for (size_t i = 0; i < st.lane_util.size() && i < static_cast<size_t>(sched::kMaxDevices); ++i) {
     if (!((old_mask >> i) & 1U) || before.weight[i] <= 0) continue;
-    if (st.lane_util[i] < 0.02 || st.lane_bps[i] <= 0) { any = false; cap = 0; break; }  // unknown
+    // Too little work in the quantum to tell (a fast lane at a low rate is busy well under 1 %): unknown.
+    if (st.lane_util[i] <= 1e-4 || st.lane_batches[i] < 2 || st.lane_bps[i] <= 0) { any = false; cap = 0; break; }
     double c = st.lane_bps[i] / st.lane_util[i] / before.weight[i];
     cap = any ? std::min(cap, c) : c;
     any = true;
   }
-  m.capacity_bps = any ? cap : 0;
+  m.capacity_bps = any && opt_.learn ? cap : 0;
   m.latency_ns = static_cast<double>(st.latency_p50_ns);
   m.latency_p99_ns = static_cast<double>(st.latency_p99_ns);
   m.power_w = power.watts;
@@ -209,7 +222,7 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
   if (ref_offered_ <= 0) {
     ref_offered_ = off;
   } else if (off_ref && pending_step_) {
-    steps_.push_back({pending_t_s_, ref_offered_, off, -1});
+    steps_.push_back({pending_t_s_, ref_offered_, off, -1, pending_lost_});
     adapting_ = true;
     step_ns_ = pending_ns_;
     ref_offered_ = off;
@@ -217,11 +230,13 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
   } else if (off_ref) {
     pending_step_ = true;
     pending_t_s_ = t_s;
+    pending_lost_ = st.lost_packets;
     pending_ns_ = now_ns;
   } else {
     pending_step_ = false;
     ref_offered_ = 0.8 * ref_offered_ + 0.2 * off;
   }
+  if (adapting_ && !steps_.empty()) steps_.back().lost_packets += st.lost_packets;
   if (adapting_ && !d.changed && st.achieved_bps >= (1 - delta) * off) {
     steps_.back().adaptation_ms = static_cast<double>(now_ns - step_ns_) / 1e6;
     adapting_ = false;
@@ -230,8 +245,8 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
     std::string batches;
     for (size_t i = 0; i < weights_.size(); ++i)
       batches += fmt::format("{}{}", i ? "/" : "", ((d.device_mask >> i) & 1U) ? d.batch[i] : 0);
-    std::fprintf(csv_, "%.3f,%.0f,%.0f,%.0f,%.2f,%s,%s,%s,%.1f,%.1f,%llu,%s,%d\n", t_s, st.offered_bps,
-                 st.achieved_bps, m.capacity_bps, power.watts, power.source.c_str(), mask_text(d.device_mask).c_str(),
+    std::fprintf(csv_, "%.3f,%.0f,%.0f,%.0f,%llu,%.0f,%.2f,%s,%s,%s,%.1f,%.1f,%llu,%s,%d\n", t_s, st.offered_bps,
+                 st.achieved_bps, st.tx_bps, static_cast<unsigned long long>(st.lost_packets), m.capacity_bps, power.watts, power.source.c_str(), mask_text(d.device_mask).c_str(),
                  batches.c_str(), static_cast<double>(st.latency_p50_ns) / 1e3,
                  static_cast<double>(st.latency_p99_ns) / 1e3, static_cast<unsigned long long>(d.epoch),
                  sched::reason_name(d.reason), d.changed ? 1 : 0);
@@ -244,8 +259,10 @@ std::string AdaptiveControl::report() const {
                               sched::policy_name(opt_.params.policy), decisions_, switches_, sched_->device_switches(),
                               sched_->table_updates());
   for (const auto& r : steps_)
-    s += fmt::format("    rate step at {:.2f} s: {:.3f} -> {:.3f} Gbit/s, adapted {}\n", r.at_s, r.from_bps / 1e9,
-                     r.to_bps / 1e9, r.adaptation_ms < 0 ? std::string("(not settled)") : fmt::format("in {:.0f} ms", r.adaptation_ms));
+    s += fmt::format("    rate step at {:.2f} s: {:.3f} -> {:.3f} Gbit/s, adapted {}, {} packets lost meanwhile\n", r.at_s,
+                     r.from_bps / 1e9, r.to_bps / 1e9,
+                     r.adaptation_ms < 0 ? std::string("(not settled)") : fmt::format("in {:.0f} ms", r.adaptation_ms),
+                     r.lost_packets);
   return s;
 }
 

@@ -2,7 +2,8 @@
 // The online adaptive scheduler (scheduler/adaptive, hetero-opencl-adaptive-scheduler §4.2) driving the live
 // daemon's lanes. The control thread calls on_quantum() every quantum (40 ms or two status samples) with the
 // pipeline's snapshot; it builds a sched::Measurement from the deltas since the previous call
-//   offered = rx bits/s, achieved = tx bits/s,
+//   offered = rx bits/s, achieved = processed bits/s (transmitted + dropped by the app's verdict; not the drops
+//   for want of capacity),
 //   capacity = min over the running lanes of (lane bits / lane busy time) / lane weight (the lane that saturates
 //              first bounds the split), latency median / p99 from the rx-to-tx histogram deltas,
 //   power and its source from RunPower, epoch of the decision in force,
@@ -33,7 +34,10 @@ struct EndpointConfig;
 // What happened between two snapshots.
 struct IntervalStats {
   double seconds = 0;
-  double offered_bps = 0, achieved_bps = 0;
+  double offered_bps = 0;   // rx bits/s
+  double achieved_bps = 0;  // processed: (tx + the app's own drops) × mean rx frame bits / s
+  double tx_bps = 0;
+  uint64_t lost_packets = 0;  // dropped for want of capacity: queue_full, no_lane, pool_empty
   double rx_pps = 0, tx_pps = 0;
   uint64_t latency_p50_ns = 0, latency_p99_ns = 0;  // rx to tx, log2 buckets (upper bounds)
   std::vector<double> lane_util;                    // busy fraction of the interval
@@ -56,11 +60,16 @@ struct AdaptiveOptions {
   bool allow_mismatch = false;
   double quantum_s = 0.04;
   std::string csv_path;  // per-quantum log; empty: none
+  // Step 3 (batch search and table updates from measurements) on. Off: the measured capacity is withheld
+  // (Measurement::capacity_bps = 0), so the scheduler only looks the table up (Step 1 with λ) — deterministic
+  // on hand-made tables, and a way around batch-search/table cycles (docs/scheduler.md).
+  bool learn = true;
 };
 
 struct RateStepRecord {
   double at_s = 0, from_bps = 0, to_bps = 0;
   double adaptation_ms = -1;  // -1: did not settle before the run ended
+  uint64_t lost_packets = 0;  // queue_full / no_lane / pool_empty drops from the step until settled
 };
 
 class AdaptiveControl {
@@ -100,6 +109,7 @@ class AdaptiveControl {
   bool adapting_ = false;
   bool pending_step_ = false;
   double pending_t_s_ = 0;
+  uint64_t pending_lost_ = 0;
   uint64_t pending_ns_ = 0;
   uint64_t step_ns_ = 0;
   std::vector<std::string> log_;

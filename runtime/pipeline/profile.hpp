@@ -9,7 +9,7 @@
 // Pipeline::set_lane_weights (lanes outside the set: weight 0) and set_lane_batch, then the traffic settles
 // (at least one quantum, until lanes outside the set carry < 1 % of the packets, at most 5 quanta: flows move
 // only when nothing of theirs is in flight), then one quantum — max(quantum_ms, two status samples) — is
-// measured: throughput (tx bits/s under saturation: the generator is unpaced with backpressure), rx-to-tx
+// measured: throughput (processed bits/s — transmitted or dropped by the app's verdict — under saturation: the generator is unpaced with backpressure), rx-to-tx
 // latency median and p99, power over the quantum with its source (RunPower). Each point is appended to the table
 // file at once (TableWriter), so an interrupted run (SIGINT → Pipeline::request_stop) keeps what was measured;
 // "complete": true only when every planned point was measured.

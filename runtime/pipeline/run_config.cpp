@@ -162,6 +162,7 @@ Result<RunConfig> load_run_config(const std::string& path) {
   HPR_RETURN_IF_ERROR(wrap(get(t, "adaptive", "allow_table_mismatch", c.adapt_allow_mismatch)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "adaptive", "quantum_ms", c.adapt_quantum_ms)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "adaptive", "csv", c.adapt_csv)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "adaptive", "learn", c.adapt_learn)));
   return c;
 }
 

@@ -79,6 +79,7 @@ struct RunConfig {
   bool adapt_allow_mismatch = false;
   double adapt_quantum_ms = 40;
   std::string adapt_csv;           // per-quantum CSV; empty: none
+  bool adapt_learn = true;         // Step 3 (batch search, table updates); false: table lookups only
 };
 
 // Errors: kNotFound (file), kInvalidArgument naming the key and the accepted values.
