@@ -18,7 +18,7 @@ if [ -z "${SKIP_PROFILE:-}" ]; then
   "$HPR" profile $TRAFFIC --min-batch ${MIN_BATCH:-256} --max-batch ${MAX_BATCH:-1024} --splits ${SPLITS:-2} \
     --quantum-ms ${PROFILE_QUANTUM_MS:-250} --budget-s ${BUDGET_S:-240} -o "$OUT/ipv4_table.json" -q | tee "$OUT/profile.log"
 fi
-"$HPR" run -c "$OUT/run.toml" $TRAFFIC --packets 0 --rate-steps "$STEPS" --table "$OUT/ipv4_table.json" --policy energy \
+"$HPR" run -c "$OUT/run.toml" $TRAFFIC --packets 0 --rate-steps "$STEPS" --table "$OUT/ipv4_table.json" --policy energy ${NO_LEARN:+--no-learn} \
   --quantum-ms $QUANTUM_MS --adapt-csv "$OUT/adaptive.csv" --summary-json "$OUT/adaptive_summary.json" 2>&1 \
   | tee "$OUT/adaptive.log"
 # Peer: every lane all the time, same traffic, fixed batch 256.

@@ -182,7 +182,9 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
   sched::Measurement m;
   m.now_ns = now_ns;
   m.epoch = before.epoch;
-  m.offered_bps = st.offered_bps;
+  recent_offered_.push_back(st.offered_bps);
+  if (recent_offered_.size() > std::max<uint32_t>(opt_.rate_window, 1)) recent_offered_.erase(recent_offered_.begin());
+  m.offered_bps = *std::max_element(recent_offered_.begin(), recent_offered_.end());
   m.achieved_bps = st.achieved_bps;
   double cap = 0;
   bool any = false;

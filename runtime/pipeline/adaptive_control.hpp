@@ -7,7 +7,8 @@
 //   capacity = min over the running lanes of (lane bits / lane busy time) / lane weight (the lane that saturates
 //              first bounds the split), latency median / p99 from the rx-to-tx histogram deltas,
 //   power and its source from RunPower, epoch of the decision in force,
-// calls AdaptiveScheduler::step and applies the Decision: split → Pipeline::set_lane_weights (lanes outside the
+// (the offered rate passed on is the largest of the last rate_window quanta), calls AdaptiveScheduler::step and
+// applies the Decision: split → Pipeline::set_lane_weights (lanes outside the
 // device set get weight 0; flows move only when nothing of theirs is in flight, so never a reorder) and
 // Pipeline::set_lane_batch per lane. Lane i of the pipeline is device i of the table (OpenCL devices in
 // discovery order, then native lanes), as `hpr profile` writes it.
@@ -64,6 +65,9 @@ struct AdaptiveOptions {
   // (Measurement::capacity_bps = 0), so the scheduler only looks the table up (Step 1 with λ) — deterministic
   // on hand-made tables, and a way around batch-search/table cycles (docs/scheduler.md).
   bool learn = true;
+  // The offered rate given to the scheduler is the largest of the last `rate_window` quanta (1: the last one):
+  // up at once, down only after the window — bursts of a stalled input do not flip configurations every quantum.
+  uint32_t rate_window = 3;
 };
 
 struct RateStepRecord {
@@ -104,6 +108,7 @@ class AdaptiveControl {
   uint64_t start_ns_ = 0;
   uint64_t switches_ = 0, decisions_ = 0;
   std::vector<float> weights_;
+  std::vector<double> recent_offered_;
   std::vector<RateStepRecord> steps_;
   double ref_offered_ = 0;
   bool adapting_ = false;
