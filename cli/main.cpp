@@ -256,6 +256,8 @@ int main(int argc, char** argv) {
   run->add_flag("-q,--quiet", quiet, "No status line every second");
   cli::add_run_flags(*run);
   auto* profile = cli::add_profile_command(app);
+  std::string backpressure;
+  run->add_option("--backpressure", backpressure, "on (default): wait when a lane queue is full (the input port's ring fills); off: drop as queue_full");
   std::string shape_by;
   double shape_rate_bps = 0;
   run->add_option("--shape-rate", shape_rate_bps, "Egress shaping on: each bucket's rate in bits/s (token bucket, event-driven refill)");
@@ -321,6 +323,13 @@ int main(int argc, char** argv) {
     if (given("--queue")) cfg.queue = rc.queue;
     if (given("--in-flight")) cfg.in_flight = rc.in_flight;
     if (given("--balancer")) cfg.balancer = rc.balancer;
+    if (!backpressure.empty()) {
+      if (backpressure != "on" && backpressure != "off") {
+        fmt::print(stderr, "hpr run: --backpressure must be on or off\n");
+        return kExitConfig;
+      }
+      cfg.backpressure = backpressure == "on";
+    }
     if (given("--routes")) cfg.app_opts.routes = rc.app_opts.routes;
     if (given("--ports")) cfg.app_opts.ports = rc.app_opts.ports;
     if (given("--rules")) cfg.app_opts.rules = rc.app_opts.rules;

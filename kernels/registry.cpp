@@ -1,13 +1,17 @@
 #include "kernels/registry.hpp"
 
+#include <filesystem>
+
 #include "hpr/data_dir.hpp"
 #include "kernels/aes/aes_app.hpp"
+#include "kernels/dpi/dpi_app.hpp"
+#include "kernels/dpi/rules.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
 #include "kernels/md5/md5_app.hpp"
 
 namespace hpr::kernels {
 
-std::vector<std::string> app_names() { return {"ipv4", "md5", "aes"}; }
+std::vector<std::string> app_names() { return {"ipv4", "dpi", "md5", "aes"}; }
 
 Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions& opt) {
   if (name == "ipv4") {
@@ -17,6 +21,16 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     std::string routes = opt.routes.empty() ? data_path("routes/ipasn_20140513.dat.gz") : opt.routes;
     auto a = ipv4::Ipv4App::from_file(routes, c);
     if (!a) return error(a.status().code(), "app ipv4: {}", a.status().message());
+    return std::shared_ptr<App>(std::move(*a));
+  }
+  if (name == "dpi") {
+    std::string rules = opt.rules.empty() ? data_path("rules/et-open-2017") : opt.rules;
+    auto set = std::filesystem::is_directory(rules) ? dpi::load_rule_dir(rules) : dpi::load_rule_files({rules});
+    if (!set) return error(set.status().code(), "app dpi: {}", set.status().message());
+    dpi::DpiConfig c;
+    c.max_slice_bytes = opt.max_frame_bytes;
+    auto a = dpi::DpiApp::create(std::move(*set), c);
+    if (!a) return error(a.status().code(), "app dpi: {}", a.status().message());
     return std::shared_ptr<App>(std::move(*a));
   }
   if (name == "md5") {

@@ -55,9 +55,14 @@ const bool kHasCrc = [] {
 #endif
 }();
 
+// Any total order works for canonical(): compare the addresses as two native 64-bit words.
 bool endpoint_less(const uint8_t* a, uint16_t ap, const uint8_t* b, uint16_t bp) {
-  int c = std::memcmp(a, b, 16);
-  return c < 0 || (c == 0 && ap < bp);
+  uint64_t x[2], y[2];
+  std::memcpy(x, a, 16);
+  std::memcpy(y, b, 16);
+  if (x[0] != y[0]) return x[0] < y[0];
+  if (x[1] != y[1]) return x[1] < y[1];
+  return ap < bp;
 }
 
 }  // namespace

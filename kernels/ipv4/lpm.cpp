@@ -96,32 +96,6 @@ Result<FlatLpm> FlatLpm::build(std::span<const Route> routes, LpmWidth width) {
   return t;
 }
 
-template <typename E>
-void FlatLpm::bulk(const uint32_t* addrs, uint32_t* next_hops, uint32_t n) const {
-  constexpr E kExt = static_cast<E>(E{1} << (sizeof(E) * 8 - 1));
-  // Prefetch distance: enough misses in flight to cover DRAM latency (measured best at 8-16 on EPYC).
-  constexpr uint32_t kAhead = 12;
-  const E* t24 = reinterpret_cast<const E*>(tbl24_.get());
-  const E* t8 = reinterpret_cast<const E*>(tbl8_.get());
-  const uint32_t pre = std::min(n, kAhead);
-  for (uint32_t i = 0; i < pre; ++i) __builtin_prefetch(t24 + (addrs[i] >> 8));
-  for (uint32_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) __builtin_prefetch(t24 + (addrs[i + kAhead] >> 8));
-    const uint32_t a = addrs[i];
-    E e = t24[a >> 8];
-    if (e & kExt) e = t8[(size_t{static_cast<E>(e & ~kExt)} << 8) | (a & 0xff)];
-    next_hops[i] = e != 0 ? uint32_t{e} - 1 : kNoNextHop;
-  }
-}
-
-void FlatLpm::lookup_bulk(const uint32_t* addrs, uint32_t* next_hops, uint32_t n) const {
-  if (wide_) {
-    bulk<uint32_t>(addrs, next_hops, n);
-  } else {
-    bulk<uint16_t>(addrs, next_hops, n);
-  }
-}
-
 uint32_t FlatLpm::lookup(uint32_t addr) const {
   uint32_t nh = kNoNextHop;
   lookup_bulk(&addr, &nh, 1);

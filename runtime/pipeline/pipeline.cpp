@@ -482,6 +482,7 @@ Summary Pipeline::snapshot() const {
   PortStats rs = rx_->stats();
   s.rx_packets = rs.rx_packets + rs.rx_too_long;
   s.rx_bytes = rs.rx_bytes;
+  if (rx_->kind() == "dpdk") s.port_missed = rs.rx_no_buffer;
   s.tx_packets = tx_packets_.load();
   s.tx_bytes = tx_bytes_.load();
   for (size_t r = 1; r < static_cast<size_t>(DropReason::kCount); ++r) {
@@ -533,7 +534,7 @@ Summary Pipeline::snapshot() const {
 std::string Summary::to_json() const {
   nlohmann::json j;
   j["seconds"] = seconds;
-  j["rx"] = {{"packets", rx_packets}, {"bytes", rx_bytes}};
+  j["rx"] = {{"packets", rx_packets}, {"bytes", rx_bytes}, {"port_missed", port_missed}};
   j["tx"] = {{"packets", tx_packets}, {"bytes", tx_bytes}};
   j["dropped"] = dropped;
   for (const auto& [r, c] : drops) j["drops"][r] = c;
@@ -563,6 +564,7 @@ std::string Summary::to_text() const {
   double gbps = seconds > 0 ? static_cast<double>(tx_bytes) * 8 / seconds / 1e9 : 0;
   s += fmt::format("  time        {:.3f} s\n", seconds);
   s += fmt::format("  received    {} packets ({} bytes), {:.3f} Mpps\n", rx_packets, rx_bytes, mpps);
+  if (port_missed) s += fmt::format("  port missed {} packets (dropped by the input port before hpr received them)\n", port_missed);
   s += fmt::format("  transmitted {} packets ({} bytes), {:.3f} Gbit/s\n", tx_packets, tx_bytes, gbps);
   s += fmt::format("  dropped     {}\n", dropped);
   for (const auto& [r, c] : drops) s += fmt::format("    {:<18} {}\n", r, c);

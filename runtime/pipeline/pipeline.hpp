@@ -83,6 +83,7 @@ struct LaneSummary {
 struct Summary {
   double seconds = 0;
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
+  uint64_t port_missed = 0;  // DPDK input: packets the port dropped before hpr received them (imissed, no mbuf)
   uint64_t dropped = 0;
   std::vector<std::pair<std::string, uint64_t>> drops;  // reason → count (non-zero only)
   uint64_t reorders = 0, unaccounted = 0;

@@ -114,11 +114,7 @@ Result<RunConfig> load_run_config(const std::string& path) {
   HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "in_flight", c.in_flight)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "max_batch", c.max_batch)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "balancer", c.balancer)));
-  if (t.at_path("lanes.backpressure")) {
-    bool b = false;
-    HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "backpressure", b)));
-    c.backpressure = b;
-  }
+  HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "backpressure", c.backpressure)));
   if (const toml::table* kinds = t.at_path("devices.kinds").as_table()) {
     for (const auto& [name, v] : *kinds) {
       auto s = v.value<std::string>();
@@ -324,7 +320,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   PipelineConfig pc;
   pc.flow_capacity = c.flow_capacity;
   pc.flow_idle_ns = static_cast<uint64_t>(c.flow_idle_s * 1e9);
-  pc.backpressure = c.backpressure.value_or(c.input.kind != "dpdk");
+  pc.backpressure = c.backpressure;
   pc.balancer = c.balancer;
   if (c.app == "ipv4" && c.icmp_time_exceeded) {
     in_addr a{};

@@ -59,7 +59,9 @@ struct RunConfig {
   uint32_t in_flight = 2;
   uint32_t max_batch = 0;            // largest batch the scheduler may set (0: batch)
   std::string balancer = "whrw";     // rr crc16 crc32 hrw whrw ahrw subflow fcfs afs laps
-  std::optional<bool> backpressure;  // unset: on for file and generator input, off for DPDK
+  // A full lane queue makes the dispatcher wait (the input port's ring fills; a DPDK port then counts
+  // its misses) instead of dropping the packet as queue_full. Off: drop and count.
+  bool backpressure = true;
   std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
 
   ShapingConfig shaping;            // [shaper]; rate given in bits/s in the file and flags

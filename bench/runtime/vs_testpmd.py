@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""Throughput beside dpdk-testpmd in the same run (issues 2 and 4).
+
+For each round, in turn (never at once: the machine has 2 cores):
+  testpmd   dpdk-testpmd --forward-mode=io, net_pcap (infinite_rx=1) -> net_null
+  classify  bench/runtime/classify_fwd dpdk: rx -> parse/flow/hash/lookup -> tx, same vdevs
+  hpr:<app>:<lanes>  build/cli/hpr run through the same vdevs (DPDK in, DPDK null out)
+Reports Mpps median and spread (p90-p10 over median) per case and the ratio of medians to testpmd.
+Writes CSV (one row per measurement) to --out.
+"""
+import argparse, csv, json, os, re, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DATA = os.environ.get("HPR_DATA_DIR", os.path.join(ROOT, "..", "shared", "data"))
+HPR = os.path.join(ROOT, "build", "cli", "hpr")
+FWD = os.path.join(ROOT, "build", "bench", "runtime", "classify_fwd")
+
+
+def testpmd(capture, seconds):
+    cmd = ["timeout", "-s", "INT", str(seconds + 2), "dpdk-testpmd", "--no-huge", "--no-shconf", "--no-pci", "-m", "512",
+           "-l", "0-1", "--log-level=error", f"--vdev=net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev=net_null0", "--",
+           "--forward-mode=io", "--stats-period", "1", "--total-num-mbufs=8192"]
+    out = subprocess.run(cmd, capture_output=True, text=True).stdout
+    # Per-second Tx-pps of port 1 (net_null0): blocks alternate port 0, port 1.
+    tx = [int(v) for v in re.findall(r"Tx-pps:\s+(\d+)", out)]
+    port1 = tx[1::2][1:]  # skip the first second (start-up)
+    return statistics.median(port1) / 1e6 if port1 else 0.0
+
+
+def classify(capture, seconds, mode):
+    out = subprocess.run([FWD, "dpdk", "--capture", capture, "--seconds", str(seconds), "--mode", mode],
+                         capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["mpps"]
+
+
+def hpr_run(capture, seconds, app, devices, native, batch):
+    with tempfile.TemporaryDirectory() as d:
+        js = os.path.join(d, "s.json")
+        cmd = [HPR, "run", "-q", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
+               "--vdev", f"net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev", "net_null0",
+               "--devices", devices, "--native", str(native), "--batch", str(batch), "--duration", str(seconds),
+               "--summary-json", js, "--master-key", "000102030405060708090a0b0c0d0e0f"]
+        env = dict(os.environ, POCL_DEVICES=os.environ.get("POCL_DEVICES", "pthread basic"))
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if r.returncode not in (0, 1):
+            print(r.stderr, file=sys.stderr)
+            return None
+        s = json.load(open(js))
+        processed = sum(l["packets"] for l in s["lanes"])
+        return {"mpps": processed / s["seconds"] / 1e6, "gbps": s["tx"]["bytes"] * 8 / s["seconds"] / 1e9,
+                "p50_us": s["latency_ns"]["p50"] / 1e3, "p99_us": s["latency_ns"]["p99"] / 1e3,
+                "dropped": s["dropped"], "reorders": s["reorders"]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--capture", default=os.path.join(DATA, "pcap/ndpi/443-chrome.pcap"))
+    ap.add_argument("--seconds", type=float, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--apps", default="ipv4")
+    ap.add_argument("--lanes", default="native:none:1,cl:all:0,all:all:1",
+                    help="name:devices:native lane sets for hpr run")
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--issue2-only", action="store_true")
+    ap.add_argument("--out", default=os.path.join(ROOT, "out", "runtime", "vs_testpmd.csv"))
+    a = ap.parse_args()
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    rows, res = [], {}
+    cases = [("testpmd", None), ("io", None), ("classify", None)]
+    if not a.issue2_only:
+        for app in a.apps.split(","):
+            for spec in a.lanes.split(","):
+                name, devs, native = spec.split(":")
+                cases.append((f"hpr:{app}:{name}", (app, devs, int(native))))
+    for r in range(a.rounds):
+        for case, arg in cases:
+            extra = {}
+            if case == "testpmd":
+                v = testpmd(a.capture, a.seconds)
+            elif case in ("io", "classify"):
+                v = classify(a.capture, a.seconds, case)
+            else:
+                m = hpr_run(a.capture, a.seconds, *arg, a.batch)
+                if m is None:
+                    continue
+                v, extra = m["mpps"], m
+            res.setdefault(case, []).append(v)
+            rows.append({"round": r, "case": case, "mpps": v, **{k: extra.get(k, "") for k in ("gbps", "p50_us", "p99_us", "dropped", "reorders")}})
+            print(f"round {r} {case:<22} {v:8.3f} Mpps {extra if extra else ''}", flush=True)
+    with open(a.out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    base = statistics.median(res["testpmd"])
+    print(f"\n{'case':<24} {'median Mpps':>12} {'spread':>8} {'ratio to testpmd':>17}")
+    for case, vals in res.items():
+        vs = sorted(vals)
+        med = statistics.median(vs)
+        p10, p90 = vs[int(0.1 * (len(vs) - 1))], vs[int(round(0.9 * (len(vs) - 1)))]
+        print(f"{case:<24} {med:12.3f} {(p90 - p10) / med if med else 0:8.3f} {med / base if base else 0:17.3f}")
+    print(f"\nCSV: {a.out}")
+
+
+if __name__ == "__main__":
+    main()
