@@ -42,8 +42,10 @@ std::string eta_text(double s) {
 }  // namespace
 
 CLI::App* add_profile_command(CLI::App& app) {
-  auto* p = app.add_subcommand("profile", "Measure every device alone and every combination over batch sizes and splits;\n"
-                                          "write the configuration table for `hpr run --table` (hetero-opencl-adaptive-scheduler §4.1)");
+  auto* p =
+      app.add_subcommand("profile",
+                         "Measure every device alone and every combination over batch sizes and splits;\n"
+                         "write the configuration table for `hpr run --table` (hetero-opencl-adaptive-scheduler §4.1)");
   g_prof_cmd = p;
   p->add_option("-c,--config", g_prof_config, "TOML configuration of the run (app, devices, lanes, input, [power])");
   p->add_option("--app", g_prof.run.app, "Application: ipv4, dpi, md5, aes");
@@ -59,8 +61,10 @@ CLI::App* add_profile_command(CLI::App& app) {
   p->add_option("-o,--out", g_prof.out_path, "Table file to write (JSON)")->capture_default_str();
   p->add_option("--min-batch", g_prof.min_batch, "Smallest batch (power of two)")->capture_default_str();
   p->add_option("--max-batch", g_prof.max_batch, "Largest batch (power of two, <= 65536)")->capture_default_str();
-  p->add_option("--quantum-ms", g_prof.quantum_ms, "Measurement quantum per point (ms; at least two status samples)")->capture_default_str();
-  p->add_option("--splits", g_prof.split_steps, "Split grid of combinations: shares in steps of 1/N")->capture_default_str();
+  p->add_option("--quantum-ms", g_prof.quantum_ms, "Measurement quantum per point (ms; at least two status samples)")
+      ->capture_default_str();
+  p->add_option("--splits", g_prof.split_steps, "Split grid of combinations: shares in steps of 1/N")
+      ->capture_default_str();
   p->add_option("--max-set", g_prof.max_set_size, "Largest device combination (0: all lanes)")->capture_default_str();
   p->add_option("--budget-s", g_prof.budget_s, "Stop after this many seconds, keeping what was measured (0: none)");
   p->add_option("--rapl-root", g_prof.power.rapl_root, "powercap sysfs root for RAPL")->capture_default_str();
@@ -121,9 +125,8 @@ int run_profile_command() {
         if (g_prof_quiet) return;
         double frac = pr.planned ? static_cast<double>(pr.done) / static_cast<double>(pr.planned) : 1;
         fmt::print(stderr, "\r[{}] {}/{} points, {} elapsed, ~{} left | {}: {:.3f} Gbit/s {:.1f} W    ", bar(frac, 30),
-                   pr.done, pr.planned, eta_text(pr.elapsed_s), eta_text(pr.eta_s),
-                   pr.last ? pr.last->describe() : "", pr.last ? pr.last->throughput_bps / 1e9 : 0,
-                   pr.last ? pr.last->power_w : 0);
+                   pr.done, pr.planned, eta_text(pr.elapsed_s), eta_text(pr.eta_s), pr.last ? pr.last->describe() : "",
+                   pr.last ? pr.last->throughput_bps / 1e9 : 0, pr.last ? pr.last->power_w : 0);
       });
   if (!g_prof_quiet) fmt::print(stderr, "\n");
   if (!r) {
@@ -137,12 +140,15 @@ int run_profile_command() {
 }
 
 void add_run_flags(CLI::App& run) {
-  run.add_option("--rate-steps", g_rate_steps, "Generator: offered-rate steps DUR_S:PPS,DUR_S:PPS,... (run ends after the last)");
+  run.add_option("--rate-steps", g_rate_steps,
+                 "Generator: offered-rate steps DUR_S:PPS,DUR_S:PPS,... (run ends after the last)");
   run.add_option("--rapl-root", g_rapl_root, "Power: powercap sysfs root for RAPL (default /sys/class/powercap)");
   run.add_option("--table", g_table, "Adaptive mode: configuration table written by `hpr profile`");
   run.add_option("--policy", g_policy, "Adaptive mode: energy | latency | throughput | latency-target");
-  run.add_option("--latency-target-us", g_latency_target_us, "Adaptive mode: p99 latency target for --policy latency-target");
-  run.add_flag("--allow-table-mismatch", g_allow_mismatch, "Adaptive mode: use a table profiled on another machine/setup");
+  run.add_option("--latency-target-us", g_latency_target_us,
+                 "Adaptive mode: p99 latency target for --policy latency-target");
+  run.add_flag("--allow-table-mismatch", g_allow_mismatch,
+               "Adaptive mode: use a table profiled on another machine/setup");
   run.add_option("--quantum-ms", g_quantum_ms, "Adaptive mode: decision quantum (ms, default 40)");
   run.add_flag("--no-learn", g_no_learn, "Adaptive mode: table lookups only (no batch search, no table updates)");
   run.add_option("--adapt-csv", g_adapt_csv, "Adaptive mode: per-quantum CSV (rates, power, lanes, batches, latency)");

@@ -2,7 +2,6 @@
 // `hpr profile` and the power / adaptive parts of `hpr run` (runtime/pipeline/profile.hpp, power.hpp,
 // adaptive_control.hpp), kept out of main.cpp.
 #include <CLI/CLI.hpp>
-
 #include <memory>
 #include <string>
 
@@ -32,7 +31,7 @@ class RunExtras {
   // Every pipeline status callback: fills s.power_*; returns whether the console line is due
   // (every telemetry.status_interval_s).
   bool on_status(Summary& s);
-  void finish(Summary& s);   // final power figures (mean power over the run)
+  void finish(Summary& s);  // final power figures (mean power over the run)
   std::string report() const;
   std::string describe() const;  // "power: model (model:cl0:..., ...)" and the adaptive setup
   AdaptiveControl* adaptive() { return adapt_.get(); }

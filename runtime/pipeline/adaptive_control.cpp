@@ -53,7 +53,9 @@ IntervalStats interval_stats(const Summary& prev, const Summary& cur) {
   uint64_t lost_p = lost(cur) - std::min(lost(cur), lost(prev));
   uint64_t dropped_p = cur.dropped - std::min(cur.dropped, prev.dropped);
   double processed = static_cast<double>(tx_p + dropped_p - std::min(dropped_p, lost_p));
-  double bits_per_pkt = rx_p != 0 ? rx_bits / static_cast<double>(rx_p) : tx_p != 0 ? tx_bits / static_cast<double>(tx_p) : 0;
+  double bits_per_pkt = rx_p != 0   ? rx_bits / static_cast<double>(rx_p)
+                        : tx_p != 0 ? tx_bits / static_cast<double>(tx_p)
+                                    : 0;
   st.offered_bps = rx_bits / dt;
   st.achieved_bps = processed * bits_per_pkt / dt;
   st.tx_bps = tx_bits / dt;
@@ -61,7 +63,8 @@ IntervalStats interval_stats(const Summary& prev, const Summary& cur) {
   st.tx_pps = static_cast<double>(tx_p) / dt;
   st.lost_packets = lost_p;
   std::vector<uint64_t> d(cur.latency_buckets.size(), 0);
-  for (size_t i = 0; i < d.size(); ++i) d[i] = cur.latency_buckets[i] - (i < prev.latency_buckets.size() ? prev.latency_buckets[i] : 0);
+  for (size_t i = 0; i < d.size(); ++i)
+    d[i] = cur.latency_buckets[i] - (i < prev.latency_buckets.size() ? prev.latency_buckets[i] : 0);
   st.latency_p50_ns = bucket_percentile(d, 50);
   st.latency_p99_ns = bucket_percentile(d, 99);
   for (size_t i = 0; i < cur.lanes.size(); ++i) {
@@ -94,8 +97,8 @@ prof::Fingerprint machine_fingerprint(const std::vector<DeviceInfo>& devices, ui
 std::string traffic_description(const EndpointConfig& in) {
   if (in.kind == "pcap") return "pcap:" + in.pcap;
   if (in.kind == "dpdk") return "dpdk:" + in.dpdk_port;
-  std::string s = fmt::format("generator sizes={} flows={} zipf={} seed={}", in.gen_sizes, in.gen_flows, in.gen_zipf,
-                              in.gen_seed);
+  std::string s =
+      fmt::format("generator sizes={} flows={} zipf={} seed={}", in.gen_sizes, in.gen_flows, in.gen_zipf, in.gen_seed);
   if (!in.gen_template.empty()) s += " template=" + in.gen_template;
   if (in.gen_match_rate > 0) s += fmt::format(" match_rate={}", in.gen_match_rate);
   if (in.gen_ttl_low_share > 0) s += fmt::format(" ttl1={}", in.gen_ttl_low_share);
@@ -104,8 +107,8 @@ std::string traffic_description(const EndpointConfig& in) {
 }
 
 Result<std::unique_ptr<AdaptiveControl>> AdaptiveControl::create(const AdaptiveOptions& opt,
-                                                                  const prof::Fingerprint& machine, Pipeline& pipeline,
-                                                                  RunPower* /*power*/) {
+                                                                 const prof::Fingerprint& machine, Pipeline& pipeline,
+                                                                 RunPower* /*power*/) {
   auto t = prof::load_table(opt.table_path, machine, opt.allow_mismatch);
   if (!t) {
     if (t.status().code() == Code::kInvalidArgument && t.status().message().find("fingerprint") != std::string::npos &&
@@ -146,8 +149,9 @@ Result<std::unique_ptr<AdaptiveControl>> AdaptiveControl::create(const AdaptiveO
   if (!opt.csv_path.empty()) {
     c->csv_ = std::fopen(opt.csv_path.c_str(), "w");
     if (c->csv_ == nullptr) return error(Code::kIoError, "cannot write {}: {}", opt.csv_path, std::strerror(errno));
-    std::fprintf(c->csv_, "t_s,offered_bps,achieved_bps,tx_bps,lost_pkts,capacity_bps,power_w,power_source,devices,batches,"
-                          "lat_p50_us,lat_p99_us,epoch,reason,changed\n");
+    std::fprintf(c->csv_,
+                 "t_s,offered_bps,achieved_bps,tx_bps,lost_pkts,capacity_bps,power_w,power_source,devices,batches,"
+                 "lat_p50_us,lat_p99_us,epoch,reason,changed\n");
   }
   return c;
 }
@@ -191,7 +195,11 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
   for (size_t i = 0; i < st.lane_util.size() && i < static_cast<size_t>(sched::kMaxDevices); ++i) {
     if (!((old_mask >> i) & 1U) || before.weight[i] <= 0) continue;
     // Too little work in the quantum to tell (a fast lane at a low rate is busy well under 1 %): unknown.
-    if (st.lane_util[i] <= 1e-4 || st.lane_batches[i] < 2 || st.lane_bps[i] <= 0) { any = false; cap = 0; break; }
+    if (st.lane_util[i] <= 1e-4 || st.lane_batches[i] < 2 || st.lane_bps[i] <= 0) {
+      any = false;
+      cap = 0;
+      break;
+    }
     double c = st.lane_bps[i] / st.lane_util[i] / before.weight[i];
     cap = any ? std::min(cap, c) : c;
     any = true;
@@ -200,7 +208,7 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
   m.latency_ns = static_cast<double>(st.latency_p50_ns);
   m.latency_p99_ns = static_cast<double>(st.latency_p99_ns);
   m.power_w = power.watts;
-  m.power_source = power.source == "rapl" ? sched::PowerSource::kRapl
+  m.power_source = power.source == "rapl"   ? sched::PowerSource::kRapl
                    : power.source == "nvml" ? sched::PowerSource::kNvml
                                             : sched::PowerSource::kModel;
   const sched::Decision& d = sched_->step(m);
@@ -209,9 +217,9 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
   if (d.changed) {
     ++switches_;
     apply(d);
-    std::string line = fmt::format("[{:7.3f}s] {} -> {} ({}{})", t_s, old_mask == 0 ? "start" : old_desc,
-                                   sched_->running().describe(), sched::reason_name(d.reason),
-                                   d.devices_changed ? ", devices changed" : "");
+    std::string line =
+        fmt::format("[{:7.3f}s] {} -> {} ({}{})", t_s, old_mask == 0 ? "start" : old_desc, sched_->running().describe(),
+                    sched::reason_name(d.reason), d.devices_changed ? ", devices changed" : "");
     log_.push_back(line);
     spdlog::info("adapt {}", line);
   }
@@ -248,21 +256,22 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
     for (size_t i = 0; i < weights_.size(); ++i)
       batches += fmt::format("{}{}", i ? "/" : "", ((d.device_mask >> i) & 1U) ? d.batch[i] : 0);
     std::fprintf(csv_, "%.3f,%.0f,%.0f,%.0f,%llu,%.0f,%.2f,%s,%s,%s,%.1f,%.1f,%llu,%s,%d\n", t_s, st.offered_bps,
-                 st.achieved_bps, st.tx_bps, static_cast<unsigned long long>(st.lost_packets), m.capacity_bps, power.watts, power.source.c_str(), mask_text(d.device_mask).c_str(),
-                 batches.c_str(), static_cast<double>(st.latency_p50_ns) / 1e3,
-                 static_cast<double>(st.latency_p99_ns) / 1e3, static_cast<unsigned long long>(d.epoch),
-                 sched::reason_name(d.reason), d.changed ? 1 : 0);
+                 st.achieved_bps, st.tx_bps, static_cast<unsigned long long>(st.lost_packets), m.capacity_bps,
+                 power.watts, power.source.c_str(), mask_text(d.device_mask).c_str(), batches.c_str(),
+                 static_cast<double>(st.latency_p50_ns) / 1e3, static_cast<double>(st.latency_p99_ns) / 1e3,
+                 static_cast<unsigned long long>(d.epoch), sched::reason_name(d.reason), d.changed ? 1 : 0);
     std::fflush(csv_);
   }
 }
 
 std::string AdaptiveControl::report() const {
-  std::string s = fmt::format("  adaptive    policy {}, {} decisions, {} changes ({} device-set switches), {} table updates\n",
-                              sched::policy_name(opt_.params.policy), decisions_, switches_, sched_->device_switches(),
-                              sched_->table_updates());
+  std::string s =
+      fmt::format("  adaptive    policy {}, {} decisions, {} changes ({} device-set switches), {} table updates\n",
+                  sched::policy_name(opt_.params.policy), decisions_, switches_, sched_->device_switches(),
+                  sched_->table_updates());
   for (const auto& r : steps_)
-    s += fmt::format("    rate step at {:.2f} s: {:.3f} -> {:.3f} Gbit/s, adapted {}, {} packets lost meanwhile\n", r.at_s,
-                     r.from_bps / 1e9, r.to_bps / 1e9,
+    s += fmt::format("    rate step at {:.2f} s: {:.3f} -> {:.3f} Gbit/s, adapted {}, {} packets lost meanwhile\n",
+                     r.at_s, r.from_bps / 1e9, r.to_bps / 1e9,
                      r.adaptation_ms < 0 ? std::string("(not settled)") : fmt::format("in {:.0f} ms", r.adaptation_ms),
                      r.lost_packets);
   return s;

@@ -31,9 +31,9 @@ struct PowerLane {
 };
 
 struct PowerSample {
-  double watts = 0;          // average over the interval since the previous sample
-  double energy_j = 0;       // since start
-  std::string source;        // "model" | "rapl" | "nvml" | "mixed: ..."
+  double watts = 0;     // average over the interval since the previous sample
+  double energy_j = 0;  // since start
+  std::string source;   // "model" | "rapl" | "nvml" | "mixed: ..."
 };
 
 class RunPower {

@@ -42,7 +42,8 @@ Result<std::vector<sched::Configuration>> profile_grid(size_t lanes, const Profi
   std::vector<uint32_t> masks;
   for (uint32_t m = 1; m < (1U << lanes); ++m)
     if (static_cast<size_t>(__builtin_popcount(m)) <= max_set) masks.push_back(m);
-  std::stable_sort(masks.begin(), masks.end(), [](uint32_t a, uint32_t b) { return __builtin_popcount(a) < __builtin_popcount(b); });
+  std::stable_sort(masks.begin(), masks.end(),
+                   [](uint32_t a, uint32_t b) { return __builtin_popcount(a) < __builtin_popcount(b); });
   std::vector<sched::Configuration> grid;
   for (uint32_t m : masks) {
     std::vector<int> devs;
@@ -74,7 +75,7 @@ Result<std::vector<sched::Configuration>> profile_grid(size_t lanes, const Profi
 Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<void(Pipeline*)>& on_start,
                                   const std::function<void(const ProfileProgress&)>& on_progress) {
   RunConfig rc = o.run;
-  rc.input.gen_rate_pps = 0;       // saturation: the point's throughput is what the configuration sustains
+  rc.input.gen_rate_pps = 0;  // saturation: the point's throughput is what the configuration sustains
   rc.input.gen_rate_steps.clear();
   rc.input.gen_packets = 0;
   rc.duration_s = 0;
@@ -195,7 +196,8 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
         res.measured = idx;
         if (on_progress) {
           double per = elapsed / static_cast<double>(idx);
-          on_progress({idx, grid->size(), elapsed, per * static_cast<double>(grid->size() - idx), &writer->table().points.back()});
+          on_progress({idx, grid->size(), elapsed, per * static_cast<double>(grid->size() - idx),
+                       &writer->table().points.back()});
         }
         if (idx >= grid->size()) {
           p.request_stop();
@@ -214,8 +216,10 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
   HPR_RETURN_IF_ERROR(write_error);
   res.seconds = static_cast<double>(monotonic_ns() - t0) / 1e9;
   res.complete = res.measured == res.planned;
-  if (res.complete) HPR_RETURN_IF_ERROR(writer->finish());
-  else HPR_RETURN_IF_ERROR(writer->save());
+  if (res.complete)
+    HPR_RETURN_IF_ERROR(writer->finish());
+  else
+    HPR_RETURN_IF_ERROR(writer->save());
   res.table = writer->table();
   return res;
 }

@@ -9,10 +9,10 @@
 // Pipeline::set_lane_weights (lanes outside the set: weight 0) and set_lane_batch, then the traffic settles
 // (at least one quantum, until lanes outside the set carry < 1 % of the packets, at most 5 quanta: flows move
 // only when nothing of theirs is in flight), then one quantum — max(quantum_ms, two status samples) — is
-// measured: throughput (processed bits/s — transmitted or dropped by the app's verdict — under saturation: the generator is unpaced with backpressure), rx-to-tx
-// latency median and p99, power over the quantum with its source (RunPower). Each point is appended to the table
-// file at once (TableWriter), so an interrupted run (SIGINT → Pipeline::request_stop) keeps what was measured;
-// "complete": true only when every planned point was measured.
+// measured: throughput (processed bits/s — transmitted or dropped by the app's verdict — under saturation: the
+// generator is unpaced with backpressure), rx-to-tx latency median and p99, power over the quantum with its source
+// (RunPower). Each point is appended to the table file at once (TableWriter), so an interrupted run (SIGINT →
+// Pipeline::request_stop) keeps what was measured; "complete": true only when every planned point was measured.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -28,14 +28,14 @@
 namespace hpr {
 
 struct ProfileOptions {
-  RunConfig run;                 // app, input (generator or capture), lanes; rate/packets/duration are overridden
+  RunConfig run;  // app, input (generator or capture), lanes; rate/packets/duration are overridden
   PowerConfig power;
   std::string out_path = "table.json";
   uint32_t min_batch = 64, max_batch = 65536;
   double quantum_ms = 40;
-  uint32_t split_steps = 4;      // split grid step 1/split_steps
-  uint32_t max_set_size = 0;     // largest device combination (0: all lanes)
-  double budget_s = 0;           // stop after this long (0: no budget)
+  uint32_t split_steps = 4;   // split grid step 1/split_steps
+  uint32_t max_set_size = 0;  // largest device combination (0: all lanes)
+  double budget_s = 0;        // stop after this long (0: no budget)
 };
 
 struct ProfileProgress {

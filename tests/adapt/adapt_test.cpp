@@ -1,8 +1,8 @@
 // hpr profile, the adaptive scheduler on the live pipeline, and run power (runtime/pipeline/profile.hpp,
 // adaptive_control.hpp, power.hpp). No timing thresholds: only books, orders, files and names.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -175,8 +175,8 @@ TEST_CASE("adaptive run switches lanes on a rate step with zero reorders and bal
   std::string path = tmp("hand.json");
   auto w = prof::TableWriter::create(path, fp);
   REQUIRE(w.is_ok());
-  REQUIRE(w->append(point(0, 64, 20e6, 5)).is_ok());    // sustains 20 Mbit/s at 5 W
-  REQUIRE(w->append(point(1, 64, 10e9, 50)).is_ok());   // sustains 10 Gbit/s at 50 W
+  REQUIRE(w->append(point(0, 64, 20e6, 5)).is_ok());   // sustains 20 Mbit/s at 5 W
+  REQUIRE(w->append(point(1, 64, 10e9, 50)).is_ok());  // sustains 10 Gbit/s at 50 W
   REQUIRE(w->finish().is_ok());
   auto power = RunPower::create({.rapl_root = tmp("no-powercap")}, power_lanes({}, 2), monotonic_ns());
   CHECK(power->source() == "model");
@@ -243,7 +243,7 @@ TEST_CASE("run power: RAPL package for CPU lanes on a fake powercap tree, model 
   CHECK(rp->source() == "mixed: rapl+model");
   CHECK(rp->meter_names().size() == 2);
   std::ofstream(root / "intel-rapl:0" / "energy_uj") << "3000000\n";  // +2 J
-  PowerSample s = rp->sample({1.0, 0.0}, 2'000'000'000);                // 1 s later
+  PowerSample s = rp->sample({1.0, 0.0}, 2'000'000'000);              // 1 s later
   // 2 J from RAPL + igpu model at utilisation 1 for 1 s (idle 2 W + dynamic 12 W).
   CHECK(s.energy_j == Approx(2 + 14).epsilon(1e-6));
   CHECK(s.watts == Approx(16).epsilon(1e-6));
