@@ -8,6 +8,7 @@ namespace hpr {
 
 std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint32_t native_lanes) {
   std::vector<PowerLane> out;
+  out.reserve(devices.size() + native_lanes);
   for (const auto& d : devices) out.push_back({fmt::format("cl{}:{}", d.index, d.name), kind_name(d.kind), d.vendor});
   for (uint32_t i = 0; i < native_lanes; ++i) out.push_back({fmt::format("native{}", i), "cpu", "host"});
   return out;
