@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 
 #include "hpr/clock.hpp"
@@ -29,7 +30,7 @@ bool g_allow_mismatch = false, g_no_learn = false;
 double g_print_interval_s = 1;
 
 std::string bar(double frac, int width) {
-  int n = static_cast<int>(frac * width + 0.5);
+  int n = static_cast<int>(std::lround(frac * width));
   return std::string(static_cast<size_t>(n), '#') + std::string(static_cast<size_t>(width - n), '.');
 }
 
