@@ -17,6 +17,7 @@
 #include "kernels/registry.hpp"
 #include "runtime/opencl/devices.hpp"
 #include "runtime/pipeline/run_config.hpp"
+#include "cli/profile_cmd.hpp"
 
 using namespace hpr;
 
@@ -99,6 +100,7 @@ struct Telemetry {
   prometheus::Gauge* p99 = nullptr;
   prometheus::Family<prometheus::Gauge>* lane_util = nullptr;
   prometheus::Family<prometheus::Gauge>* drops = nullptr;
+  prometheus::Family<prometheus::Gauge>* power = nullptr;
 
   Status start(const std::string& addr) {
     try {
@@ -117,6 +119,7 @@ struct Telemetry {
     p99 = g("hpr_latency_p99_seconds", "rx-to-tx latency, 99th percentile");
     lane_util = &prometheus::BuildGauge().Name("hpr_lane_utilisation").Help("Fraction of time a lane had work").Register(*registry);
     drops = &prometheus::BuildGauge().Name("hpr_drops_total").Help("Drops by reason").Register(*registry);
+    power = &prometheus::BuildGauge().Name("hpr_power_watts").Help("Power of the run's devices, by source (rapl, nvml, model, mixed)").Register(*registry);
     exposer->RegisterCollectable(registry);
     return Status::ok();
   }
@@ -129,6 +132,7 @@ struct Telemetry {
     p99->Set(static_cast<double>(s.latency_p99_ns) / 1e9);
     for (const auto& l : s.lanes) lane_util->Add({{"lane", l.name}}).Set(l.utilisation);
     for (const auto& [r, c] : s.drops) drops->Add({{"reason", r}}).Set(static_cast<double>(c));
+    if (!s.power_source.empty()) power->Add({{"source", s.power_source}}).Set(s.power_w);
   }
 };
 
@@ -137,12 +141,18 @@ int cmd_run(RunConfig cfg, bool quiet) {
     fmt::print(stderr, "hpr run: {}\n", v.message());
     return kExitConfig;
   }
+  cli::adjust_run_config(cfg);
   auto ctx = prepare_run(cfg);
   if (!ctx) {
     fmt::print(stderr, "hpr run: {}\n", ctx.status().message());
     return exit_code_for(ctx.status());
   }
   auto& c = **ctx;
+  auto extras = cli::RunExtras::create(cfg, c);
+  if (!extras) {
+    fmt::print(stderr, "hpr run: {}\n", extras.status().message());
+    return exit_code_for(extras.status());
+  }
   Telemetry tel;
   if (!cfg.prometheus.empty()) {
     if (Status s = tel.start(cfg.prometheus); !s.is_ok()) {
@@ -155,19 +165,23 @@ int cmd_run(RunConfig cfg, bool quiet) {
   fmt::print(" [native x{}] | batch {} | {}\n", cfg.native_lanes, cfg.batch,
              cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + cfg.prometheus + "/metrics");
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
+  fmt::print("  {}\n", (*extras)->describe());
   Summary prev;
-  c.pipeline->on_status([&](const Summary& s, double dt) {
+  c.pipeline->on_status([&](const Summary& snap, double) {
+    Summary s = snap;
+    bool due = (*extras)->on_status(s);
     tel.update(s);
-    if (quiet) return;
+    if (quiet || !due) return;
+    double dt = s.seconds - prev.seconds;
     std::string lanes;
     for (const auto& l : s.lanes) lanes += fmt::format(" {}:b{:.0f}/u{:.0f}%", l.name.substr(0, 12), l.mean_batch, l.utilisation * 100);
     std::string shaped = s.shaping ? fmt::format(" | shaper heap {} waiting {} resched/s {:.0f}", s.shaper_heap, s.shaper_waiting,
                                                  static_cast<double>(s.shaper_reschedules - prev.shaper_reschedules) / dt)
                                    : "";
-    fmt::print("[{:6.1f}s] in {:7.3f} Mpps out {:7.3f} Mpps | drops {} | p50 {:.0f} us p99 {:.0f} us | power n/a |{}{}\n",
+    fmt::print("[{:6.1f}s] in {:7.3f} Mpps out {:7.3f} Mpps | drops {} | p50 {:.0f} us p99 {:.0f} us | power {:.1f} W ({}) |{}{}\n",
                s.seconds, static_cast<double>(s.rx_packets - prev.rx_packets) / dt / 1e6,
                static_cast<double>(s.tx_packets - prev.tx_packets) / dt / 1e6, s.dropped, s.latency_p50_ns / 1e3,
-               s.latency_p99_ns / 1e3, lanes, shaped);
+               s.latency_p99_ns / 1e3, s.power_w, s.power_source, lanes, shaped);
     std::fflush(stdout);
     prev = s;
   });
@@ -176,8 +190,9 @@ int cmd_run(RunConfig cfg, bool quiet) {
   std::signal(SIGTERM, on_signal);
   Summary s = c.pipeline->run();
   g_pipeline = nullptr;
+  (*extras)->finish(s);
   tel.update(s);
-  fmt::print("\nSummary ({}):\n{}", c.app->name(), s.to_text());
+  fmt::print("\nSummary ({}):\n{}{}", c.app->name(), s.to_text(), (*extras)->report());
   if (!cfg.summary_json.empty()) {
     std::ofstream(cfg.summary_json) << s.to_json() << "\n";
     fmt::print("  summary written to {}\n", cfg.summary_json);
@@ -239,6 +254,8 @@ int main(int argc, char** argv) {
   run->add_option("--prometheus", rc.prometheus, "Serve Prometheus metrics on ADDR:PORT (e.g. 127.0.0.1:9464)");
   run->add_option("--summary-json", rc.summary_json, "Write the run summary as JSON to this file");
   run->add_flag("-q,--quiet", quiet, "No status line every second");
+  cli::add_run_flags(*run);
+  auto* profile = cli::add_profile_command(app);
   std::string backpressure;
   run->add_option("--backpressure", backpressure, "on (default): wait when a lane queue is full (the input port's ring fills); off: drop as queue_full");
   std::string shape_by;
@@ -250,6 +267,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (dev->parsed()) return cmd_devices(dev_json, dev_kinds);
+  if (profile->parsed()) return cli::run_profile_command();
   if (run->parsed()) {
     RunConfig cfg;
     if (!config_path.empty()) {
@@ -340,6 +358,7 @@ int main(int argc, char** argv) {
       }
       cfg.shaping.by_flow = shape_by == "flow";
     }
+    cli::apply_run_flags(*run, cfg);
     return cmd_run(cfg, quiet);
   }
   return kExitConfig;

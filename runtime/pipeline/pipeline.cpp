@@ -510,6 +510,7 @@ Summary Pipeline::snapshot() const {
   }
   s.latency_p50_ns = latency_.percentile_ns(50);
   s.latency_p99_ns = latency_.percentile_ns(99);
+  for (const auto& b : latency_.b) s.latency_buckets.push_back(b.load(std::memory_order_relaxed));
   for (const auto& l : lanes_) {
     auto& st = const_cast<Lane&>(*l).stats();
     LaneSummary ls;
@@ -545,6 +546,7 @@ std::string Summary::to_json() const {
   j["host_frames"] = host_frames;
   j["app_events"] = {{"name", event_name}, {"count", events}};
   j["latency_ns"] = {{"p50", latency_p50_ns}, {"p99", latency_p99_ns}};
+  if (!power_source.empty()) j["power"] = {{"watts", power_w}, {"energy_j", energy_j}, {"source", power_source}};
   if (shaping)
     j["shaper"] = {{"queues", shaped_queues}, {"heap", shaper_heap}, {"waiting", shaper_waiting},
                    {"reschedules", shaper_reschedules}, {"delayed_packets", shaper_delayed}};
@@ -573,6 +575,7 @@ std::string Summary::to_text() const {
   s += fmt::format("  {:<11} {}\n", event_name, events);
   s += fmt::format("  latency     p50 {:.1f} us, p99 {:.1f} us (rx to tx, log2 buckets)\n", latency_p50_ns / 1e3,
                    latency_p99_ns / 1e3);
+  if (!power_source.empty()) s += fmt::format("  power       {:.1f} W, energy {:.1f} J (source: {})\n", power_w, energy_j, power_source);
   if (shaping)
     s += fmt::format("  shaper      {} queues, {} packets delayed, {} reschedules, heap {} now\n", shaped_queues,
                      shaper_delayed, shaper_reschedules, shaper_heap);

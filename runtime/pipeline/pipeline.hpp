@@ -95,6 +95,10 @@ struct Summary {
   uint64_t shaped_queues = 0, shaper_heap = 0, shaper_waiting = 0, shaper_reschedules = 0, shaper_delayed = 0;
   uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
   std::vector<LaneSummary> lanes;
+  std::vector<uint64_t> latency_buckets;  // rx-to-tx histogram (log2 ns buckets), for per-interval deltas
+  // Power, filled in by the caller (runtime/pipeline/power.hpp); shown when power_source is not empty.
+  double power_w = 0, energy_j = 0;
+  std::string power_source;
   std::string to_json() const;
   std::string to_text() const;
 };

@@ -67,6 +67,7 @@ Status read_endpoint(const toml::table& t, const char* sec, EndpointConfig& e) {
   HPR_RETURN_IF_ERROR(get(t, sec, "match_rate", e.gen_match_rate));
   HPR_RETURN_IF_ERROR(get(t, sec, "ttl_low_share", e.gen_ttl_low_share));
   HPR_RETURN_IF_ERROR(get(t, sec, "ipv6_share", e.gen_ipv6_share));
+  HPR_RETURN_IF_ERROR(get(t, sec, "rate_steps", e.gen_rate_steps));
   return Status::ok();
 }
 
@@ -82,7 +83,8 @@ Result<RunConfig> load_run_config(const std::string& path) {
                  e.description());
   }
   static const std::set<std::string> kSections = {"input", "output", "dpdk", "app", "lanes", "devices", "flows",
-                                                  "telemetry", "run", "faults", "shaper"};
+                                                  "telemetry", "run", "faults", "shaper",
+                                                  "power", "adaptive"};
   for (const auto& [k, v] : t) {
     if (!kSections.count(std::string(k.str())))
       return error(Code::kInvalidArgument, "{}: unknown section [{}] (line {})", path, k.str(), k.source().begin.line);
@@ -147,6 +149,16 @@ Result<RunConfig> load_run_config(const std::string& path) {
   HPR_RETURN_IF_ERROR(wrap(get(t, "telemetry", "status_interval_s", c.status_interval_s)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "telemetry", "summary_json", c.summary_json)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "run", "duration_s", c.duration_s)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "power", "rapl_root", c.power.rapl_root)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "power", "rapl", c.power.use_rapl)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "power", "nvml", c.power.use_nvml)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "adaptive", "table", c.adapt_table)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "adaptive", "policy", c.adapt_policy)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "adaptive", "latency_target_us", c.adapt_latency_target_us)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "adaptive", "allow_table_mismatch", c.adapt_allow_mismatch)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "adaptive", "quantum_ms", c.adapt_quantum_ms)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "adaptive", "csv", c.adapt_csv)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "adaptive", "learn", c.adapt_learn)));
   return c;
 }
 
@@ -191,6 +203,22 @@ Status validate(const RunConfig& c) {
   return Status::ok();
 }
 
+Result<std::vector<RateStep>> parse_rate_steps(const std::string& spec) {
+  std::vector<RateStep> out;
+  for (size_t a = 0, b; a < spec.size(); a = b + 1) {
+    b = spec.find(',', a);
+    if (b == std::string::npos) b = spec.size();
+    std::string item = spec.substr(a, b - a);
+    double dur = 0, pps = 0;
+    char tail = 0;
+    if (std::sscanf(item.c_str(), "%lf:%lf%c", &dur, &pps, &tail) != 2 || !(dur > 0) || !(pps >= 0))
+      return error(Code::kInvalidArgument, "input.rate_steps: '{}' is not DURATION_S:PPS (duration > 0, rate >= 0)", item);
+    out.push_back({static_cast<uint64_t>(dur * 1e9), pps});
+  }
+  if (out.empty()) return error(Code::kInvalidArgument, "input.rate_steps: no step in '{}'", spec);
+  return out;
+}
+
 namespace {
 
 Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_input) {
@@ -213,6 +241,12 @@ Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_inp
   if (e.gen_rate_pps > 0) {
     g.rate.mode = RateMode::kConstant;
     g.rate.rate = e.gen_rate_pps;
+  }
+  if (!e.gen_rate_steps.empty()) {
+    auto steps = parse_rate_steps(e.gen_rate_steps);
+    if (!steps) return steps.status();
+    g.rate.mode = RateMode::kSteps;
+    g.rate.steps = std::move(*steps);
   }
   g.template_capture = e.gen_template;
   g.patterns = e.gen_patterns;

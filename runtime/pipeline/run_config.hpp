@@ -12,7 +12,9 @@
 #include "kernels/registry.hpp"
 #include "runtime/opencl/devices.hpp"
 #include "runtime/pipeline/pipeline.hpp"
+#include "runtime/pipeline/power.hpp"
 #include "runtime/port.hpp"
+#include "runtime/ports/generator_profile.hpp"
 
 namespace hpr {
 
@@ -33,6 +35,7 @@ struct EndpointConfig {
   double gen_match_rate = 0;         // fraction of packets carrying one planted pattern
   double gen_ttl_low_share = 0;      // fraction of packets sent with TTL 1
   double gen_ipv6_share = 0;         // fraction of synthetic flows that are IPv6
+  std::string gen_rate_steps;        // "dur_s:pps,dur_s:pps,..." offered-rate steps (overrides rate_pps)
 };
 
 struct RunConfig {
@@ -69,11 +72,23 @@ struct RunConfig {
   double status_interval_s = 1;
   std::string summary_json;    // path; empty: none
   double duration_s = 0;
+
+  PowerConfig power;               // [power] rapl_root, rapl, nvml
+  // Adaptive mode ([adaptive]; runtime/pipeline/adaptive_control.hpp): on when table is set.
+  std::string adapt_table;         // table written by `hpr profile`
+  std::string adapt_policy = "energy";  // energy | latency | throughput | latency-target
+  double adapt_latency_target_us = 0;
+  bool adapt_allow_mismatch = false;
+  double adapt_quantum_ms = 40;
+  std::string adapt_csv;           // per-quantum CSV; empty: none
+  bool adapt_learn = true;         // Step 3 (batch search, table updates); false: table lookups only
 };
 
 // Errors: kNotFound (file), kInvalidArgument naming the key and the accepted values.
 Result<RunConfig> load_run_config(const std::string& path);
 Status validate(const RunConfig& c);
+// "dur_s:pps,dur_s:pps" → generator rate steps. Errors: kInvalidArgument naming the bad item.
+Result<std::vector<RateStep>> parse_rate_steps(const std::string& spec);
 
 // Everything a run owns, built from a RunConfig.
 struct RunContext {

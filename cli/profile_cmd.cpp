@@ -1,0 +1,255 @@
+#include "cli/profile_cmd.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+
+#include "hpr/clock.hpp"
+#include "runtime/opencl/devices.hpp"
+
+namespace hpr::cli {
+namespace {
+
+// profile flags
+ProfileOptions g_prof;
+std::string g_prof_config, g_prof_in, g_prof_devices, g_prof_sizes;
+bool g_prof_quiet = false;
+CLI::App* g_prof_cmd = nullptr;
+std::atomic<Pipeline*> g_prof_pipeline{nullptr};
+void on_profile_signal(int) {
+  if (Pipeline* p = g_prof_pipeline.load()) p->request_stop();
+}
+
+// run flags
+std::string g_rate_steps, g_rapl_root, g_table, g_policy, g_adapt_csv;
+double g_latency_target_us = 0, g_quantum_ms = 40;
+bool g_allow_mismatch = false, g_no_learn = false;
+double g_print_interval_s = 1;
+
+std::string bar(double frac, int width) {
+  int n = static_cast<int>(std::lround(frac * width));
+  return std::string(static_cast<size_t>(n), '#') + std::string(static_cast<size_t>(width - n), '.');
+}
+
+std::string eta_text(double s) {
+  if (s >= 3600) return fmt::format("{:.0f}h{:02.0f}m", std::floor(s / 3600), std::fmod(s, 3600) / 60);
+  if (s >= 60) return fmt::format("{:.0f}m{:02.0f}s", std::floor(s / 60), std::fmod(s, 60));
+  return fmt::format("{:.0f}s", s);
+}
+
+}  // namespace
+
+CLI::App* add_profile_command(CLI::App& app) {
+  auto* p =
+      app.add_subcommand("profile",
+                         "Measure every device alone and every combination over batch sizes and splits;\n"
+                         "write the configuration table for `hpr run --table` (hetero-opencl-adaptive-scheduler §4.1)");
+  g_prof_cmd = p;
+  p->add_option("-c,--config", g_prof_config, "TOML configuration of the run (app, devices, lanes, input, [power])");
+  p->add_option("--app", g_prof.run.app, "Application: ipv4, dpi, md5, aes");
+  p->add_option("--in", g_prof_in, "Traffic: gen (generator, default) | pcap:PATH (read in a loop)");
+  p->add_option("--devices", g_prof_devices, "OpenCL devices: all | none | comma-separated name substrings");
+  p->add_option("--native", g_prof.run.native_lanes, "Native CPU lanes");
+  p->add_option("--flows", g_prof.run.input.gen_flows, "Generator: flows");
+  p->add_option("--zipf", g_prof.run.input.gen_zipf, "Generator: Zipf exponent (0: uniform)");
+  p->add_option("--sizes", g_prof_sizes, "Generator: imix | fixed:N | uniform:A-B");
+  p->add_option("--seed", g_prof.run.input.gen_seed, "Generator: seed");
+  p->add_option("--routes", g_prof.run.app_opts.routes, "ipv4: route table");
+  p->add_option("--rules", g_prof.run.app_opts.rules, "dpi: rule file or directory");
+  p->add_option("-o,--out", g_prof.out_path, "Table file to write (JSON)")->capture_default_str();
+  p->add_option("--min-batch", g_prof.min_batch, "Smallest batch (power of two)")->capture_default_str();
+  p->add_option("--max-batch", g_prof.max_batch, "Largest batch (power of two, <= 65536)")->capture_default_str();
+  p->add_option("--quantum-ms", g_prof.quantum_ms, "Measurement quantum per point (ms; at least two status samples)")
+      ->capture_default_str();
+  p->add_option("--splits", g_prof.split_steps, "Split grid of combinations: shares in steps of 1/N")
+      ->capture_default_str();
+  p->add_option("--max-set", g_prof.max_set_size, "Largest device combination (0: all lanes)")->capture_default_str();
+  p->add_option("--budget-s", g_prof.budget_s, "Stop after this many seconds, keeping what was measured (0: none)");
+  p->add_option("--rapl-root", g_prof.power.rapl_root, "powercap sysfs root for RAPL")->capture_default_str();
+  p->add_flag("-q,--quiet", g_prof_quiet, "No progress bar");
+  return p;
+}
+
+int run_profile_command() {
+  ProfileOptions o = g_prof;
+  if (!g_prof_config.empty()) {
+    auto f = load_run_config(g_prof_config);
+    if (!f) {
+      fmt::print(stderr, "hpr profile: {}\n", f.status().message());
+      return f.status().code() == Code::kInvalidArgument ? 2 : 3;
+    }
+    RunConfig base = *f;
+    auto given = [&](const char* n) { return g_prof_cmd->count(n) > 0; };
+    if (given("--app")) base.app = o.run.app;
+    if (given("--native")) base.native_lanes = o.run.native_lanes;
+    if (given("--flows")) base.input.gen_flows = o.run.input.gen_flows;
+    if (given("--zipf")) base.input.gen_zipf = o.run.input.gen_zipf;
+    if (given("--seed")) base.input.gen_seed = o.run.input.gen_seed;
+    if (given("--routes")) base.app_opts.routes = o.run.app_opts.routes;
+    if (given("--rules")) base.app_opts.rules = o.run.app_opts.rules;
+    if (!given("--rapl-root")) o.power = base.power;
+    o.run = base;
+  }
+  if (!g_prof_sizes.empty()) o.run.input.gen_sizes = g_prof_sizes;
+  if (!g_prof_in.empty()) {
+    if (g_prof_in.rfind("pcap:", 0) == 0) {
+      o.run.input.kind = "pcap";
+      o.run.input.pcap = g_prof_in.substr(5);
+      o.run.input.loops = 0;
+    } else if (g_prof_in == "gen" || g_prof_in == "generator") {
+      o.run.input.kind = "generator";
+    } else {
+      fmt::print(stderr, "hpr profile: --in '{}': use gen or pcap:PATH\n", g_prof_in);
+      return 2;
+    }
+  }
+  if (!g_prof_devices.empty()) {
+    o.run.devices.clear();
+    for (size_t a = 0, b; a <= g_prof_devices.size(); a = b + 1) {
+      b = g_prof_devices.find(',', a);
+      if (b == std::string::npos) b = g_prof_devices.size();
+      if (b > a) o.run.devices.push_back(g_prof_devices.substr(a, b - a));
+    }
+  }
+  o.run.output.kind = "null";
+  spdlog::set_level(spdlog::level::warn);
+  fmt::print("hpr profile: app {} | traffic {} | batches {}..{} | quantum {} ms | splits 1/{} -> {}\n", o.run.app,
+             traffic_description(o.run.input), o.min_batch, o.max_batch, o.quantum_ms, o.split_steps, o.out_path);
+  std::signal(SIGINT, on_profile_signal);
+  std::signal(SIGTERM, on_profile_signal);
+  auto r = run_profile(
+      o, [](Pipeline* p) { g_prof_pipeline = p; },
+      [&](const ProfileProgress& pr) {
+        if (g_prof_quiet) return;
+        double frac = pr.planned ? static_cast<double>(pr.done) / static_cast<double>(pr.planned) : 1;
+        fmt::print(stderr, "\r[{}] {}/{} points, {} elapsed, ~{} left | {}: {:.3f} Gbit/s {:.1f} W    ", bar(frac, 30),
+                   pr.done, pr.planned, eta_text(pr.elapsed_s), eta_text(pr.eta_s), pr.last ? pr.last->describe() : "",
+                   pr.last ? pr.last->throughput_bps / 1e9 : 0, pr.last ? pr.last->power_w : 0);
+      });
+  if (!g_prof_quiet) fmt::print(stderr, "\n");
+  if (!r) {
+    fmt::print(stderr, "hpr profile: {}\n", r.status().message());
+    return r.status().code() == Code::kInvalidArgument ? 2 : 3;
+  }
+  fmt::print("hpr profile: {} of {} points in {:.1f} s{}, power source {} -> {} ({})\n", r->measured, r->planned,
+             r->seconds, r->budget_hit ? " (time budget reached)" : "", r->power_source, o.out_path,
+             r->complete ? "complete" : "incomplete: what was measured is kept");
+  return 0;
+}
+
+void add_run_flags(CLI::App& run) {
+  run.add_option("--rate-steps", g_rate_steps,
+                 "Generator: offered-rate steps DUR_S:PPS,DUR_S:PPS,... (run ends after the last)");
+  run.add_option("--rapl-root", g_rapl_root, "Power: powercap sysfs root for RAPL (default /sys/class/powercap)");
+  run.add_option("--table", g_table, "Adaptive mode: configuration table written by `hpr profile`");
+  run.add_option("--policy", g_policy, "Adaptive mode: energy | latency | throughput | latency-target");
+  run.add_option("--latency-target-us", g_latency_target_us,
+                 "Adaptive mode: p99 latency target for --policy latency-target");
+  run.add_flag("--allow-table-mismatch", g_allow_mismatch,
+               "Adaptive mode: use a table profiled on another machine/setup");
+  run.add_option("--quantum-ms", g_quantum_ms, "Adaptive mode: decision quantum (ms, default 40)");
+  run.add_flag("--no-learn", g_no_learn, "Adaptive mode: table lookups only (no batch search, no table updates)");
+  run.add_option("--adapt-csv", g_adapt_csv, "Adaptive mode: per-quantum CSV (rates, power, lanes, batches, latency)");
+}
+
+void apply_run_flags(CLI::App& run, RunConfig& cfg) {
+  auto given = [&](const char* n) { return run.count(n) > 0; };
+  if (given("--rate-steps")) cfg.input.gen_rate_steps = g_rate_steps;
+  if (given("--rapl-root")) cfg.power.rapl_root = g_rapl_root;
+  if (given("--table")) cfg.adapt_table = g_table;
+  if (given("--policy")) cfg.adapt_policy = g_policy;
+  if (given("--latency-target-us")) cfg.adapt_latency_target_us = g_latency_target_us;
+  if (given("--allow-table-mismatch")) cfg.adapt_allow_mismatch = true;
+  if (given("--quantum-ms")) cfg.adapt_quantum_ms = g_quantum_ms;
+  if (given("--adapt-csv")) cfg.adapt_csv = g_adapt_csv;
+  if (given("--no-learn")) cfg.adapt_learn = false;
+}
+
+void adjust_run_config(RunConfig& cfg) {
+  g_print_interval_s = cfg.status_interval_s;
+  if (cfg.adapt_table.empty()) return;
+  // Lane buffers and queues must hold the table's largest batch (the fingerprint is checked later).
+  if (auto t = prof::load_table(cfg.adapt_table, {}, true)) {
+    uint32_t mb = 0;
+    for (const auto& pt : t->points)
+      for (auto b : pt.batch) mb = std::max(mb, b);
+    cfg.max_batch = std::max(cfg.max_batch, mb);
+    cfg.queue = std::max(cfg.queue, 2 * mb);
+  }
+  // The pipeline calls back every quantum; the console line keeps its own interval (RunExtras::on_status).
+  cfg.status_interval_s = std::max(0.02, cfg.adapt_quantum_ms / 1e3);
+}
+
+Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunContext& ctx) {
+  auto x = std::make_unique<RunExtras>();
+  x->cfg_ = cfg;
+  x->power_ = RunPower::create(cfg.power, power_lanes(ctx.devices, cfg.native_lanes), monotonic_ns());
+  if (!cfg.adapt_table.empty()) {
+    AdaptiveOptions ao;
+    ao.table_path = cfg.adapt_table;
+    auto pol = sched::parse_policy(cfg.adapt_policy);
+    if (!pol) return error(Code::kInvalidArgument, "--policy: {}", pol.status().message());
+    ao.params.policy = *pol;
+    ao.params.latency_target_ns = cfg.adapt_latency_target_us * 1e3;
+    ao.allow_mismatch = cfg.adapt_allow_mismatch;
+    ao.quantum_s = cfg.adapt_quantum_ms / 1e3;
+    ao.csv_path = cfg.adapt_csv;
+    ao.learn = cfg.adapt_learn;
+    auto fp = machine_fingerprint(ctx.devices, cfg.native_lanes, cfg.app, traffic_description(cfg.input));
+    // Batch range of the scheduler: the table's.
+    auto a = AdaptiveControl::create(ao, fp, *ctx.pipeline, x->power_.get());
+    if (!a) return a.status();
+    x->adapt_ = std::move(*a);
+  }
+  return x;
+}
+
+bool RunExtras::on_status(Summary& s) {
+  if (!have_prev_) {
+    prev_.seconds = 0;
+    have_prev_ = true;
+  }
+  IntervalStats st = interval_stats(prev_, s);
+  uint64_t now = monotonic_ns();
+  PowerSample ps = power_->sample(st.lane_util, now);
+  prev_ = s;
+  s.power_w = ps.watts;
+  s.energy_j = ps.energy_j;
+  s.power_source = ps.source;
+  if (adapt_) adapt_->on_quantum(s, ps, now);
+  double interval = adapt_ ? g_print_interval_s : 0;
+  if (s.seconds - last_print_s_ >= interval) {
+    last_print_s_ = s.seconds;
+    return true;
+  }
+  return false;
+}
+
+void RunExtras::finish(Summary& s) {
+  IntervalStats st = interval_stats(prev_, s);
+  PowerSample ps = power_->sample(st.lane_util, monotonic_ns());
+  s.energy_j = ps.energy_j;
+  s.power_w = s.seconds > 0 ? ps.energy_j / s.seconds : 0;  // mean over the run
+  s.power_source = ps.source;
+}
+
+std::string RunExtras::report() const { return adapt_ ? adapt_->report() : ""; }
+
+std::string RunExtras::describe() const {
+  std::string s = "power " + power_->source() + " (";
+  auto names = power_->meter_names();
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+  s += ")";
+  for (const auto& n : power_->notes()) s += "\n  power note: " + n;
+  if (adapt_)
+    s += fmt::format("\n  adaptive: table {} ({} points, {}), policy {}, quantum {} ms", cfg_.adapt_table,
+                     adapt_->table().points.size(), adapt_->table().complete ? "complete" : "incomplete",
+                     cfg_.adapt_policy, cfg_.adapt_quantum_ms);
+  if (adapt_ && !cfg_.adapt_learn) s += " (table lookups only)";
+  return s;
+}
+
+}  // namespace hpr::cli

@@ -1,0 +1,48 @@
+#pragma once
+// `hpr profile` and the power / adaptive parts of `hpr run` (runtime/pipeline/profile.hpp, power.hpp,
+// adaptive_control.hpp), kept out of main.cpp.
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "runtime/pipeline/adaptive_control.hpp"
+#include "runtime/pipeline/power.hpp"
+#include "runtime/pipeline/profile.hpp"
+#include "runtime/pipeline/run_config.hpp"
+
+namespace hpr::cli {
+
+// Adds the `profile` subcommand; returns it (main checks parsed() and calls run_profile_command()).
+CLI::App* add_profile_command(CLI::App& app);
+int run_profile_command();
+
+// The `hpr run` flags of this area: --rate-steps, --rapl-root, --table, --policy, --latency-target-us,
+// --allow-table-mismatch, --quantum-ms, --adapt-csv. apply_run_flags copies the given ones into `cfg`.
+void add_run_flags(CLI::App& run);
+void apply_run_flags(CLI::App& run, RunConfig& cfg);
+// Before prepare_run: in adaptive mode the pipeline's status interval becomes the quantum.
+void adjust_run_config(RunConfig& cfg);
+
+// Power and (when cfg.adapt_table is set) the adaptive scheduler of one run.
+class RunExtras {
+ public:
+  // Errors: the adaptive table (missing, mismatching fingerprint, bad policy) — kInvalidArgument / kNotFound.
+  static Result<std::unique_ptr<RunExtras>> create(const RunConfig& cfg, RunContext& ctx);
+  // Every pipeline status callback: fills s.power_*; returns whether the console line is due
+  // (every telemetry.status_interval_s).
+  bool on_status(Summary& s);
+  void finish(Summary& s);  // final power figures (mean power over the run)
+  std::string report() const;
+  std::string describe() const;  // "power: model (model:cl0:..., ...)" and the adaptive setup
+  AdaptiveControl* adaptive() { return adapt_.get(); }
+
+ private:
+  RunConfig cfg_;
+  std::unique_ptr<RunPower> power_;
+  std::unique_ptr<AdaptiveControl> adapt_;
+  Summary prev_;
+  bool have_prev_ = false;
+  double last_print_s_ = 0;
+};
+
+}  // namespace hpr::cli

@@ -1,0 +1,280 @@
+#include "runtime/pipeline/adaptive_control.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "runtime/opencl/devices.hpp"
+#include "runtime/pipeline/run_config.hpp"
+
+namespace hpr {
+namespace {
+
+uint64_t bucket_percentile(const std::vector<uint64_t>& d, double p) {
+  uint64_t total = 0;
+  for (auto x : d) total += x;
+  if (total == 0) return 0;
+  auto want = static_cast<uint64_t>(p / 100.0 * static_cast<double>(total));
+  uint64_t acc = 0;
+  for (size_t i = 0; i < d.size(); ++i) {
+    acc += d[i];
+    if (acc > want) return i == 0 ? 0 : (1ull << i);
+  }
+  return 1ull << (d.size() - 1);
+}
+
+std::string mask_text(uint32_t mask) {
+  std::string s;
+  for (int i = 0; i < sched::kMaxDevices; ++i)
+    if ((mask >> i) & 1U) s += (s.empty() ? "" : "+") + std::to_string(i);
+  return s.empty() ? "-" : s;
+}
+
+}  // namespace
+
+IntervalStats interval_stats(const Summary& prev, const Summary& cur) {
+  IntervalStats st;
+  st.seconds = cur.seconds - prev.seconds;
+  if (st.seconds <= 0) return st;
+  double dt = st.seconds;
+  double rx_bits = static_cast<double>(cur.rx_bytes - prev.rx_bytes) * 8;
+  double tx_bits = static_cast<double>(cur.tx_bytes - prev.tx_bytes) * 8;
+  uint64_t tx_p = cur.tx_packets - prev.tx_packets, rx_p = cur.rx_packets - prev.rx_packets;
+  // Drops for want of capacity (the configuration did not keep up) vs. the app's verdicts (processed packets).
+  auto lost = [](const Summary& x) {
+    uint64_t n = 0;
+    for (const auto& [r, c] : x.drops)
+      if (r == "queue_full" || r == "no_lane" || r == "pool_empty") n += c;
+    return n;
+  };
+  uint64_t lost_p = lost(cur) - std::min(lost(cur), lost(prev));
+  uint64_t dropped_p = cur.dropped - std::min(cur.dropped, prev.dropped);
+  double processed = static_cast<double>(tx_p + dropped_p - std::min(dropped_p, lost_p));
+  double bits_per_pkt = rx_p != 0   ? rx_bits / static_cast<double>(rx_p)
+                        : tx_p != 0 ? tx_bits / static_cast<double>(tx_p)
+                                    : 0;
+  st.offered_bps = rx_bits / dt;
+  st.achieved_bps = processed * bits_per_pkt / dt;
+  st.tx_bps = tx_bits / dt;
+  st.rx_pps = static_cast<double>(rx_p) / dt;
+  st.tx_pps = static_cast<double>(tx_p) / dt;
+  st.lost_packets = lost_p;
+  std::vector<uint64_t> d(cur.latency_buckets.size(), 0);
+  for (size_t i = 0; i < d.size(); ++i)
+    d[i] = cur.latency_buckets[i] - (i < prev.latency_buckets.size() ? prev.latency_buckets[i] : 0);
+  st.latency_p50_ns = bucket_percentile(d, 50);
+  st.latency_p99_ns = bucket_percentile(d, 99);
+  for (size_t i = 0; i < cur.lanes.size(); ++i) {
+    const auto& c = cur.lanes[i];
+    double busy_c = c.utilisation * cur.seconds, busy_p = 0;
+    uint64_t pk_p = 0, bt_p = 0;
+    if (i < prev.lanes.size()) {
+      busy_p = prev.lanes[i].utilisation * prev.seconds;
+      pk_p = prev.lanes[i].packets;
+      bt_p = prev.lanes[i].batches;
+    }
+    st.lane_batches.push_back(c.batches - bt_p);
+    st.lane_util.push_back(std::clamp((busy_c - busy_p) / dt, 0.0, 1.0));
+    st.lane_packets.push_back(c.packets - pk_p);
+    st.lane_bps.push_back(static_cast<double>(c.packets - pk_p) * bits_per_pkt / dt);
+  }
+  return st;
+}
+
+prof::Fingerprint machine_fingerprint(const std::vector<DeviceInfo>& devices, uint32_t native_lanes,
+                                      const std::string& app, const std::string& traffic) {
+  prof::Fingerprint fp;
+  for (const auto& d : devices) fp.devices.push_back({d.name, d.platform, d.driver});
+  for (uint32_t i = 0; i < native_lanes; ++i) fp.devices.push_back({fmt::format("native{}", i), "hpr", HPR_VERSION});
+  fp.app = app;
+  fp.traffic = traffic;
+  return fp;
+}
+
+std::string traffic_description(const EndpointConfig& in) {
+  if (in.kind == "pcap") return "pcap:" + in.pcap;
+  if (in.kind == "dpdk") return "dpdk:" + in.dpdk_port;
+  std::string s =
+      fmt::format("generator sizes={} flows={} zipf={} seed={}", in.gen_sizes, in.gen_flows, in.gen_zipf, in.gen_seed);
+  if (!in.gen_template.empty()) s += " template=" + in.gen_template;
+  if (in.gen_match_rate > 0) s += fmt::format(" match_rate={}", in.gen_match_rate);
+  if (in.gen_ttl_low_share > 0) s += fmt::format(" ttl1={}", in.gen_ttl_low_share);
+  if (in.gen_ipv6_share > 0) s += fmt::format(" ipv6={}", in.gen_ipv6_share);
+  return s;
+}
+
+Result<std::unique_ptr<AdaptiveControl>> AdaptiveControl::create(const AdaptiveOptions& opt,
+                                                                 const prof::Fingerprint& machine, Pipeline& pipeline,
+                                                                 RunPower* /*power*/) {
+  auto t = prof::load_table(opt.table_path, machine, opt.allow_mismatch);
+  if (!t) {
+    if (t.status().code() == Code::kInvalidArgument && t.status().message().find("fingerprint") != std::string::npos &&
+        t.status().message().find("--allow-table-mismatch") == std::string::npos)
+      return error(t.status().code(), "{} (pass --allow-table-mismatch to use it anyway)", t.status().message());
+    return t.status();
+  }
+  if (t->points.empty()) return error(Code::kInvalidArgument, "table {}: no measured point", opt.table_path);
+  std::unique_ptr<AdaptiveControl> c(new AdaptiveControl());
+  c->opt_ = opt;
+  c->pipeline_ = &pipeline;
+  c->table_ = std::move(*t);
+  uint32_t lanes_mask = pipeline.lane_count() >= 32 ? ~0U : (1U << pipeline.lane_count()) - 1;
+  for (size_t i = 0; i < c->table_.points.size(); ++i)
+    if ((c->table_.points[i].device_mask & ~lanes_mask) != 0)
+      return error(Code::kInvalidArgument, "table {}: point {} uses device(s) {} but this run has {} lanes",
+                   opt.table_path, i, mask_text(c->table_.points[i].device_mask), pipeline.lane_count());
+  c->store_ = std::make_unique<sched::ConfigStore>(sched::StoreOptions{.delta = opt.params.delta});
+  HPR_RETURN_IF_ERROR(prof::fill_store(c->table_, *c->store_));
+  sched::AdaptiveParams params = opt.params;
+  {  // batch range of the scheduler: the table's
+    uint32_t lo = 0, hi = 0;
+    for (const auto& pt : c->table_.points)
+      for (int d = 0; d < sched::kMaxDevices; ++d)
+        if (pt.uses(d)) {
+          lo = lo == 0 ? pt.batch[d] : std::min(lo, pt.batch[d]);
+          hi = std::max(hi, pt.batch[d]);
+        }
+    if (lo != 0) {
+      params.min_batch = lo;
+      params.max_batch = hi;
+    }
+  }
+  auto s = sched::AdaptiveScheduler::create(params, {c->store_.get()});
+  if (!s) return s.status();
+  c->sched_ = std::make_unique<sched::AdaptiveScheduler>(std::move(*s));
+  c->weights_.assign(pipeline.lane_count(), 0.f);
+  if (!opt.csv_path.empty()) {
+    c->csv_ = std::fopen(opt.csv_path.c_str(), "w");
+    if (c->csv_ == nullptr) return error(Code::kIoError, "cannot write {}: {}", opt.csv_path, std::strerror(errno));
+    std::fprintf(c->csv_,
+                 "t_s,offered_bps,achieved_bps,tx_bps,lost_pkts,capacity_bps,power_w,power_source,devices,batches,"
+                 "lat_p50_us,lat_p99_us,epoch,reason,changed\n");
+  }
+  return c;
+}
+
+AdaptiveControl::~AdaptiveControl() {
+  if (csv_ != nullptr) std::fclose(csv_);
+}
+
+void AdaptiveControl::apply(const sched::Decision& d) {
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    bool used = i < static_cast<size_t>(sched::kMaxDevices) && ((d.device_mask >> i) & 1U);
+    weights_[i] = used ? std::max(d.weight[i], 1e-3f) : 0.f;
+    if (used && d.batch[i] != 0) pipeline_->set_lane_batch(i, d.batch[i]);
+  }
+  (void)pipeline_->set_lane_weights(weights_);  // sizes match by construction, weights >= 0
+}
+
+void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uint64_t now_ns) {
+  if (!have_prev_) {
+    prev_ = s;
+    have_prev_ = true;
+    start_ns_ = now_ns - static_cast<uint64_t>(s.seconds * 1e9);
+    return;
+  }
+  IntervalStats st = interval_stats(prev_, s);
+  if (st.seconds <= 0) return;
+  prev_ = s;
+  const sched::Decision& before = sched_->decision();
+  uint32_t old_mask = before.device_mask;
+  std::string old_desc = sched_->running().describe();
+
+  sched::Measurement m;
+  m.now_ns = now_ns;
+  m.epoch = before.epoch;
+  recent_offered_.push_back(st.offered_bps);
+  if (recent_offered_.size() > std::max<uint32_t>(opt_.rate_window, 1)) recent_offered_.erase(recent_offered_.begin());
+  m.offered_bps = *std::max_element(recent_offered_.begin(), recent_offered_.end());
+  m.achieved_bps = st.achieved_bps;
+  double cap = 0;
+  bool any = false;
+  for (size_t i = 0; i < st.lane_util.size() && i < static_cast<size_t>(sched::kMaxDevices); ++i) {
+    if (!((old_mask >> i) & 1U) || before.weight[i] <= 0) continue;
+    // Too little work in the quantum to tell (a fast lane at a low rate is busy well under 1 %): unknown.
+    if (st.lane_util[i] <= 1e-4 || st.lane_batches[i] < 2 || st.lane_bps[i] <= 0) {
+      any = false;
+      cap = 0;
+      break;
+    }
+    double c = st.lane_bps[i] / st.lane_util[i] / before.weight[i];
+    cap = any ? std::min(cap, c) : c;
+    any = true;
+  }
+  m.capacity_bps = any && opt_.learn ? cap : 0;
+  m.latency_ns = static_cast<double>(st.latency_p50_ns);
+  m.latency_p99_ns = static_cast<double>(st.latency_p99_ns);
+  m.power_w = power.watts;
+  m.power_source = power.source == "rapl"   ? sched::PowerSource::kRapl
+                   : power.source == "nvml" ? sched::PowerSource::kNvml
+                                            : sched::PowerSource::kModel;
+  const sched::Decision& d = sched_->step(m);
+  ++decisions_;
+  double t_s = static_cast<double>(now_ns - start_ns_) / 1e9;
+  if (d.changed) {
+    ++switches_;
+    apply(d);
+    std::string line =
+        fmt::format("[{:7.3f}s] {} -> {} ({}{})", t_s, old_mask == 0 ? "start" : old_desc, sched_->running().describe(),
+                    sched::reason_name(d.reason), d.devices_changed ? ", devices changed" : "");
+    log_.push_back(line);
+    spdlog::info("adapt {}", line);
+  }
+  // Rate steps and adaptation time.
+  double off = st.offered_bps;
+  double delta = opt_.params.delta;
+  // A step: the offered rate off the reference by more than max(2δ, 25 %) for two quanta in a row (one noisy
+  // quantum is not a step); it is dated at the first of the two.
+  bool off_ref = ref_offered_ > 0 && std::fabs(off - ref_offered_) > std::max(2 * delta, 0.25) * ref_offered_;
+  if (ref_offered_ <= 0) {
+    ref_offered_ = off;
+  } else if (off_ref && pending_step_) {
+    steps_.push_back({pending_t_s_, ref_offered_, off, -1, pending_lost_});
+    adapting_ = true;
+    step_ns_ = pending_ns_;
+    ref_offered_ = off;
+    pending_step_ = false;
+  } else if (off_ref) {
+    pending_step_ = true;
+    pending_t_s_ = t_s;
+    pending_lost_ = st.lost_packets;
+    pending_ns_ = now_ns;
+  } else {
+    pending_step_ = false;
+    ref_offered_ = 0.8 * ref_offered_ + 0.2 * off;
+  }
+  if (adapting_ && !steps_.empty()) steps_.back().lost_packets += st.lost_packets;
+  if (adapting_ && !d.changed && st.achieved_bps >= (1 - delta) * off) {
+    steps_.back().adaptation_ms = static_cast<double>(now_ns - step_ns_) / 1e6;
+    adapting_ = false;
+  }
+  if (csv_ != nullptr) {
+    std::string batches;
+    for (size_t i = 0; i < weights_.size(); ++i)
+      batches += fmt::format("{}{}", i ? "/" : "", ((d.device_mask >> i) & 1U) ? d.batch[i] : 0);
+    std::fprintf(csv_, "%.3f,%.0f,%.0f,%.0f,%llu,%.0f,%.2f,%s,%s,%s,%.1f,%.1f,%llu,%s,%d\n", t_s, st.offered_bps,
+                 st.achieved_bps, st.tx_bps, static_cast<unsigned long long>(st.lost_packets), m.capacity_bps,
+                 power.watts, power.source.c_str(), mask_text(d.device_mask).c_str(), batches.c_str(),
+                 static_cast<double>(st.latency_p50_ns) / 1e3, static_cast<double>(st.latency_p99_ns) / 1e3,
+                 static_cast<unsigned long long>(d.epoch), sched::reason_name(d.reason), d.changed ? 1 : 0);
+    std::fflush(csv_);
+  }
+}
+
+std::string AdaptiveControl::report() const {
+  std::string s =
+      fmt::format("  adaptive    policy {}, {} decisions, {} changes ({} device-set switches), {} table updates\n",
+                  sched::policy_name(opt_.params.policy), decisions_, switches_, sched_->device_switches(),
+                  sched_->table_updates());
+  for (const auto& r : steps_)
+    s += fmt::format("    rate step at {:.2f} s: {:.3f} -> {:.3f} Gbit/s, adapted {}, {} packets lost meanwhile\n",
+                     r.at_s, r.from_bps / 1e9, r.to_bps / 1e9,
+                     r.adaptation_ms < 0 ? std::string("(not settled)") : fmt::format("in {:.0f} ms", r.adaptation_ms),
+                     r.lost_packets);
+  return s;
+}
+
+}  // namespace hpr

@@ -1,0 +1,130 @@
+#include "runtime/pipeline/power.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/opencl/devices.hpp"
+
+namespace hpr {
+
+std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint32_t native_lanes) {
+  std::vector<PowerLane> out;
+  out.reserve(devices.size() + native_lanes);
+  for (const auto& d : devices) out.push_back({fmt::format("cl{}:{}", d.index, d.name), kind_name(d.kind), d.vendor});
+  for (uint32_t i = 0; i < native_lanes; ++i) out.push_back({fmt::format("native{}", i), "cpu", "host"});
+  return out;
+}
+
+std::unique_ptr<RunPower> RunPower::create(const PowerConfig& cfg, const std::vector<PowerLane>& lanes,
+                                           uint64_t start_ns) {
+  auto rp = std::unique_ptr<RunPower>(new RunPower());
+  rp->start_ns_ = rp->last_ns_ = start_ns;
+  std::vector<bool> covered(lanes.size(), false);
+
+  // RAPL package domains cover every CPU lane.
+  std::vector<size_t> cpu_lanes;
+  for (size_t i = 0; i < lanes.size(); ++i)
+    if (lanes[i].kind == "cpu") cpu_lanes.push_back(i);
+  if (cfg.use_rapl && !cpu_lanes.empty()) {
+    auto doms = prof::discover_rapl(cfg.rapl_root);
+    if (!doms) {
+      rp->notes_.push_back("rapl: " + doms.status().message());
+    } else {
+      std::vector<Meter> pkgs;
+      for (const auto& d : *doms) {
+        if (d.kind != prof::RaplKind::kPackage) continue;
+        auto m = prof::open_rapl(d);
+        if (!m) {
+          rp->notes_.push_back("rapl: " + m.status().message());
+          pkgs.clear();
+          break;
+        }
+        pkgs.push_back(Meter{std::move(*m), {}, 0, true});
+      }
+      if (!pkgs.empty()) {
+        pkgs[0].lanes = cpu_lanes;  // the package meters together cover the CPU lanes
+        for (auto& m : pkgs) rp->meters_.push_back(std::move(m));
+        for (size_t i : cpu_lanes) covered[i] = true;
+      } else if (rp->notes_.empty()) {
+        rp->notes_.push_back("rapl: no package domain under " + cfg.rapl_root);
+      }
+    }
+  }
+  // NVML meters, one per NVIDIA lane in order.
+  if (cfg.use_nvml) {
+    bool any = false;
+    for (const auto& l : lanes) any = any || l.vendor.find("NVIDIA") != std::string::npos;
+    if (any) {
+      auto probe = prof::probe_nvml();
+      if (!probe.available) rp->notes_.push_back("nvml: " + probe.reason);
+      size_t next = 0;
+      for (size_t i = 0; i < lanes.size() && probe.available; ++i) {
+        if (covered[i] || lanes[i].vendor.find("NVIDIA") == std::string::npos || next >= probe.meters.size()) continue;
+        rp->meters_.push_back(Meter{std::move(probe.meters[next++]), {i}, 0, true});
+        covered[i] = true;
+      }
+    }
+  }
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    if (covered[i]) continue;
+    auto p = prof::default_model_power(lanes[i].kind, lanes[i].name);
+    rp->meters_.push_back(Meter{std::make_unique<prof::ModelPowerMeter>(p, start_ns), {i}, 0, true});
+  }
+  bool has[3] = {false, false, false};  // rapl, nvml, model
+  for (const auto& m : rp->meters_) {
+    auto s = m.meter->source();
+    has[s == sched::PowerSource::kRapl ? 0 : s == sched::PowerSource::kNvml ? 1 : 2] = true;
+  }
+  int n = has[0] + has[1] + has[2];
+  static const char* kNames[] = {"rapl", "nvml", "model"};
+  if (n <= 1) {
+    rp->source_ = has[0] ? "rapl" : has[1] ? "nvml" : "model";
+  } else {
+    rp->source_ = "mixed: ";
+    bool first = true;
+    for (int k = 0; k < 3; ++k)
+      if (has[k]) {
+        rp->source_ += (first ? "" : "+") + std::string(kNames[k]);
+        first = false;
+      }
+  }
+  rp->psource_ = has[2] ? sched::PowerSource::kModel : has[0] ? sched::PowerSource::kRapl : sched::PowerSource::kNvml;
+  if (lanes.empty()) rp->psource_ = sched::PowerSource::kModel;
+  // First read: starts the counters.
+  for (auto& m : rp->meters_) {
+    if (auto r = m.meter->read(start_ns)) {
+      m.last_uj = r->energy_uj;
+      m.first = false;
+    }
+  }
+  return rp;
+}
+
+PowerSample RunPower::sample(const std::vector<double>& lane_util, uint64_t now_ns) {
+  double joules = 0;
+  for (auto& m : meters_) {
+    if (m.meter->source() == sched::PowerSource::kModel && !m.lanes.empty()) {
+      size_t i = m.lanes[0];
+      double u = i < lane_util.size() ? lane_util[i] : 0;
+      // The utilisation was measured over (last_ns_, now_ns]: integrate that interval at it.
+      static_cast<prof::ModelPowerMeter*>(m.meter.get())->set_utilisation(u, last_ns_);
+    }
+    auto r = m.meter->read(now_ns);
+    if (!r) continue;  // a failing counter reads as no energy for this interval
+    if (!m.first) joules += static_cast<double>(r->energy_uj - std::min(r->energy_uj, m.last_uj)) / 1e6;
+    m.last_uj = r->energy_uj;
+    m.first = false;
+  }
+  double dt = now_ns > last_ns_ ? static_cast<double>(now_ns - last_ns_) / 1e9 : 0;
+  energy_j_ += joules;
+  if (dt > 0) last_w_ = joules / dt;
+  last_ns_ = std::max(last_ns_, now_ns);
+  return {last_w_, energy_j_, source_};
+}
+
+std::vector<std::string> RunPower::meter_names() const {
+  std::vector<std::string> v;
+  for (const auto& m : meters_) v.push_back(m.meter->name());
+  return v;
+}
+
+}  // namespace hpr

@@ -1,0 +1,73 @@
+#pragma once
+// Power of a run, per lane (hetero-opencl-adaptive-scheduler §3.1.1 measured power; §7: RAPL or a model where
+// there is no sensor). Each lane gets one source, chosen once at start:
+//   * CPU lanes (native lanes and OpenCL devices of kind cpu): the RAPL package domain(s) under `rapl_root` when
+//     they can be read (shared by every CPU lane: counted once);
+//   * NVIDIA GPU lanes (vendor contains "NVIDIA"): an NVML meter when libnvidia-ml loads (one per GPU, in order);
+//   * otherwise a ModelPowerMeter per lane: default_model_power(kind) — idle_w + dynamic_w × the lane's
+//     utilisation over the sample interval (profiler/power/power_meter.hpp for the defaults).
+// The run's power is the sum of the distinct meters; its source is "model", "rapl", "nvml", or
+// "mixed: rapl+model" (the sources present, in that order). Control-plane code (file I/O for RAPL): call from the
+// control thread only; not thread safe.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "profiler/power/power_meter.hpp"
+
+namespace hpr {
+
+struct PowerConfig {
+  std::string rapl_root = "/sys/class/powercap";  // [power] rapl_root
+  bool use_rapl = true;                           // [power] rapl
+  bool use_nvml = true;                           // [power] nvml
+};
+
+struct PowerLane {
+  std::string name;
+  std::string kind = "cpu";  // cpu | igpu | dgpu | accelerator (model defaults: see default_model_power)
+  std::string vendor;
+};
+
+struct PowerSample {
+  double watts = 0;     // average over the interval since the previous sample
+  double energy_j = 0;  // since start
+  std::string source;   // "model" | "rapl" | "nvml" | "mixed: ..."
+};
+
+class RunPower {
+ public:
+  // Never fails: a RAPL tree that is absent or unreadable, or no NVML, falls back to the model (notes() says why).
+  static std::unique_ptr<RunPower> create(const PowerConfig& cfg, const std::vector<PowerLane>& lanes,
+                                          uint64_t start_ns);
+  // `lane_util[i]`: utilisation of lane i over (previous sample, now_ns] (missing entries count as 0).
+  PowerSample sample(const std::vector<double>& lane_util, uint64_t now_ns);
+  const std::string& source() const { return source_; }
+  // The sched::PowerSource of the sum: the single source, or kModel for a mix containing the model, else kRapl.
+  sched::PowerSource power_source() const { return psource_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+  std::vector<std::string> meter_names() const;
+  double energy_j() const { return energy_j_; }
+  double last_watts() const { return last_w_; }
+
+ private:
+  struct Meter {
+    std::unique_ptr<prof::PowerMeter> meter;
+    std::vector<size_t> lanes;  // lanes it covers (model: exactly one)
+    uint64_t last_uj = 0;
+    bool first = true;
+  };
+  std::vector<Meter> meters_;
+  std::string source_;
+  sched::PowerSource psource_ = sched::PowerSource::kModel;
+  std::vector<std::string> notes_;
+  uint64_t last_ns_ = 0, start_ns_ = 0;
+  double energy_j_ = 0, last_w_ = 0;
+};
+
+// Lane descriptions of a prepared run: its OpenCL devices in order, then `native_lanes` native lanes.
+struct DeviceInfo;
+std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint32_t native_lanes);
+
+}  // namespace hpr

@@ -1,0 +1,271 @@
+// hpr profile, the adaptive scheduler on the live pipeline, and run power (runtime/pipeline/profile.hpp,
+// adaptive_control.hpp, power.hpp). No timing thresholds: only books, orders, files and names.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "hpr/clock.hpp"
+#include "runtime/pipeline/adaptive_control.hpp"
+#include "runtime/pipeline/power.hpp"
+#include "runtime/pipeline/profile.hpp"
+#include "runtime/pipeline/run_config.hpp"
+
+using namespace hpr;
+namespace fs = std::filesystem;
+
+namespace {
+
+const bool kPoclEnv = setenv("POCL_DEVICES", "pthread basic", 0) == 0;
+
+std::string tmp(const std::string& name) {
+  static const unsigned r = std::random_device{}();
+  return (fs::temp_directory_path() / fmt::format("hpr_adapt_{}_{}", r, name)).string();
+}
+
+std::string small_routes() {
+  std::string p = tmp("routes.txt");
+  std::ofstream(p) << "0.0.0.0/0 1\n10.0.0.0/8 2\n192.168.0.0/16 3\n";
+  return p;
+}
+
+RunConfig base(uint32_t native, bool devices) {
+  RunConfig c;
+  c.app = "ipv4";
+  c.app_opts.routes = small_routes();
+  c.devices = devices ? std::vector<std::string>{"all"} : std::vector<std::string>{"none"};
+  c.native_lanes = native;
+  c.batch = 64;
+  c.batch_timeout_us = 200;
+  c.flow_capacity = 1 << 16;
+  c.input.gen_flows = 2000;
+  c.input.gen_zipf = 0;
+  c.input.gen_sizes = "fixed:200";
+  c.status_interval_s = 0;
+  return c;
+}
+
+sched::Configuration point(int dev, uint32_t batch, double thr_bps, double power_w) {
+  sched::Configuration c;
+  c.device_mask = 1U << dev;
+  c.batch[dev] = batch;
+  c.split[dev] = 1;
+  c.throughput_bps = thr_bps;
+  c.latency_ns = 1e5;
+  c.latency_p99_ns = 2e5;
+  c.power_w = power_w;
+  c.power_source = sched::PowerSource::kModel;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("profile grid: singles first, every combination, batches and splits") {
+  ProfileOptions o;
+  o.min_batch = 64;
+  o.max_batch = 256;
+  o.split_steps = 2;
+  auto g = profile_grid(3, o);
+  REQUIRE(g.is_ok());
+  // 3 singles × 3 batches + 3 pairs × 3 batches × 1 split + 1 triple × 3 batches × 1 (equal) split
+  CHECK(g->size() == 9 + 9 + 3);
+  CHECK((*g)[0].device_mask == 1);
+  CHECK((*g)[0].batch[0] == 64);
+  CHECK((*g)[2].batch[0] == 256);
+  CHECK((*g)[9].device_count() == 2);
+  CHECK((*g)[9].split[0] == Approx(0.5));
+  for (const auto& c : *g) CHECK(sched::validate(c).is_ok());
+  o.split_steps = 4;
+  auto g4 = profile_grid(2, o);
+  REQUIRE(g4.is_ok());
+  CHECK(g4->size() == 6 + 3 * 3);  // pair splits 1/4, 2/4, 3/4
+  o.min_batch = 100;
+  CHECK(profile_grid(2, o).status().code() == Code::kInvalidArgument);
+  o.min_batch = 512;
+  CHECK(profile_grid(2, o).status().code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("profile on a tiny grid writes a table that loads back") {
+  ProfileOptions o;
+  o.run = base(1, true);  // two PoCL devices + one native lane
+  o.min_batch = 64;
+  o.max_batch = 64;
+  o.split_steps = 2;
+  o.max_set_size = 2;
+  o.quantum_ms = 20;
+  o.power.rapl_root = tmp("no-powercap");
+  o.out_path = tmp("table.json");
+  size_t progress_calls = 0;
+  auto r = run_profile(o, {}, [&](const ProfileProgress& p) {
+    ++progress_calls;
+    CHECK(p.done <= p.planned);
+  });
+  REQUIRE(r.is_ok());
+  CHECK(r->planned == 3 + 3);
+  CHECK(r->measured == r->planned);
+  CHECK(r->complete);
+  CHECK(r->power_source == "model");
+  CHECK(progress_calls == r->measured);
+  auto devs = discover_devices();
+  REQUIRE(devs.is_ok());
+  auto fp = machine_fingerprint(*devs, 1, "ipv4", traffic_description(o.run.input));
+  auto t = prof::load_table(o.out_path, fp);
+  REQUIRE(t.is_ok());
+  CHECK(t->complete);
+  CHECK(t->points.size() == r->measured);
+  CHECK(t->fingerprint.devices.size() == 3);
+  CHECK(t->fingerprint.devices[2].name == "native0");
+  for (const auto& p : t->points) {
+    CHECK(p.power_source == sched::PowerSource::kModel);
+    CHECK(p.power_w > 0);
+  }
+  fs::remove(o.out_path);
+}
+
+TEST_CASE("a table with another fingerprint is refused with a clear message, accepted with allow_mismatch") {
+  RunConfig c = base(2, false);
+  c.input.gen_rate_pps = 1000;
+  c.input.gen_packets = 100;
+  auto ctx = prepare_run(c);
+  REQUIRE(ctx.is_ok());
+  std::string path = tmp("mismatch.json");
+  auto fp = machine_fingerprint({}, 2, "ipv4", "generator sizes=imix flows=1 zipf=0 seed=9");
+  auto w = prof::TableWriter::create(path, fp);
+  REQUIRE(w.is_ok());
+  REQUIRE(w->append(point(0, 64, 1e9, 10)).is_ok());
+  REQUIRE(w->finish().is_ok());
+  AdaptiveOptions ao;
+  ao.table_path = path;
+  auto here = machine_fingerprint({}, 2, "ipv4", traffic_description(c.input));
+  auto refused = AdaptiveControl::create(ao, here, *(*ctx)->pipeline, nullptr);
+  REQUIRE(!refused.is_ok());
+  CHECK(refused.status().code() == Code::kInvalidArgument);
+  INFO(refused.status().message());
+  CHECK(refused.status().message().find("traffic") != std::string::npos);
+  CHECK(refused.status().message().find("allow-table-mismatch") != std::string::npos);
+  ao.allow_mismatch = true;
+  CHECK(AdaptiveControl::create(ao, here, *(*ctx)->pipeline, nullptr).is_ok());
+  // A table naming a lane this run does not have.
+  std::string path3 = tmp("lanes.json");
+  auto w3 = prof::TableWriter::create(path3, here);
+  REQUIRE(w3.is_ok());
+  REQUIRE(w3->append(point(5, 64, 1e9, 10)).is_ok());
+  REQUIRE(w3->finish().is_ok());
+  ao.table_path = path3;
+  auto bad = AdaptiveControl::create(ao, here, *(*ctx)->pipeline, nullptr);
+  REQUIRE(!bad.is_ok());
+  CHECK(bad.status().message().find("lanes") != std::string::npos);
+  fs::remove(path);
+  fs::remove(path3);
+}
+
+TEST_CASE("adaptive run switches lanes on a rate step with zero reorders and balanced books; power source named") {
+  // Two native lanes; a hand-made table: lane 0 is cheap and slow, lane 1 fast and dear. Energy policy: the low
+  // rate runs on lane 0, the high one needs lane 1.
+  RunConfig c = base(2, false);
+  c.input.gen_packets = 0;
+  c.input.gen_rate_steps = "0.6:2000,1.2:40000";  // 200-byte frames: 3.2 Mbit/s, then 64 Mbit/s
+  c.status_interval_s = 0.04;
+  auto ctx = prepare_run(c);
+  REQUIRE(ctx.is_ok());
+  Pipeline& p = *(*ctx)->pipeline;
+  auto fp = machine_fingerprint({}, 2, "ipv4", traffic_description(c.input));
+  std::string path = tmp("hand.json");
+  auto w = prof::TableWriter::create(path, fp);
+  REQUIRE(w.is_ok());
+  REQUIRE(w->append(point(0, 64, 20e6, 5)).is_ok());   // sustains 20 Mbit/s at 5 W
+  REQUIRE(w->append(point(1, 64, 10e9, 50)).is_ok());  // sustains 10 Gbit/s at 50 W
+  REQUIRE(w->finish().is_ok());
+  auto power = RunPower::create({.rapl_root = tmp("no-powercap")}, power_lanes({}, 2), monotonic_ns());
+  CHECK(power->source() == "model");
+  AdaptiveOptions ao;
+  ao.table_path = path;
+  ao.params.policy = sched::Policy::kEnergyCritical;
+  ao.csv_path = tmp("adapt.csv");
+  ao.learn = false;  // the hand-made table stays as written (native lanes are far faster than it says)
+  auto ac = AdaptiveControl::create(ao, fp, p, power.get());
+  REQUIRE(ac.is_ok());
+  AdaptiveControl& ctl = **ac;
+  Summary prev;
+  p.on_status([&](const Summary& snap, double) {
+    Summary s = snap;
+    IntervalStats st = interval_stats(prev, s);
+    prev = s;
+    PowerSample ps = power->sample(st.lane_util, monotonic_ns());
+    ctl.on_quantum(s, ps, monotonic_ns());
+  });
+  Summary s = p.run();
+  PowerSample ps = power->sample({}, monotonic_ns());
+  s.power_w = ps.watts;
+  s.energy_j = ps.energy_j;
+  s.power_source = ps.source;
+  INFO(ctl.report());
+  for (const auto& l : ctl.log()) INFO(l);
+  CHECK(s.reorders == 0);
+  CHECK(s.unaccounted == 0);
+  CHECK(s.rx_packets == s.tx_packets + s.dropped);
+  CHECK(s.rx_packets > 0);
+  CHECK(ctl.decisions() > 3);
+  CHECK(ctl.scheduler().device_switches() >= 1);
+  bool on0 = false, to1 = false;
+  for (const auto& l : ctl.log()) {
+    if (l.find("-> dev{0}") != std::string::npos) on0 = true;
+    if (l.find("-> dev{1}") != std::string::npos) to1 = true;
+  }
+  CHECK(on0);
+  CHECK(to1);
+  CHECK(s.lanes[0].packets > 0);
+  CHECK(s.lanes[1].packets > 0);
+  CHECK(!ctl.rate_steps().empty());
+  // Power in the summary, with its source.
+  CHECK(s.power_source == "model");
+  CHECK(s.energy_j > 0);
+  CHECK(s.to_json().find("\"source\": \"model\"") != std::string::npos);
+  CHECK(s.to_text().find("source: model") != std::string::npos);
+  std::ifstream csv(ao.csv_path);
+  std::string header;
+  std::getline(csv, header);
+  CHECK(header.rfind("t_s,offered_bps,achieved_bps", 0) == 0);
+  fs::remove(path);
+  fs::remove(ao.csv_path);
+}
+
+TEST_CASE("run power: RAPL package for CPU lanes on a fake powercap tree, model for the rest, mixed source named") {
+  fs::path root = tmp("powercap");
+  fs::create_directories(root / "intel-rapl:0");
+  std::ofstream(root / "intel-rapl:0" / "name") << "package-0\n";
+  std::ofstream(root / "intel-rapl:0" / "energy_uj") << "1000000\n";
+  std::ofstream(root / "intel-rapl:0" / "max_energy_range_uj") << "262143328850\n";
+  std::vector<PowerLane> lanes = {{"cl0:gpu", "igpu", "Intel"}, {"native0", "cpu", "host"}};
+  auto rp = RunPower::create({.rapl_root = root.string(), .use_nvml = false}, lanes, 1'000'000'000);
+  CHECK(rp->source() == "mixed: rapl+model");
+  CHECK(rp->meter_names().size() == 2);
+  std::ofstream(root / "intel-rapl:0" / "energy_uj") << "3000000\n";  // +2 J
+  PowerSample s = rp->sample({1.0, 0.0}, 2'000'000'000);              // 1 s later
+  // 2 J from RAPL + igpu model at utilisation 1 for 1 s (idle 2 W + dynamic 12 W).
+  CHECK(s.energy_j == Approx(2 + 14).epsilon(1e-6));
+  CHECK(s.watts == Approx(16).epsilon(1e-6));
+  CHECK(s.source == "mixed: rapl+model");
+  // Only CPU lanes: RAPL alone.
+  auto cpu = RunPower::create({.rapl_root = root.string()}, {{"native0", "cpu", "host"}}, 0);
+  CHECK(cpu->source() == "rapl");
+  // No powercap: the model, with the reason kept.
+  auto none = RunPower::create({.rapl_root = (root / "absent").string()}, {{"native0", "cpu", "host"}}, 0);
+  CHECK(none->source() == "model");
+  CHECK(!none->notes().empty());
+  CHECK(none->sample({0.5}, 1'000'000'000).watts == Approx(6 + 52 * 0.5));
+  fs::remove_all(root);
+}
+
+TEST_CASE("rate steps parse and refuse bad items") {
+  auto s = parse_rate_steps("0.5:1000,2:30000");
+  REQUIRE(s.is_ok());
+  REQUIRE(s->size() == 2);
+  CHECK((*s)[0].duration_ns == 500'000'000);
+  CHECK((*s)[1].rate == 30000);
+  CHECK(parse_rate_steps("1:").status().code() == Code::kInvalidArgument);
+  CHECK(parse_rate_steps("0:100").status().code() == Code::kInvalidArgument);
+  CHECK(parse_rate_steps("1:100x").status().code() == Code::kInvalidArgument);
+}
