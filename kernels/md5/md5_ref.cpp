@@ -61,7 +61,7 @@ uint32_t build_tail(const uint8_t* data, size_t len, uint8_t tail[128]) {
   size_t rem = len % 64;
   uint32_t nblocks = rem + 9 > 64 ? 2 : 1;
   std::memset(tail, 0, 128);
-  std::memcpy(tail, data + (len - rem), rem);
+  if (rem != 0) std::memcpy(tail, data + (len - rem), rem);  // data may be null when len == 0
   tail[rem] = 0x80;
   uint64_t bits = static_cast<uint64_t>(len) * 8;
   std::memcpy(tail + nblocks * 64 - 8, &bits, 8);
