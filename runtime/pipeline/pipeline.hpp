@@ -69,6 +69,7 @@ struct Summary {
   uint64_t flows_seen = 0, flow_table_full = 0, lane_failures = 0, host_frames = 0;
   uint64_t events = 0;
   std::string event_name;
+  uint64_t rx_buffers_in_use = 0;  // rx port buffers not yet released (pool/generator: 0 after the drain)
   uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
   std::vector<LaneSummary> lanes;
   std::string to_json() const;

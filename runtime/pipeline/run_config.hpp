@@ -49,6 +49,7 @@ struct RunConfig {
   uint32_t in_flight = 2;
   std::optional<bool> backpressure;  // unset: on for file and generator input, off for DPDK
   std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
+  std::map<std::string, uint64_t> slow_lane_us;  // fault injection [faults.slow_lane_us]: lane substring → µs added per batch
 
   uint32_t flow_capacity = 65536;
   double flow_idle_s = 30;
