@@ -17,6 +17,9 @@ skip() { echo "SKIP: $*"; exit 77; }
 for t in ip tcpreplay tcpdump tshark /usr/bin/python3; do command -v "$t" >/dev/null || skip "$t not installed"; done
 [[ -x $hpr ]] || { echo "FAIL: $hpr is not executable"; exit 1; }
 
+# hpr runs under stdbuf (line-buffered stdout, to see when it is up); stdbuf preloads a library, which a
+# sanitizer build would refuse as "ASan runtime does not come first".
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
 tag=$$
 src=hpr-src-$tag dut=hpr-dut-$tag sink=hpr-sink-$tag
 work=$(mktemp -d /tmp/hpr-e2e.XXXXXX)
