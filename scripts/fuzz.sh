@@ -19,7 +19,7 @@ if [[ ! -f $bd/build.ninja ]]; then
   CC=clang CXX=clang++ cmake -S . -B $bd -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHPR_BUILD_BENCH=OFF \
     -DHPR_FUZZ=ON "-DCMAKE_C_FLAGS=$san" "-DCMAKE_CXX_FLAGS=$san" >/dev/null
 fi
-mapfile -t all < <(sed -n 's/^build tests\/fuzz\/fuzz_\([a-z_]*\): .*/\1/p' $bd/build.ninja | sort -u)
+mapfile -t all < <(sed -n 's/^build tests\/fuzz\/fuzz_\([a-z_]*\): .*/\1/p' $bd/build.ninja | grep -vx regression_test | sort -u)
 targets=("$@")
 [[ ${#targets[@]} -eq 0 ]] && targets=("${all[@]}")
 cmake --build $bd -j "$jobs" --target "${targets[@]/#/fuzz_}"
