@@ -101,8 +101,16 @@ struct Telemetry {
   prometheus::Family<prometheus::Gauge>* lane_util = nullptr;
   prometheus::Family<prometheus::Gauge>* drops = nullptr;
   prometheus::Family<prometheus::Gauge>* power = nullptr;
+  std::string listen;  // address actually listened on
 
-  Status start(const std::string& addr) {
+  Status start(std::string addr) {
+    // Least privilege: a bare port ("9464" or ":9464") listens on loopback only; another interface must be
+    // named explicitly ("0.0.0.0:9464"). civetweb would otherwise bind every interface.
+    if (addr.find_first_not_of("0123456789:") == std::string::npos) {
+      auto port = addr.substr(addr.find_last_of(':') == std::string::npos ? 0 : addr.find_last_of(':') + 1);
+      addr = "127.0.0.1:" + port;
+    }
+    listen = addr;
     try {
       exposer = std::make_unique<prometheus::Exposer>(addr);
     } catch (const std::exception& e) {
@@ -163,7 +171,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
   fmt::print("hpr run: app {} | in {} | out {} | lanes:", c.app->name(), c.rx->describe(), c.tx->describe());
   for (const auto& d : c.devices) fmt::print(" [{} {}]", d.name, kind_name(d.kind));
   fmt::print(" [native x{}] | batch {} | {}\n", cfg.native_lanes, cfg.batch,
-             cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + cfg.prometheus + "/metrics");
+             cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listen + "/metrics");
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
   fmt::print("  {}\n", (*extras)->describe());
   Summary prev;
@@ -251,7 +259,7 @@ int main(int argc, char** argv) {
   run->add_option("--sizes", sizes, "Generator: imix | fixed:N | uniform:A-B (frame bytes)");
   run->add_option("--seed", rc.input.gen_seed, "Generator: random seed");
   run->add_option("--duration", rc.duration_s, "Stop after this many seconds (0: when the input ends or on SIGINT)");
-  run->add_option("--prometheus", rc.prometheus, "Serve Prometheus metrics on ADDR:PORT (e.g. 127.0.0.1:9464)");
+  run->add_option("--prometheus", rc.prometheus, "Serve Prometheus metrics on ADDR:PORT (e.g. 127.0.0.1:9464; a bare PORT means 127.0.0.1)");
   run->add_option("--summary-json", rc.summary_json, "Write the run summary as JSON to this file");
   run->add_flag("-q,--quiet", quiet, "No status line every second");
   cli::add_run_flags(*run);

@@ -22,6 +22,7 @@ struct PortStats {
   uint64_t rx_no_buffer = 0;  // frames the port could not take for want of a buffer (counted drop)
   uint64_t rx_too_long = 0;   // frames longer than a buffer slot (counted drop)
   uint64_t tx_failed = 0;     // packets the port refused on transmit (counted drop)
+  uint64_t buffers_in_use = 0;// rx buffers handed out and not yet released (pool occupancy; 0 after a drain)
 };
 
 class Port {

@@ -61,7 +61,7 @@ uint32_t build_tail(const uint8_t* data, size_t len, uint8_t tail[128]) {
   size_t rem = len % 64;
   uint32_t nblocks = rem + 9 > 64 ? 2 : 1;
   std::memset(tail, 0, 128);
-  std::memcpy(tail, data + (len - rem), rem);
+  if (rem != 0) std::memcpy(tail, data + (len - rem), rem);  // data may be null when len == 0
   tail[rem] = 0x80;
   uint64_t bits = static_cast<uint64_t>(len) * 8;
   std::memcpy(tail + nblocks * 64 - 8, &bits, 8);
@@ -110,7 +110,11 @@ HPR_AVX2 inline void load_transpose8(const uint8_t* const p[8], int off, __m256i
   out[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
 }
 
-// `blocks` consecutive 64-byte blocks for each of the 8 lanes, starting at p[l] (advanced).
+// The block an idle lane hashes (result discarded). It stays in place: compress8 does not advance a lane that
+// points here, so a long run of the other lanes never reads past it (ASan: global-buffer-overflow).
+alignas(64) static const uint8_t kDummy[64] = {};
+
+// `blocks` consecutive 64-byte blocks for each of the 8 lanes, starting at p[l] (advanced, except idle lanes).
 HPR_AVX2 void compress8(uint32_t st[4][8], const uint8_t* p[8], uint32_t blocks) {
   __m256i a0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(st[0]));
   __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(st[1]));
@@ -121,7 +125,8 @@ HPR_AVX2 void compress8(uint32_t st[4][8], const uint8_t* p[8], uint32_t blocks)
     __m256i w[16];
     load_transpose8(p, 0, w);
     load_transpose8(p, 32, w + 8);
-    for (int l = 0; l < 8; ++l) p[l] += 64;
+    for (int l = 0; l < 8; ++l)
+      if (p[l] != kDummy) p[l] += 64;
     __m256i a = a0, b = b0, c = c0, d = d0;
 #pragma GCC unroll 64
     for (int i = 0; i < 64; ++i) {
@@ -150,7 +155,6 @@ HPR_AVX2 void md5_batch_avx2(const BatchView& batch) {
   constexpr int kLanes = 8;
   alignas(32) uint32_t st[4][kLanes];
   alignas(64) uint8_t tail[kLanes][128];
-  alignas(64) static const uint8_t kDummy[128] = {};
   const uint8_t* p[kLanes];
   uint32_t left[kLanes];    // blocks left in the current segment
   uint8_t seg[kLanes];      // 0: in-place full blocks, 1: tail blocks, 2: idle

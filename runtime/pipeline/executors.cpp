@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "hpr/clock.hpp"
+#include "runtime/pipeline/fault_injection.hpp"
 #include "runtime/pipeline/lane.hpp"
 
 namespace hpr {
@@ -98,6 +99,8 @@ class ClExecutor final : public Executor {
     auto k = e->prog_->make_kernel(app);
     if (!k) return k.status();
     e->kernel_ = std::move(*k);
+    e->fault_ = fault::cl_fault_from_env();
+    if (!e->fault_.applies_to(e->prog_->device.getInfo<CL_DEVICE_NAME>())) e->fault_ = {};
     const size_t desc_bytes = sizeof(Desc) * cfg.max_batch;
     const size_t pkts_bytes = slice_buffer_bytes(app, cfg.max_batch);
     const size_t out_bytes = out_buffer_bytes(app, cfg.max_batch);
@@ -137,6 +140,14 @@ class ClExecutor final : public Executor {
   }
 
   std::string describe() const override { return fmt::format("opencl ({})", unified_ ? "mapped" : "copied"); }
+
+  // Fault injection (fault_injection.hpp): throws the error a driver would at the n-th call at `p`.
+  void inject(fault::ClPoint p, cl_int code, const char* call) {
+    if (fault_.point != p || ++fault_calls_ != fault_.nth) return;
+    spdlog::warn("fault injected: {} fails with {} on '{}' (HPR_FAULT_CL)", call, cl_error_name(code),
+                 prog_->device.getInfo<CL_DEVICE_NAME>());
+    throw cl::Error(code, call);
+  }
   uint32_t slots() const override { return static_cast<uint32_t>(slots_.size()); }
   uint32_t outstanding() const override { return count_; }
 
@@ -148,6 +159,7 @@ class ClExecutor final : public Executor {
     ++count_;  // outstanding from here on, so a failure hands these packets back
     try {
       if (unified_) {
+        inject(fault::ClPoint::kMap, CL_MAP_FAILURE, "clEnqueueMapBuffer");
         s.desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(s.desc_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, desc_bytes_));
         s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, pkts_bytes_));
       }
@@ -164,6 +176,7 @@ class ClExecutor final : public Executor {
       kernel_.setArg(1, n);
       kernel_.setArg(2, s.pkts_buf);
       kernel_.setArg(3, s.out_buf);
+      inject(fault::ClPoint::kEnqueue, CL_OUT_OF_RESOURCES, "clEnqueueNDRangeKernel");
       kernels::LaunchSize ls = kernels::launch_size(prog_->device, n);
       s.queue.enqueueNDRangeKernel(kernel_, cl::NullRange, ls.global, ls.local);
       const size_t out_used = std::max<size_t>(size_t{n} * app_.result_bytes(), 16);
@@ -234,6 +247,8 @@ class ClExecutor final : public Executor {
   size_t head_ = 0;
   uint32_t count_ = 0;
   size_t desc_bytes_ = 0, pkts_bytes_ = 0, out_bytes_ = 0;
+  fault::ClFault fault_;
+  uint64_t fault_calls_ = 0;
 };
 
 }  // namespace

@@ -104,6 +104,7 @@ void Lane::run() {
     if (close) {
       if (exec_->outstanding() == 0) busy_since = now;
       ++submitted_;
+      if (cfg_.slow_batch_ns != 0) std::this_thread::sleep_for(std::chrono::nanoseconds(cfg_.slow_batch_ns));
       const bool inject = cfg_.fail_after_batches != 0 && submitted_ >= cfg_.fail_after_batches;
       Status st = inject ? error(Code::kUnavailable, "fault injected at batch {}", submitted_)
                          : exec_->submit(batch_.data(), static_cast<uint32_t>(batch_.size()));

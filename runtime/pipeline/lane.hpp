@@ -61,6 +61,7 @@ struct LaneConfig {
   uint32_t queue_size = 4096;
   double weight = 1.0;              // share of new flows
   uint64_t fail_after_batches = 0;  // fault injection: fail at this submit (0: never)
+  uint64_t slow_batch_ns = 0;       // fault injection: a slow lane, sleeping this long before each submit
 };
 
 enum class LaneState : uint8_t { kRunning, kFailed, kDrained, kRemoved };

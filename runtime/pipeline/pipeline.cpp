@@ -483,6 +483,7 @@ Summary Pipeline::snapshot() const {
   s.rx_packets = rs.rx_packets + rs.rx_too_long;
   s.rx_bytes = rs.rx_bytes;
   if (rx_->kind() == "dpdk") s.port_missed = rs.rx_no_buffer;
+  s.rx_buffers_in_use = rs.buffers_in_use;
   s.tx_packets = tx_packets_.load();
   s.tx_bytes = tx_bytes_.load();
   for (size_t r = 1; r < static_cast<size_t>(DropReason::kCount); ++r) {
@@ -544,6 +545,7 @@ std::string Summary::to_json() const {
   j["flow_table_full"] = flow_table_full;
   j["lane_failures"] = lane_failures;
   j["host_frames"] = host_frames;
+  j["rx_buffers_in_use"] = rx_buffers_in_use;
   j["app_events"] = {{"name", event_name}, {"count", events}};
   j["latency_ns"] = {{"p50", latency_p50_ns}, {"p99", latency_p99_ns}};
   if (!power_source.empty()) j["power"] = {{"watts", power_w}, {"energy_j", energy_j}, {"source", power_source}};
@@ -580,6 +582,7 @@ std::string Summary::to_text() const {
     s += fmt::format("  shaper      {} queues, {} packets delayed, {} reschedules, heap {} now\n", shaped_queues,
                      shaper_delayed, shaper_reschedules, shaper_heap);
   if (host_frames) s += fmt::format("  host frames {} (ICMP sent by the host)\n", host_frames);
+  s += fmt::format("  rx buffers  {} still in use\n", rx_buffers_in_use);
   s += "  lanes:\n";
   for (const auto& l : lanes) {
     s += fmt::format("    {:<28} {:>10} pkts {:>8} batches  mean batch {:>7.1f}  busy {:>5.1f}%  batch p50 {:.1f} us p99 {:.1f} us  {}{}\n",

@@ -93,6 +93,7 @@ struct Summary {
   // Egress shaper (when on).
   bool shaping = false;
   uint64_t shaped_queues = 0, shaper_heap = 0, shaper_waiting = 0, shaper_reschedules = 0, shaper_delayed = 0;
+  uint64_t rx_buffers_in_use = 0;  // rx port buffers not yet released (pool/generator: 0 after the drain)
   uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
   std::vector<LaneSummary> lanes;
   std::vector<uint64_t> latency_buckets;  // rx-to-tx histogram (log2 ns buckets), for per-interval deltas

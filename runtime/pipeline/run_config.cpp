@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "runtime/pipeline/fault_injection.hpp"
+
 #include <filesystem>
 #include <set>
 #include <toml++/toml.h>
@@ -143,6 +145,15 @@ Result<RunConfig> load_run_config(const std::string& path) {
   HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "alpha_bytes", c.shaping.alpha_bytes)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "queue_packets", c.shaping.queue_packets)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "waiting_packets", c.shaping.waiting_packets)));
+  if (const toml::table* f = t.at_path("faults.slow_lane_us").as_table()) {
+    for (const auto& [name, v] : *f) {
+      auto us = v.value<int64_t>();
+      if (!us || *us < 0 || *us > 10'000'000)
+        return error(Code::kInvalidArgument, "{}: faults.slow_lane_us.\"{}\" must be an integer 0..10000000 (microseconds)",
+                     path, name.str());
+      c.slow_lane_us[std::string(name.str())] = static_cast<uint64_t>(*us);
+    }
+  }
   HPR_RETURN_IF_ERROR(wrap(get(t, "flows", "capacity", c.flow_capacity)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "flows", "idle_s", c.flow_idle_s)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "telemetry", "prometheus", c.prometheus)));
@@ -349,10 +360,16 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     lc.queue_size = c.queue;
     for (const auto& [pat, n] : c.fail_after)
       if (name.find(pat) != std::string::npos) lc.fail_after_batches = n;
+    for (const auto& [pat, us] : c.slow_lane_us)
+      if (name.find(pat) != std::string::npos) lc.slow_batch_ns = us * 1000;
     return lc;
   };
+  const fault::ClFault cl_fault = fault::cl_fault_from_env();
   for (const auto& d : chosen) {
-    auto prog = kernels::AppProgram::create(*ctx->app, d.device);
+    auto prog = cl_fault.point == fault::ClPoint::kBuild && cl_fault.applies_to(d.name)
+                    ? Result<std::shared_ptr<kernels::AppProgram>>(
+                          error(Code::kUnavailable, "fault injected (HPR_FAULT_CL): clBuildProgram failed: CL_BUILD_PROGRAM_FAILURE"))
+                    : kernels::AppProgram::create(*ctx->app, d.device);
     if (!prog) {
       // A device that cannot build the program or start is left out; the rest go on.
       spdlog::warn("device '{}' left out: {}", d.name, prog.status().message());

@@ -63,6 +63,7 @@ struct RunConfig {
   // its misses) instead of dropping the packet as queue_full. Off: drop and count.
   bool backpressure = true;
   std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
+  std::map<std::string, uint64_t> slow_lane_us;  // fault injection [faults.slow_lane_us]: lane substring → µs added per batch
 
   ShapingConfig shaping;            // [shaper]; rate given in bits/s in the file and flags
   uint32_t flow_capacity = 65536;

@@ -134,6 +134,8 @@ class DpdkPort final : public Port {
     PortStats s = stats_;
     rte_eth_stats es{};
     if (rte_eth_stats_get(port_id_, &es) == 0) s.rx_no_buffer = es.imissed + es.rx_nombuf;
+    // mbufs out of the pool (the PMD keeps its rx ring filled, so this is not 0 at rest: compare start and end).
+    if (pool_ != nullptr) s.buffers_in_use = rte_mempool_in_use_count(pool_);
     return s;
   }
 

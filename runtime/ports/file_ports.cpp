@@ -105,7 +105,11 @@ class PcapPort final : public Port {
   void flush() override {
     if (writer_) writer_->flush();
   }
-  PortStats stats() const override { return stats_; }
+  PortStats stats() const override {
+    PortStats s = stats_;
+    s.buffers_in_use = pool_ ? pool_->in_use() : 0;
+    return s;
+  }
 
  private:
   static uint64_t wall_ns() {

@@ -134,7 +134,11 @@ class Generator final : public GeneratorPort {
   }
   void release(Packet* pkts, uint16_t n) override { pool_->free(pkts, n); }
   bool rx_done() const override { return done_; }
-  PortStats stats() const override { return stats_; }
+  PortStats stats() const override {
+    PortStats s = stats_;
+    s.buffers_in_use = pool_ ? pool_->in_use() : 0;
+    return s;
+  }
   GeneratorStats generator_stats() const override { return gstats_; }
   FlowKey flow_key(uint32_t f) const override;
   const RateProfile& profile() const override { return profile_; }

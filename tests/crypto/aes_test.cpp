@@ -132,7 +132,7 @@ TEST_CASE("aes: random packets 0..1514 bytes equal OpenSSL EVP (CBC, CBC-CTS CS2
       INFO("len " << pkts[i].payload_len);
       uint32_t n = pkts[i].payload_len;
       REQUIRE(result(b, i) == (n == 0 ? kEmpty : n < 16 ? kShort : kEncrypted));
-      REQUIRE(std::memcmp(b.pkts.data() + b.desc[i].off, want[i].data(), n) == 0);
+      if (n != 0) REQUIRE(std::memcmp(b.pkts.data() + b.desc[i].off, want[i].data(), n) == 0);
     }
   }
   // The scalar single-packet reference agrees too.

@@ -40,7 +40,7 @@ struct Packets {
   void add(const std::vector<uint8_t>& payload, uint32_t flow, uint32_t seq) {
     std::vector<uint8_t> f(42 + payload.size(), 0);
     f[12] = 0x08; f[13] = 0x00; f[14] = 0x45; f[23] = 17;
-    std::memcpy(f.data() + 42, payload.data(), payload.size());
+    if (!payload.empty()) std::memcpy(f.data() + 42, payload.data(), payload.size());
     frames.push_back(std::move(f));
     Packet p;
     p.flow_id = flow;
