@@ -26,12 +26,21 @@ def check(ok, msg):
         fails.append(msg)
 
 
-src, dst = rows(inp), rows(outp)
+src, dst_all = rows(inp), rows(outp)
 s = json.load(open(summ))
+# ICMP Time Exceeded messages the host sends for TTL <= 1 (from app.router_addr, default 192.0.2.1):
+# not forwarded packets; the summary counts them as host_frames.
+ROUTER = "192.0.2.1"
+host = [r for r in dst_all if r["ip.src"] == ROUTER and r["ip.proto"] == "1"]
+dst = [r for r in dst_all if not (r["ip.src"] == ROUTER and r["ip.proto"] == "1")]
 drops = s.get("drops", {})
 rx, tx = s["rx"]["packets"], s["tx"]["packets"]
 check(rx == sent, f"hpr received {rx} frames, tcpreplay sent {sent} (lost before hpr: af_packet ring?)")
 check(tx == len(dst), f"hpr says it transmitted {tx}, tcpdump captured {len(dst)}")
+check(len(host) == s.get("host_frames", 0), f"ICMP Time Exceeded captured {len(host)}, hpr sent {s.get('host_frames', 0)}")
+check(len(host) == drops.get("ttl_exceeded", 0), f"ICMP Time Exceeded {len(host)} for {drops.get('ttl_exceeded', 0)} TTL drops")
+for r in host:
+    check(r["ip.checksum.status"] == "1", f"ICMP from {ROUTER}: header checksum status {r['ip.checksum.status']}")
 check(rx == tx + s["dropped"], f"books: rx {rx} != tx {tx} + dropped {s['dropped']}")
 check(s["unaccounted"] == 0, f"unaccounted {s['unaccounted']}")
 
