@@ -105,7 +105,7 @@ TEST_CASE("device == native on every capture and on generated traffic, on every 
   // 32-bit entries).
   std::vector<std::unique_ptr<Ipv4App>> apps;
   {
-    auto a = Ipv4App::create(full_table(), {.num_ports = 16});
+    auto a = Ipv4App::create(full_table(), {.num_ports = 16, .lpm_width = LpmWidth::kNarrow});
     REQUIRE(a);
     apps.push_back(std::move(a).value());
     auto b = Ipv4App::create(full_table(), {.num_ports = 16, .default_next_hop = 5, .non_ipv4_port = 7,
