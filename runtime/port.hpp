@@ -19,7 +19,9 @@ namespace hpr {
 struct PortStats {
   uint64_t rx_packets = 0, rx_bytes = 0;
   uint64_t tx_packets = 0, tx_bytes = 0;
-  uint64_t rx_no_buffer = 0;  // frames the port could not take for want of a buffer (counted drop)
+  // DPDK: frames the port dropped for want of a buffer or ring room (imissed + rx_nombuf), before hpr
+  // received them. Pool-backed ports (pcap, generator): times rx stalled on an empty pool (nothing lost).
+  uint64_t rx_no_buffer = 0;
   uint64_t rx_too_long = 0;   // frames longer than a buffer slot (counted drop)
   uint64_t tx_failed = 0;     // packets the port refused on transmit (counted drop)
   uint64_t buffers_in_use = 0;// rx buffers handed out and not yet released (pool occupancy; 0 after a drain)

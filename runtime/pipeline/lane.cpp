@@ -126,7 +126,6 @@ void Lane::run() {
       busy_since = 0;
     }
     bool empty = batch_.empty() && exec_->outstanding() == 0 && input_.empty();
-    idle_.store(empty, std::memory_order_release);
     if (stopping && empty) break;
     if (!did) {
       // Nothing to do: spin briefly, then yield, then sleep, so idle lanes leave the cores to busy ones.
@@ -136,7 +135,6 @@ void Lane::run() {
       idle_rounds = 0;
     }
   }
-  idle_.store(true, std::memory_order_release);
 }
 
 }  // namespace hpr

@@ -89,7 +89,6 @@ class Lane {
   // Ask the lane to finish: it keeps running until its queue and executor are empty.
   void request_stop() { stop_.store(true, std::memory_order_release); }
   void join();
-  bool idle() const { return idle_.load(std::memory_order_acquire); }
 
   LaneState state() const { return state_.load(std::memory_order_acquire); }
   void mark_removed() { state_.store(LaneState::kRemoved, std::memory_order_release); }
@@ -120,7 +119,6 @@ class Lane {
   SpscRing<Packet> completions_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
-  std::atomic<bool> idle_{true};
   std::atomic<LaneState> state_{LaneState::kRunning};
   std::vector<Packet> batch_;
   std::vector<Packet> done_;

@@ -437,7 +437,6 @@ void Pipeline::egress_loop() {
     backoff(idle);
   }
   tx_->flush();
-  egress_done_.store(true, std::memory_order_release);
 }
 
 Summary Pipeline::run() {

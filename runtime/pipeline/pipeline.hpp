@@ -34,7 +34,6 @@ struct LaneSpec {
   enum class Kind { kNative, kOpenCL } kind = Kind::kNative;
   std::shared_ptr<kernels::AppProgram> program;  // OpenCL: the app built for the device
   bool host_unified = true;                      // OpenCL: map instead of copy
-  std::string device_name;
   LaneConfig lane;
   uint32_t in_flight = 2;
 };
@@ -150,7 +149,6 @@ class Pipeline {
   std::atomic<bool> stop_rx_{false};
   std::atomic<bool> dispatch_done_{false};
   std::atomic<bool> lanes_done_{false};
-  std::atomic<bool> egress_done_{false};
   std::thread dispatcher_, egress_;
 
   DropCounters drops_dispatch_, drops_egress_;

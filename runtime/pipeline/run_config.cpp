@@ -380,7 +380,6 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     s.kind = LaneSpec::Kind::kOpenCL;
     s.program = std::move(*prog);
     s.host_unified = d.host_unified;
-    s.device_name = d.name;
     s.lane = lane_cfg(fmt::format("cl{}:{}", d.index, d.name));
     s.lane.weight = d.compute_units;
     s.in_flight = c.in_flight;

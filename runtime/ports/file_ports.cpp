@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include <spdlog/spdlog.h>
+
 #include "hpr/clock.hpp"
 
 namespace hpr {
@@ -43,7 +45,8 @@ class PcapPort final : public Port {
     while (got < n && !rx_done_) {
       if (!pending_) {
         if (!reader_->next(rec_)) {
-          if (!reader_->read_error().empty()) read_warning_ = reader_->read_error();
+          if (!reader_->read_error().empty() && loop_ == 0)
+            spdlog::warn("capture cut short, whole records before the cut were read: {}", reader_->read_error());
           if (cfg_.loops != 0 && ++loop_ >= cfg_.loops) {
             rx_done_ = true;
             break;
@@ -125,7 +128,6 @@ class PcapPort final : public Port {
   bool pending_ = false;
   bool rx_done_ = false;
   uint32_t loop_ = 0;
-  std::string read_warning_;
   PortStats stats_;
 };
 

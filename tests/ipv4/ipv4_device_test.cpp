@@ -18,17 +18,9 @@ using namespace hpr::kernels::ipv4;
 using hpr::kernels::DeviceRunner;
 using hpr::ipv4_test::Frame;
 using hpr::kernels::HostBatch;
+using hpr::ipv4_test::full_table;
 
 namespace {
-
-const std::vector<Route>& full_table() {
-  static const std::vector<Route> routes = [] {
-    auto r = load_ipasn(hpr::data_path("routes/ipasn_20140513.dat.gz"), 16);
-    if (!r) FAIL(r.status().to_string());
-    return std::move(r).value();
-  }();
-  return routes;
-}
 
 // Generated traffic: valid packets to random and routed addresses with IHL 5..15 and random TTLs, and
 // every kind of damage the app checks, plus non-IPv4 frames.

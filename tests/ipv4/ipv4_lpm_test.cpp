@@ -10,17 +10,9 @@
 #include "kernels/ipv4/routes.hpp"
 
 using namespace hpr::kernels::ipv4;
+using hpr::ipv4_test::full_table;
 
 namespace {
-
-const std::vector<Route>& full_table() {
-  static const std::vector<Route> routes = [] {
-    auto r = load_ipasn(hpr::data_path("routes/ipasn_20140513.dat.gz"), 16);
-    if (!r) FAIL(r.status().to_string());
-    return std::move(r).value();
-  }();
-  return routes;
-}
 
 std::string write_tmp(const std::string& name, const std::string& text) {
   std::string path = std::filesystem::temp_directory_path() / ("hpr_ipv4_" + name);

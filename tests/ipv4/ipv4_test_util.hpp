@@ -8,7 +8,11 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
+#include "hpr/data_dir.hpp"
 #include "kernels/app.hpp"
+#include "kernels/ipv4/routes.hpp"
 #include "kernels/ipv4/ipv4_hdr.hpp"
 #include "runtime/packet.hpp"
 #include "runtime/parser.hpp"
@@ -94,6 +98,16 @@ inline std::vector<uint32_t> capture_ipv4_addresses(const std::string& path) {
     out.push_back(rd(16));
   }
   return out;
+}
+
+// The full BGP table (512,621 routes, next hop = AS mod 16), loaded once per test binary.
+inline const std::vector<kernels::ipv4::Route>& full_table() {
+  static const std::vector<kernels::ipv4::Route> routes = [] {
+    auto r = kernels::ipv4::load_ipasn(data_path("routes/ipasn_20140513.dat.gz"), 16);
+    if (!r) FAIL(r.status().to_string());
+    return std::move(r).value();
+  }();
+  return routes;
 }
 
 }  // namespace hpr::ipv4_test
