@@ -14,6 +14,7 @@ BUILD_PKGS=(
   prometheus-cpp-dev libbenchmark-dev libtomlplusplus-dev
   python3 python3-matplotlib
   tshark tcpdump tcpreplay iproute2
+  clang libclang-rt-14-dev  # libFuzzer targets and the hardening CI (scripts/fuzz.sh)
 )
 # Intel's Compute Runtime exists for amd64 only; it drives Intel integrated GPUs.
 if [ "$(dpkg --print-architecture)" = amd64 ]; then BUILD_PKGS+=(intel-opencl-icd); fi

@@ -264,15 +264,22 @@ void Pipeline::dispatch_loop() {
       if (what[i] == kFlow) {
         fs = &flows_->state(p.flow_id);
         lane = static_cast<uint8_t>(chosen[j++]);
-        if (fs->lane != kNoLane) {
-          LaneState ls = lanes_[fs->lane]->state();
-          // The flow's lane failed during this burst: its packets still there are re-routed before
-          // this one, which would otherwise overtake them.
-          if (ls == LaneState::kFailed || ls == LaneState::kDrained) handle_failed_lanes();
-          // Whatever the policy wanted, a flow with packets in flight stays where they are.
-          if (flows_->in_flight(p.flow_id).load(std::memory_order_acquire) > 0) lane = fs->lane;
+        // Whatever the policy wanted, a flow with packets in flight stays where they are.
+        auto stay = [&] {
+          if (fs->lane != kNoLane && flows_->in_flight(p.flow_id).load(std::memory_order_acquire) > 0) lane = fs->lane;
+        };
+        stay();
+        // The state is read once per decision: a lane that fails after it was seen running takes
+        // this packet into its queue, which it hands back in order. One that has failed has its
+        // packets (maybe this flow's) re-routed first, which this one would otherwise overtake;
+        // they may have moved the flow.
+        LaneState ls = lane < lanes_.size() ? lanes_[lane]->state() : LaneState::kRemoved;
+        while (ls == LaneState::kFailed || ls == LaneState::kDrained) {
+          handle_failed_lanes();
+          stay();
+          ls = lanes_[lane]->state();
         }
-        if (lane >= lanes_.size() || lanes_[lane]->state() != LaneState::kRunning) lane = pick_lane(p.hash);
+        if (ls != LaneState::kRunning) lane = pick_lane(p.hash);
         fs->lane = lane;
         p.seq = fs->next_seq++;
         fs->packets++;

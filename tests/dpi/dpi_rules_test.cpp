@@ -2,7 +2,10 @@
 // line numbers), missing file, and the whole ET Open 2017 set.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "hpr/data_dir.hpp"
@@ -89,7 +92,8 @@ TEST_CASE("load: missing file, empty file, directory") {
   CHECK(missing.status().code() == hpr::Code::kNotFound);
   CHECK(missing.status().message().find("/nonexistent/x.rules") != std::string::npos);
 
-  std::string tmp = std::tmpnam(nullptr);  // NOLINT: test scratch file
+  std::string tmp =
+      (std::filesystem::temp_directory_path() / ("hpr_dpi_rules_" + std::to_string(getpid()) + ".rules")).string();
   { std::ofstream(tmp) << "# only comments\nalert tcp any any -> any any (msg:\"x\"; sid:1;)\n"; }
   auto empty = load_rule_files({tmp});
   std::remove(tmp.c_str());

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <string>
+
+#include <unistd.h>
 #include <vector>
 
 #include "hpr/data_dir.hpp"
@@ -20,8 +22,9 @@ namespace hpr::test {
 // Two PoCL devices of different speed, also when the binary runs outside ctest.
 inline const bool kPoclEnv = setenv("POCL_DEVICES", "pthread basic", 0) == 0;
 
+// Per process: ctest runs the binaries that share this fixture at the same time.
 inline std::string tmp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("hpr_pipeline_" + name)).string();
+  return (std::filesystem::temp_directory_path() / ("hpr_pipeline_" + std::to_string(getpid()) + "_" + name)).string();
 }
 
 // A small route table so tests load fast: a default route plus a few prefixes.
