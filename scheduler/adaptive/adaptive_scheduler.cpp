@@ -185,15 +185,19 @@ const Decision& AdaptiveScheduler::step(const Measurement& m) {
   bool fresh = m.epoch == dec_.epoch && m.capacity_bps > 0;
   if (fresh) record(s, m);  // Step 3: the table learns what the running setup does now
   // Step 1, every quantum: a traffic change is answered by switching, without waiting for a batch search.
-  // While the batch search (Step 3 loop) runs, candidates on the same devices are left to it.
+  // While the batch search (Step 3 loop) runs, candidates on the same devices are left to it; once it has
+  // settled, so is another batch of the same devices and split while the running setup sustains R (switching
+  // to it would only restart the search: a flap between two batches).
   ConfigId cand = s.best(query(rate));
   bool same_devices = cand != kNoConfig && s.get(cand).device_mask == running_.device_mask;
   if (running_id_ == kNoConfig && !tuning_) {
     apply_config(s, cand, Reason::kSwitchCannotSustain, m.now_ns);
     return dec_;
   }
-  if (running_id_ != kNoConfig && !(tuning_ && same_devices) && should_switch(s, cand, running_id_, rate)) {
-    bool sustains = s.get(running_id_).throughput_bps >= rate;
+  bool sustains = running_id_ != kNoConfig && s.get(running_id_).throughput_bps >= rate;
+  bool batch_only = same_devices && s.get(cand).split == running_.split;
+  bool left_to_step3 = (tuning_ && same_devices) || (settled_ && batch_only && sustains);
+  if (running_id_ != kNoConfig && !left_to_step3 && should_switch(s, cand, running_id_, rate)) {
     apply_config(s, cand, sustains ? Reason::kSwitchBetter : Reason::kSwitchCannotSustain, m.now_ns);
     return dec_;
   }

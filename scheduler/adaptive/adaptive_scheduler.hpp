@@ -4,6 +4,8 @@
 //   Step 1  measure the offered rate R; look the policy's best configuration up in the ConfigStore (O(log N));
 //           change to it only when it is better than the running one by a factor λ (or the running one can no
 //           longer sustain R). λ keeps the scheduler from alternating between competing configurations.
+//           Another batch size of the running devices and split is left to Step 3 while it searches, and after
+//           it has settled while the running setup sustains R (otherwise the two would undo each other).
 //   Step 2  (the daemon) batches of the chosen size go to the chosen devices' queues.
 //   Step 3  compare the measured performance with the table's: when it differs by more than δ the table is
 //           updated (cross-training); when the running configuration cannot carry R the batch size grows by α,
