@@ -264,8 +264,9 @@ int main(int argc, char** argv) {
   run->add_flag("-q,--quiet", quiet, "No status line every second");
   cli::add_run_flags(*run);
   auto* profile = cli::add_profile_command(app);
-  std::string backpressure;
+  std::string backpressure, rtc;
   run->add_option("--backpressure", backpressure, "on (default): wait when a lane queue is full (the input port's ring fills); off: drop as queue_full");
+  run->add_option("--run-to-completion", rtc, "on: one thread does rx, classification, every lane and tx (for few cores); off (default): a thread per lane and one for egress");
   std::string shape_by;
   double shape_rate_bps = 0;
   run->add_option("--shape-rate", shape_rate_bps, "Egress shaping on: each bucket's rate in bits/s (token bucket, event-driven refill)");
@@ -337,6 +338,13 @@ int main(int argc, char** argv) {
         return kExitConfig;
       }
       cfg.backpressure = backpressure == "on";
+    }
+    if (!rtc.empty()) {
+      if (rtc != "on" && rtc != "off") {
+        fmt::print(stderr, "hpr run: --run-to-completion must be on or off\n");
+        return kExitConfig;
+      }
+      cfg.run_to_completion = rtc == "on";
     }
     if (given("--routes")) cfg.app_opts.routes = rc.app_opts.routes;
     if (given("--ports")) cfg.app_opts.ports = rc.app_opts.ports;

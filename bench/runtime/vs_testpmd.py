@@ -56,13 +56,14 @@ def classify(capture, seconds, mode):
     return json.loads(out.strip().splitlines()[-1])["mpps"]
 
 
-def hpr_run(capture, seconds, app, devices, native, batch):
+def hpr_run(capture, seconds, app, devices, native, rtc, batch):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
         cmd = [HPR, "run", "-q", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
                "--vdev", f"net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev", "net_null0",
                "--devices", devices, "--native", str(native), "--batch", str(batch), "--duration", str(seconds),
-               "--summary-json", js, "--master-key", "000102030405060708090a0b0c0d0e0f"]
+               "--summary-json", js, "--master-key", "000102030405060708090a0b0c0d0e0f",
+               "--run-to-completion", "on" if rtc else "off"]
         env = dict(os.environ, POCL_DEVICES=os.environ.get("POCL_DEVICES", "pthread basic"))
         r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if r.returncode not in (0, 1):
@@ -81,8 +82,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--apps", default="ipv4")
-    ap.add_argument("--lanes", default="native:none:1,cl:all:0,all:all:1",
-                    help="name:devices:native lane sets for hpr run")
+    ap.add_argument("--lanes", default="native:none:1,native-rtc:none:1:rtc,cl:all:0,all:all:1,all-rtc:all:1:rtc",
+                    help="name:devices:native[:rtc] lane sets for hpr run (rtc: --run-to-completion on)")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--issue2-only", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "runtime", "vs_testpmd.csv"))
@@ -96,8 +97,8 @@ def main():
     if not a.issue2_only:
         for app in a.apps.split(","):
             for spec in a.lanes.split(","):
-                name, devs, native = spec.split(":")
-                cases.append((f"hpr:{app}:{name}", (app, devs, int(native))))
+                name, devs, native, *rest = spec.split(":")
+                cases.append((f"hpr:{app}:{name}", (app, devs, int(native), rest == ["rtc"])))
     for r in range(a.rounds):
         for case, arg in cases:
             extra = {}

@@ -66,7 +66,10 @@ bool Lane::reap(bool wait) {
   size_t off = 0;
   while (off < done_.size()) {
     off += completions_.push_burst(done_.data() + off, done_.size() - off);
-    if (off < done_.size()) std::this_thread::yield();
+    if (off < done_.size()) {
+      if (on_completions_full_) on_completions_full_();
+      else std::this_thread::yield();
+    }
   }
   stats_.batches.fetch_add(1, std::memory_order_relaxed);
   stats_.packets.fetch_add(done_.size(), std::memory_order_relaxed);
@@ -75,66 +78,72 @@ bool Lane::reap(bool wait) {
   return true;
 }
 
+bool Lane::finished() const {
+  if (state_.load(std::memory_order_acquire) != LaneState::kRunning) return true;
+  return stop_.load(std::memory_order_acquire) && batch_.empty() && exec_->outstanding() == 0 && input_.empty();
+}
+
 void Lane::run() {
-  uint64_t first_ns = 0;  // when the oldest packet of the batch being built arrived
-  uint64_t busy_since = 0;
   int idle_rounds = 0;
-  while (state_.load(std::memory_order_relaxed) == LaneState::kRunning) {
-    bool did = false;
-    // Fill the batch.
-    const uint32_t target = batch_target_.load(std::memory_order_relaxed);
-    if (batch_.size() < target) {
-      Packet tmp[64];
-      size_t want = std::min<size_t>(64, target - batch_.size());
-      size_t n = input_.pop_burst(tmp, want);
-      if (n > 0) {
-        if (batch_.empty()) first_ns = monotonic_ns();
-        batch_.insert(batch_.end(), tmp, tmp + n);
-        did = true;
-      }
+  while (!finished()) {
+    if (poll()) {
+      idle_rounds = 0;
+      continue;
     }
-    uint64_t now = monotonic_ns();
-    bool stopping = stop_.load(std::memory_order_acquire);
-    bool close = !batch_.empty() && (batch_.size() >= target || now - first_ns >= cfg_.batch_timeout_ns ||
-                                     (stopping && input_.empty()));
-    if (close && exec_->outstanding() == exec_->slots()) {
-      reap(/*wait=*/true);  // all slots busy: wait for the oldest
-      if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) break;
-    }
-    if (close) {
-      if (exec_->outstanding() == 0) busy_since = now;
-      ++submitted_;
-      if (cfg_.slow_batch_ns != 0) std::this_thread::sleep_for(std::chrono::nanoseconds(cfg_.slow_batch_ns));
-      const bool inject = cfg_.fail_after_batches != 0 && submitted_ >= cfg_.fail_after_batches;
-      Status st = inject ? error(Code::kUnavailable, "fault injected at batch {}", submitted_)
-                         : exec_->submit(batch_.data(), static_cast<uint32_t>(batch_.size()));
-      if (!st.is_ok()) {
-        // A real submit error leaves the batch outstanding in the executor (fail() takes it back
-        // from there); an injected one never reached it, so it is still in batch_.
-        if (!inject) batch_.clear();
-        fail(st);
-        break;
-      }
-      batch_.clear();
+    // Nothing to do: spin briefly, then yield, then sleep, so idle lanes leave the cores to busy ones.
+    if (++idle_rounds > 64) std::this_thread::sleep_for(std::chrono::microseconds(idle_rounds > 1024 ? 50 : 5));
+    else std::this_thread::yield();
+  }
+}
+
+bool Lane::poll() {
+  if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) return false;
+  bool did = false;
+  // Fill the batch.
+  const uint32_t target = batch_target_.load(std::memory_order_relaxed);
+  if (batch_.size() < target) {
+    Packet tmp[64];
+    size_t want = std::min<size_t>(64, target - batch_.size());
+    size_t n = input_.pop_burst(tmp, want);
+    if (n > 0) {
+      if (batch_.empty()) first_ns_ = monotonic_ns();
+      batch_.insert(batch_.end(), tmp, tmp + n);
       did = true;
     }
-    // Reap whatever completed.
-    while (exec_->outstanding() > 0 && reap(false)) did = true;
-    if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) break;
-    if (exec_->outstanding() == 0 && busy_since != 0) {
-      stats_.busy_ns.fetch_add(monotonic_ns() - busy_since, std::memory_order_relaxed);
-      busy_since = 0;
-    }
-    bool empty = batch_.empty() && exec_->outstanding() == 0 && input_.empty();
-    if (stopping && empty) break;
-    if (!did) {
-      // Nothing to do: spin briefly, then yield, then sleep, so idle lanes leave the cores to busy ones.
-      if (++idle_rounds > 64) std::this_thread::sleep_for(std::chrono::microseconds(idle_rounds > 1024 ? 50 : 5));
-      else std::this_thread::yield();
-    } else {
-      idle_rounds = 0;
-    }
   }
+  uint64_t now = monotonic_ns();
+  bool stopping = stop_.load(std::memory_order_acquire);
+  bool close = !batch_.empty() && (batch_.size() >= target || now - first_ns_ >= cfg_.batch_timeout_ns ||
+                                   (stopping && input_.empty()));
+  if (close && exec_->outstanding() == exec_->slots()) {
+    reap(/*wait=*/true);  // all slots busy: wait for the oldest
+    if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) return true;
+  }
+  if (close) {
+    if (exec_->outstanding() == 0) busy_since_ = now;
+    ++submitted_;
+    if (cfg_.slow_batch_ns != 0) std::this_thread::sleep_for(std::chrono::nanoseconds(cfg_.slow_batch_ns));
+    const bool inject = cfg_.fail_after_batches != 0 && submitted_ >= cfg_.fail_after_batches;
+    Status st = inject ? error(Code::kUnavailable, "fault injected at batch {}", submitted_)
+                       : exec_->submit(batch_.data(), static_cast<uint32_t>(batch_.size()));
+    if (!st.is_ok()) {
+      // A real submit error leaves the batch outstanding in the executor (fail() takes it back
+      // from there); an injected one never reached it, so it is still in batch_.
+      if (!inject) batch_.clear();
+      fail(st);
+      return true;
+    }
+    batch_.clear();
+    did = true;
+  }
+  // Reap whatever completed.
+  while (exec_->outstanding() > 0 && reap(false)) did = true;
+  if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) return true;
+  if (exec_->outstanding() == 0 && busy_since_ != 0) {
+    stats_.busy_ns.fetch_add(monotonic_ns() - busy_since_, std::memory_order_relaxed);
+    busy_since_ = 0;
+  }
+  return did;
 }
 
 }  // namespace hpr

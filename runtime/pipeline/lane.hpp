@@ -1,6 +1,7 @@
 #pragma once
 // A lane: one device slot (an OpenCL device or a native CPU worker) with its own input queue,
-// batch builder and executor, running on its own thread (architecture.md, "The data path";
+// batch builder and executor, running on its own thread (or polled by the dispatcher in
+// run-to-completion mode) (architecture.md, "The data path";
 // hetero-opencl-adaptive-scheduler.txt §3.3.1: per-device queues, batching, flow affinity).
 //
 // The batch builder closes a batch at `batch_size` packets or when the oldest packet has waited
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -85,7 +87,17 @@ class Lane {
   // Egress side (one consumer).
   SpscRing<Packet>& completions() { return completions_; }
 
+  // A thread of its own calls poll() until finished(); in run-to-completion mode the dispatcher
+  // calls poll() instead and start() is not called.
   void start();
+  // One round: fill the batch from the queue, close and submit it (at batch_size, at the timeout,
+  // or when stopping), reap what completed. Returns whether anything happened.
+  bool poll();
+  // Not running any more (failed, drained, removed), or asked to stop with nothing left.
+  bool finished() const;
+  // Called when the completion ring is full (the lane waits for egress): run-to-completion mode
+  // drains egress here; otherwise the lane yields.
+  void on_completions_full(std::function<void()> f) { on_completions_full_ = std::move(f); }
   // Ask the lane to finish: it keeps running until its queue and executor are empty.
   void request_stop() { stop_.store(true, std::memory_order_release); }
   void join();
@@ -126,6 +138,9 @@ class Lane {
   std::string failure_;
   LaneStats stats_;
   uint64_t submitted_ = 0;
+  uint64_t first_ns_ = 0;     // when the oldest packet of the batch being built arrived
+  uint64_t busy_since_ = 0;   // when the executor last went from idle to busy
+  std::function<void()> on_completions_full_;
   uint32_t max_batch_ = 1;
   std::atomic<uint32_t> batch_target_{1};
   bool log_on_ = false;

@@ -76,6 +76,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
     for (auto& l : p->lanes_) l->set_logging(true, [pp = p.get()](const Packet& pk) { return pp->flow_text(pk); });
   }
   p->cfg_ = std::move(cfg);
+  p->init_egress();
+  if (p->cfg_.run_to_completion)
+    for (auto& l : p->lanes_) l->on_completions_full([pp = p.get()] { pp->egress_poll(); });
   p->app_ = std::move(app);
   p->rx_ = &rx;
   p->tx_ = &tx;
@@ -134,7 +137,7 @@ bool Pipeline::enqueue(Packet& p, uint8_t li) {
   int rounds = 0;
   while (!lanes_[li]->input().push(p)) {
     if (!cfg_.backpressure || lanes_[li]->state() != LaneState::kRunning) return false;
-    backoff(rounds);
+    wait_step(rounds);
   }
   return true;
 }
@@ -152,7 +155,7 @@ bool Pipeline::handle_failed_lanes() {
     while (lane.state() == LaneState::kFailed) backoff(rounds);  // the lane is handing back its packets
     lane.join();
     while (egress_handled_[li]->load(std::memory_order_acquire) != lane.stats().packets.load(std::memory_order_acquire))
-      backoff(rounds);
+      wait_step(rounds);
     std::vector<Packet> orphans = std::move(lane.orphans());
     Packet p;
     while (lane.input().pop(p)) orphans.push_back(p);  // pushed after the lane drained itself
@@ -171,7 +174,7 @@ bool Pipeline::handle_failed_lanes() {
       bool ok = to != kNoLane;
       if (ok) {
         int r = 0;
-        while (!lanes_[to]->input().push(o)) backoff(r);  // never drop a re-routed packet for room
+        while (!lanes_[to]->input().push(o)) wait_step(r);  // never drop a re-routed packet for room
       } else {
         if (o.flow_id != kNoFlow) flows_->in_flight(o.flow_id).fetch_sub(1, std::memory_order_release);
         drop_at_dispatch(&o, 1, DropReason::kNoLane);
@@ -193,16 +196,23 @@ Status Pipeline::set_lane_weights(const std::vector<float>& w) {
   return Status::ok();
 }
 
+// Waits for room or for egress: in run-to-completion mode by doing the lanes' and egress' work
+// (nobody else will), otherwise by backing off.
+void Pipeline::wait_step(int& rounds) {
+  if (cfg_.run_to_completion && service()) return;
+  backoff(rounds);
+}
+
+// Run-to-completion: one round of every lane and of egress, on the dispatcher's thread.
+bool Pipeline::service() {
+  bool did = false;
+  for (auto& l : lanes_) did |= l->poll();
+  did |= egress_poll();
+  return did;
+}
+
 void Pipeline::dispatch_loop() {
-  constexpr uint16_t kMaxBurst = 256;
-  Packet pkts[kMaxBurst];
-  balance::PacketMeta metas[kMaxBurst];
-  uint16_t chosen[kMaxBurst];
-  enum : uint8_t { kDropped, kFlow, kNoFlowPkt };
-  uint8_t what[kMaxBurst];
-  const uint16_t burst = std::min<uint16_t>(cfg_.rx_burst, kMaxBurst);
   int idle = 0;
-  uint64_t last_expire = 0;
   while (!stop_rx_.load(std::memory_order_relaxed)) {
     handle_failed_lanes();
     if (weights_dirty_.load(std::memory_order_acquire)) {
@@ -213,102 +223,130 @@ void Pipeline::dispatch_loop() {
     }
     uint64_t now = monotonic_ns();
     if (cfg_.max_duration_ns != 0 && now - start_ns_ >= cfg_.max_duration_ns) break;
-    uint16_t n = rx_->rx_burst(pkts, burst, now);
-    if (n == 0) {
-      if (rx_->rx_done()) break;
-      backoff(idle);
-      continue;
-    }
-    idle = 0;
-    // Pass 1: classify; flows go to the balancer in one call per burst.
-    uint16_t nm = 0;
-    for (uint16_t i = 0; i < n; ++i) {
-      Packet& p = pkts[i];
-      if (parse(p, cfg_.parse) != DropReason::kNone) {
-        drop_at_dispatch(&p, 1, p.drop);
-        what[i] = kDropped;
-        continue;
-      }
-      what[i] = kNoFlowPkt;
-      p.hash = 0;
-      p.flow_id = kNoFlow;
-      if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
-      FlowKey k = flow_key(p).canonical();
-      p.hash = crc32c(&k, sizeof k);
-      bool inserted = false;
-      p.flow_id = flows_->lookup_or_insert(k, p.hash, now, &inserted);
-      flows_seen_.fetch_add(inserted, std::memory_order_relaxed);
-      if (p.flow_id == kNoFlow) continue;
-      what[i] = kFlow;
-      flow_pending_[p.flow_id] = flows_->in_flight(p.flow_id).load(std::memory_order_acquire);
-      metas[nm++] = {to_five_tuple(k), p.hash, p.flow_id, p.len, p.service, 0};
-    }
-    if (nm > 0) {
-      for (size_t l = 0; l < lanes_.size(); ++l) {
-        auto& ls = lane_states_[l];
-        ls.queued = static_cast<uint32_t>(lanes_[l]->input().size());
-        ls.capacity = static_cast<uint32_t>(lanes_[l]->input().capacity());
-        ls.weight = weights_[l] > 0 ? weights_[l] : 1e-6f;
-        ls.enabled = lanes_[l]->state() == LaneState::kRunning && weights_[l] > 0;
-      }
-      balance::LaneTable table{lane_states_, flow_pending_, now};
-      balancer_->assign({metas, nm}, table, {chosen, nm});
-    }
-    // Pass 2: enqueue in arrival order.
-    uint16_t j = 0;
-    for (uint16_t i = 0; i < n; ++i) {
-      if (what[i] == kDropped) continue;
-      Packet& p = pkts[i];
-      FlowState* fs = nullptr;
-      uint8_t lane;
-      if (what[i] == kFlow) {
-        fs = &flows_->state(p.flow_id);
-        lane = static_cast<uint8_t>(chosen[j++]);
-        // Whatever the policy wanted, a flow with packets in flight stays where they are.
-        auto stay = [&] {
-          if (fs->lane != kNoLane && flows_->in_flight(p.flow_id).load(std::memory_order_acquire) > 0) lane = fs->lane;
-        };
-        stay();
-        // The state is read once per decision: a lane that fails after it was seen running takes
-        // this packet into its queue, which it hands back in order. One that has failed has its
-        // packets (maybe this flow's) re-routed first, which this one would otherwise overtake;
-        // they may have moved the flow.
-        LaneState ls = lane < lanes_.size() ? lanes_[lane]->state() : LaneState::kRemoved;
-        while (ls == LaneState::kFailed || ls == LaneState::kDrained) {
-          handle_failed_lanes();
-          stay();
-          ls = lanes_[lane]->state();
-        }
-        if (ls != LaneState::kRunning) lane = pick_lane(p.hash);
-        fs->lane = lane;
-        p.seq = fs->next_seq++;
-        fs->packets++;
-        fs->bytes += p.len;
-      } else {
-        lane = pick_lane(p.hash);
-      }
-      if (lane == kNoLane) {
-        if (fs != nullptr) fs->next_seq--;
-        drop_at_dispatch(&p, 1, DropReason::kNoLane);
-        continue;
-      }
-      p.lane = lane;
-      if (fs != nullptr) flows_->in_flight(p.flow_id).fetch_add(1, std::memory_order_acq_rel);
-      if (!enqueue(p, lane)) {
-        if (fs != nullptr) {
-          flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
-          fs->next_seq--;  // keep the flow's sequence contiguous: this packet never existed for egress
-        }
-        drop_at_dispatch(&p, 1, DropReason::kQueueFull);
-      }
-    }
-    if (now - last_expire > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
-      flows_->expire(now, 4096);
-      last_expire = now;
-    }
+    uint16_t n = dispatch_burst(now);
+    bool did = n > 0;
+    if (cfg_.run_to_completion) did |= service();
+    if (n == 0 && rx_->rx_done()) break;
+    if (did) idle = 0;
+    else backoff(idle);
   }
   handle_failed_lanes();
+  if (cfg_.run_to_completion) {
+    // Drain on this thread what the lane and egress threads would: lanes until they are empty
+    // (re-routing what a lane that fails now hands back), then egress and the shaper.
+    for (auto& l : lanes_) l->request_stop();
+    int rounds = 0;
+    for (;;) {
+      bool did = service() | handle_failed_lanes();
+      bool all = true;
+      for (auto& l : lanes_) all &= l->finished();
+      if (all && !did) break;
+      if (!did) backoff(rounds);
+    }
+    lanes_done_.store(true, std::memory_order_release);
+    egress_loop();
+  }
   dispatch_done_.store(true, std::memory_order_release);
+}
+
+// One rx burst: classify, choose lanes, enqueue in arrival order. Returns the packets received.
+uint16_t Pipeline::dispatch_burst(uint64_t now) {
+  constexpr uint16_t kMaxBurst = 256;
+  Packet pkts[kMaxBurst];
+  balance::PacketMeta metas[kMaxBurst];
+  uint16_t chosen[kMaxBurst];
+  enum : uint8_t { kDropped, kFlow, kNoFlowPkt };
+  uint8_t what[kMaxBurst];
+  const uint16_t burst = std::min<uint16_t>(cfg_.rx_burst, kMaxBurst);
+  uint16_t n = rx_->rx_burst(pkts, burst, now);
+  if (n == 0) return 0;
+  // Pass 1: classify; flows go to the balancer in one call per burst.
+  uint16_t nm = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    Packet& p = pkts[i];
+    if (parse(p, cfg_.parse) != DropReason::kNone) {
+      drop_at_dispatch(&p, 1, p.drop);
+      what[i] = kDropped;
+      continue;
+    }
+    what[i] = kNoFlowPkt;
+    p.hash = 0;
+    p.flow_id = kNoFlow;
+    if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
+    FlowKey k = flow_key(p).canonical();
+    p.hash = crc32c(&k, sizeof k);
+    bool inserted = false;
+    p.flow_id = flows_->lookup_or_insert(k, p.hash, now, &inserted);
+    flows_seen_.fetch_add(inserted, std::memory_order_relaxed);
+    if (p.flow_id == kNoFlow) continue;
+    what[i] = kFlow;
+    flow_pending_[p.flow_id] = flows_->in_flight(p.flow_id).load(std::memory_order_acquire);
+    metas[nm++] = {to_five_tuple(k), p.hash, p.flow_id, p.len, p.service, 0};
+  }
+  if (nm > 0) {
+    for (size_t l = 0; l < lanes_.size(); ++l) {
+      auto& ls = lane_states_[l];
+      ls.queued = static_cast<uint32_t>(lanes_[l]->input().size());
+      ls.capacity = static_cast<uint32_t>(lanes_[l]->input().capacity());
+      ls.weight = weights_[l] > 0 ? weights_[l] : 1e-6f;
+      ls.enabled = lanes_[l]->state() == LaneState::kRunning && weights_[l] > 0;
+    }
+    balance::LaneTable table{lane_states_, flow_pending_, now};
+    balancer_->assign({metas, nm}, table, {chosen, nm});
+  }
+  // Pass 2: enqueue in arrival order.
+  uint16_t j = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    if (what[i] == kDropped) continue;
+    Packet& p = pkts[i];
+    FlowState* fs = nullptr;
+    uint8_t lane;
+    if (what[i] == kFlow) {
+      fs = &flows_->state(p.flow_id);
+      lane = static_cast<uint8_t>(chosen[j++]);
+      // Whatever the policy wanted, a flow with packets in flight stays where they are.
+      auto stay = [&] {
+        if (fs->lane != kNoLane && flows_->in_flight(p.flow_id).load(std::memory_order_acquire) > 0) lane = fs->lane;
+      };
+      stay();
+      // The state is read once per decision: a lane that fails after it was seen running takes
+      // this packet into its queue, which it hands back in order. One that has failed has its
+      // packets (maybe this flow's) re-routed first, which this one would otherwise overtake;
+      // they may have moved the flow.
+      LaneState ls = lane < lanes_.size() ? lanes_[lane]->state() : LaneState::kRemoved;
+      while (ls == LaneState::kFailed || ls == LaneState::kDrained) {
+        handle_failed_lanes();
+        stay();
+        ls = lanes_[lane]->state();
+      }
+      if (ls != LaneState::kRunning) lane = pick_lane(p.hash);
+      fs->lane = lane;
+      p.seq = fs->next_seq++;
+      fs->packets++;
+      fs->bytes += p.len;
+    } else {
+      lane = pick_lane(p.hash);
+    }
+    if (lane == kNoLane) {
+      if (fs != nullptr) fs->next_seq--;
+      drop_at_dispatch(&p, 1, DropReason::kNoLane);
+      continue;
+    }
+    p.lane = lane;
+    if (fs != nullptr) flows_->in_flight(p.flow_id).fetch_add(1, std::memory_order_acq_rel);
+    if (!enqueue(p, lane)) {
+      if (fs != nullptr) {
+        flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
+        fs->next_seq--;  // keep the flow's sequence contiguous: this packet never existed for egress
+      }
+      drop_at_dispatch(&p, 1, DropReason::kQueueFull);
+    }
+  }
+  if (now - last_expire_ns_ > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
+    flows_->expire(now, 4096);
+    last_expire_ns_ = now;
+  }
+  return n;
 }
 
 // Sends what egress decided to send, counts what the port refused, and returns every buffer.
@@ -324,118 +362,134 @@ void Pipeline::transmit(std::vector<Packet>& txq) {
   txq.clear();
 }
 
-void Pipeline::egress_loop() {
-  std::vector<Packet> buf(256), txq;
-  txq.reserve(512);
-  std::vector<uint8_t> scratch;
-  // Shaped packets wait here, indexed by the shaper's item number, with their buffers.
-  std::vector<Packet> waiting;
-  std::vector<uint64_t> free_items, ready(256);
+// Egress state is owned by the egress thread (the dispatcher's in run-to-completion mode).
+void Pipeline::init_egress() {
+  Egress& e = eg_;
+  e.buf.resize(256);
+  e.txq.reserve(512);
+  e.ready.resize(256);
   if (shaper_) {
-    waiting.resize(cfg_.shaping.waiting_packets);
-    for (uint32_t i = 0; i < cfg_.shaping.waiting_packets; ++i) free_items.push_back(cfg_.shaping.waiting_packets - 1 - i);
+    e.waiting.resize(cfg_.shaping.waiting_packets);
+    for (uint32_t i = 0; i < cfg_.shaping.waiting_packets; ++i) e.free_items.push_back(cfg_.shaping.waiting_packets - 1 - i);
   }
-  auto shape = [&](Packet& p, uint64_t now) {
-    uint32_t q = cfg_.shaping.by_flow ? (p.flow_id == kNoFlow ? flows_->capacity() : p.flow_id) : p.out_port;
-    if (free_items.empty()) {  // cannot happen: the shaper's pool is the same size
+}
+
+// Shaped packets wait in eg_.waiting, indexed by the shaper's item number, with their buffers.
+void Pipeline::shape(Packet& p, uint64_t now) {
+  Egress& e = eg_;
+  uint32_t q = cfg_.shaping.by_flow ? (p.flow_id == kNoFlow ? flows_->capacity() : p.flow_id) : p.out_port;
+  if (e.free_items.empty()) {  // cannot happen: the shaper's pool is the same size
+    drops_egress_.add(DropReason::kShaperQueueFull);
+    rx_->release(&p, 1);
+    return;
+  }
+  uint64_t item = e.free_items.back();
+  switch (shaper_->enqueue(q, item, p.len, now)) {
+    case shaper::Verdict::kSend:
+      e.txq.push_back(p);
+      break;
+    case shaper::Verdict::kQueued:
+      e.free_items.pop_back();
+      e.waiting[item] = p;
+      shaper_delayed_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case shaper::Verdict::kDropTooLarge:
+      drops_egress_.add(DropReason::kFrameTooLong);
+      rx_->release(&p, 1);
+      break;
+    default:
       drops_egress_.add(DropReason::kShaperQueueFull);
       rx_->release(&p, 1);
-      return;
+  }
+}
+
+void Pipeline::release_shaped(uint64_t now) {
+  if (!shaper_) return;
+  Egress& e = eg_;
+  for (;;) {
+    size_t k = shaper_->poll(now, e.ready);
+    for (size_t i = 0; i < k; ++i) {
+      e.txq.push_back(e.waiting[e.ready[i]]);
+      e.free_items.push_back(e.ready[i]);
     }
-    uint64_t item = free_items.back();
-    switch (shaper_->enqueue(q, item, p.len, now)) {
-      case shaper::Verdict::kSend:
-        txq.push_back(p);
-        break;
-      case shaper::Verdict::kQueued:
-        free_items.pop_back();
-        waiting[item] = p;
-        shaper_delayed_.fetch_add(1, std::memory_order_relaxed);
-        break;
-      case shaper::Verdict::kDropTooLarge:
-        drops_egress_.add(DropReason::kFrameTooLong);
-        rx_->release(&p, 1);
-        break;
-      default:
-        drops_egress_.add(DropReason::kShaperQueueFull);
-        rx_->release(&p, 1);
-    }
-  };
-  auto release_shaped = [&](uint64_t now) {
-    if (!shaper_) return;
-    for (;;) {
-      size_t k = shaper_->poll(now, ready);
-      for (size_t i = 0; i < k; ++i) {
-        txq.push_back(waiting[ready[i]]);
-        free_items.push_back(ready[i]);
+    transmit(e.txq);
+    if (k < e.ready.size()) break;
+  }
+  std::lock_guard<std::mutex> g(shaper_mu_);
+  shaper_stats_ = shaper_->stats();
+}
+
+// One pass over every lane's completions: order check, drops, shaping, tx. Returns whether any came.
+bool Pipeline::egress_poll() {
+  Egress& e = eg_;
+  bool any = false;
+  for (size_t li = 0; li < lanes_.size(); ++li) {
+    size_t n = lanes_[li]->completions().pop_burst(e.buf.data(), e.buf.size());
+    if (n == 0) continue;
+    any = true;
+    uint64_t now = monotonic_ns();
+    for (size_t i = 0; i < n; ++i) {
+      Packet& p = e.buf[i];
+      if (p.flow_id != kNoFlow) {
+        uint32_t& exp = expected_seq_[p.flow_id];
+        if (p.seq != 0 && p.seq != exp) reorders_.fetch_add(1, std::memory_order_relaxed);
+        exp = p.seq + 1;
+        flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
       }
-      transmit(txq);
-      if (k < ready.size()) break;
+      if (p.drop != DropReason::kNone) {
+        drops_egress_.add(p.drop);
+        if (cfg_.on_drop) {
+          auto frame = cfg_.on_drop(p, e.scratch);
+          if (!frame.empty()) {
+            Packet h;
+            h.data = const_cast<uint8_t*>(frame.data());
+            h.len = static_cast<uint16_t>(frame.size());
+            h.buf_kind = kBufPool;
+            host_frames_.fetch_add(tx_->tx_burst(&h, 1), std::memory_order_relaxed);
+          }
+        }
+        rx_->release(&p, 1);
+        continue;
+      }
+      latency_.add(now - p.rx_ns);
+      if (shaper_) shape(p, now);
+      else e.txq.push_back(p);
     }
-    std::lock_guard<std::mutex> g(shaper_mu_);
-    shaper_stats_ = shaper_->stats();
-  };
+    transmit(e.txq);
+    egress_handled_[li]->fetch_add(n, std::memory_order_release);
+  }
+  release_shaped(monotonic_ns());
+  return any;
+}
+
+// Runs until every lane has ended and what they completed is sent (or, for shaped packets still
+// waiting past the drain timeout, counted).
+void Pipeline::egress_loop() {
+  Egress& e = eg_;
   int idle = 0;
   uint64_t drain_deadline = 0;
   for (;;) {
-    bool any = false;
-    for (size_t li = 0; li < lanes_.size(); ++li) {
-      size_t n = lanes_[li]->completions().pop_burst(buf.data(), buf.size());
-      if (n == 0) continue;
-      any = true;
-      uint64_t now = monotonic_ns();
-      for (size_t i = 0; i < n; ++i) {
-        Packet& p = buf[i];
-        if (p.flow_id != kNoFlow) {
-          uint32_t& exp = expected_seq_[p.flow_id];
-          if (p.seq != 0 && p.seq != exp) reorders_.fetch_add(1, std::memory_order_relaxed);
-          exp = p.seq + 1;
-          flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
-        }
-        if (p.drop != DropReason::kNone) {
-          drops_egress_.add(p.drop);
-          if (cfg_.on_drop) {
-            auto frame = cfg_.on_drop(p, scratch);
-            if (!frame.empty()) {
-              Packet h;
-              h.data = const_cast<uint8_t*>(frame.data());
-              h.len = static_cast<uint16_t>(frame.size());
-              h.buf_kind = kBufPool;
-              host_frames_.fetch_add(tx_->tx_burst(&h, 1), std::memory_order_relaxed);
-            }
-          }
-          rx_->release(&p, 1);
-          continue;
-        }
-        latency_.add(now - p.rx_ns);
-        if (shaper_) shape(p, now);
-        else txq.push_back(p);
-      }
-      transmit(txq);
-      egress_handled_[li]->fetch_add(n, std::memory_order_release);
-    }
-    release_shaped(monotonic_ns());
-    if (any) {
+    if (egress_poll()) {
       idle = 0;
       continue;
     }
     if (lanes_done_.load(std::memory_order_acquire)) {
-      // Every lane thread has ended: what is left is in the completion rings and the shaper.
+      // Every lane has ended: what is left is in the completion rings and the shaper.
       bool empty = true;
       for (auto& l : lanes_) empty &= l->completions().empty();
       if (empty) {
-        bool shaped_left = shaper_ && free_items.size() < waiting.size();
+        bool shaped_left = shaper_ && e.free_items.size() < e.waiting.size();
         if (!shaped_left) break;
         uint64_t now = monotonic_ns();
         if (drain_deadline == 0) drain_deadline = now + cfg_.shaping.drain_timeout_ns;
         if (now >= drain_deadline) {
           // Whatever still waits is counted, never lost silently.
-          std::vector<bool> is_free(waiting.size(), false);
-          for (uint64_t f : free_items) is_free[f] = true;
-          for (size_t i = 0; i < waiting.size(); ++i)
+          std::vector<bool> is_free(e.waiting.size(), false);
+          for (uint64_t f : e.free_items) is_free[f] = true;
+          for (size_t i = 0; i < e.waiting.size(); ++i)
             if (!is_free[i]) {
               drops_egress_.add(DropReason::kShaperDrain);
-              rx_->release(&waiting[i], 1);
+              rx_->release(&e.waiting[i], 1);
             }
           break;
         }
@@ -448,8 +502,10 @@ void Pipeline::egress_loop() {
 
 Summary Pipeline::run() {
   start_ns_ = monotonic_ns();
-  for (auto& l : lanes_) l->start();
-  egress_ = std::thread([this] { egress_loop(); });
+  if (!cfg_.run_to_completion) {
+    for (auto& l : lanes_) l->start();
+    egress_ = std::thread([this] { egress_loop(); });
+  }
   dispatcher_ = std::thread([this] { dispatch_loop(); });
   uint64_t last = start_ns_;
   while (!dispatch_done_.load(std::memory_order_acquire)) {
@@ -469,7 +525,7 @@ Summary Pipeline::run() {
   for (auto& l : lanes_) l->request_stop();
   for (auto& l : lanes_) l->join();
   lanes_done_.store(true, std::memory_order_release);
-  egress_.join();
+  if (egress_.joinable()) egress_.join();
   end_ns_ = monotonic_ns();
   if (log_ != nullptr) {
     for (auto& l : lanes_) {

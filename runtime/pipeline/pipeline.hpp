@@ -3,7 +3,8 @@
 //
 // Threads: one dispatcher (rx, parse, flow table, lane choice), one per lane (batch builder and
 // executor), one egress (per-flow order check, tx, buffer release), and the caller's thread for
-// control (status line, telemetry) until the run ends.
+// control (status line, telemetry) until the run ends. In run-to-completion mode the dispatcher
+// also polls the lanes and egress itself (the same code, on one thread).
 //
 // Order: a flow is bound to one lane and moves only when none of its packets is queued or in
 // flight, so egress sees each flow's packets in sequence; it checks the sequence numbers the
@@ -64,6 +65,10 @@ struct PipelineConfig {
   bool backpressure = false;
   uint16_t rx_burst = 32;
   uint32_t completion_ring = 8192;
+  // One thread does rx, classification, every lane's batches and tx (polling the lanes and egress
+  // between bursts) instead of a thread per lane and one for egress: no hand-off between cores,
+  // for machines with few cores. Same books, order and failure handling.
+  bool run_to_completion = false;
   std::string log_path;            // result log (DPI alerts, MD5 digests); empty: none
   uint64_t max_duration_ns = 0;    // stop after this long (0: until the source ends or a signal)
   uint64_t status_interval_ns = 1'000'000'000ull;  // console status line period (0: none)
@@ -129,8 +134,22 @@ class Pipeline {
 
  private:
   Pipeline() = default;
+  // Egress state (owned by the egress thread, or the dispatcher's in run-to-completion mode).
+  struct Egress {
+    std::vector<Packet> buf, txq;
+    std::vector<uint8_t> scratch;
+    std::vector<Packet> waiting;               // shaped packets, by the shaper's item number
+    std::vector<uint64_t> free_items, ready;
+  };
   void dispatch_loop();
+  uint16_t dispatch_burst(uint64_t now);
+  bool service();
+  void wait_step(int& rounds);
+  void init_egress();
+  bool egress_poll();
   void egress_loop();
+  void shape(Packet& p, uint64_t now);
+  void release_shaped(uint64_t now);
   void transmit(std::vector<Packet>& txq);
   uint8_t pick_lane(uint32_t hash) const;
   bool handle_failed_lanes();
@@ -156,6 +175,8 @@ class Pipeline {
   std::atomic<uint64_t> flows_seen_{0};
   LatencyHistogram latency_;
   std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
+  Egress eg_;
+  uint64_t last_expire_ns_ = 0;          // dispatcher-owned
   std::unique_ptr<shaper::EventShaper> shaper_;  // egress-owned
   std::atomic<uint64_t> shaper_delayed_{0};
   shaper::ShaperStats shaper_stats_;             // egress copy for snapshots (under shaper_mu_)

@@ -117,6 +117,7 @@ Result<RunConfig> load_run_config(const std::string& path) {
   HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "max_batch", c.max_batch)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "balancer", c.balancer)));
   HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "backpressure", c.backpressure)));
+  HPR_RETURN_IF_ERROR(wrap(get(t, "lanes", "run_to_completion", c.run_to_completion)));
   if (const toml::table* kinds = t.at_path("devices.kinds").as_table()) {
     for (const auto& [name, v] : *kinds) {
       auto s = v.value<std::string>();
@@ -332,6 +333,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   pc.flow_capacity = c.flow_capacity;
   pc.flow_idle_ns = static_cast<uint64_t>(c.flow_idle_s * 1e9);
   pc.backpressure = c.backpressure;
+  pc.run_to_completion = c.run_to_completion;
   pc.balancer = c.balancer;
   if (c.app == "ipv4" && c.icmp_time_exceeded) {
     in_addr a{};

@@ -62,6 +62,8 @@ struct RunConfig {
   // A full lane queue makes the dispatcher wait (the input port's ring fills; a DPDK port then counts
   // its misses) instead of dropping the packet as queue_full. Off: drop and count.
   bool backpressure = true;
+  // One thread for rx, classification, every lane and tx (PipelineConfig::run_to_completion).
+  bool run_to_completion = false;
   std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
   std::map<std::string, uint64_t> slow_lane_us;  // fault injection [faults.slow_lane_us]: lane substring → µs added per batch
 
