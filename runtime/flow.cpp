@@ -127,7 +127,7 @@ Result<std::unique_ptr<FlowTable>> FlowTable::create(uint32_t capacity, uint64_t
   t->capacity_ = std::bit_ceil(capacity);
   t->index_mask_ = t->capacity_ * 2 - 1;
   t->idle_ns_ = idle_ns;
-  t->index_.assign(static_cast<size_t>(t->capacity_) * 2, kNoFlow);
+  t->index_.assign(static_cast<size_t>(t->capacity_) * 2, Slot{});
   t->hashes_.assign(t->capacity_, 0);
   t->keys_.resize(t->capacity_);
   t->state_.resize(t->capacity_);
@@ -139,15 +139,15 @@ Result<std::unique_ptr<FlowTable>> FlowTable::create(uint32_t capacity, uint64_t
 }
 
 size_t FlowTable::bytes_per_flow() {
-  return sizeof(FlowKey) + sizeof(FlowState) + sizeof(uint32_t) /*hash*/ + 2 * sizeof(uint32_t) /*index*/ +
+  return sizeof(FlowKey) + sizeof(FlowState) + sizeof(uint32_t) /*hash*/ + 2 * sizeof(Slot) /*index*/ +
          sizeof(std::atomic<uint32_t>) + 1 /*used*/ + sizeof(uint32_t) /*free list*/;
 }
 
 uint32_t FlowTable::find(const FlowKey& key, uint32_t hash) const {
   for (uint32_t i = hash & index_mask_;; i = (i + 1) & index_mask_) {
-    uint32_t id = index_[i];
-    if (id == kNoFlow) return kNoFlow;
-    if (hashes_[id] == hash && keys_[id] == key) return id;
+    Slot sl = index_[i];
+    if (sl.id == kNoFlow) return kNoFlow;
+    if (sl.hash == hash && keys_[sl.id] == key) return sl.id;
   }
 }
 
@@ -155,11 +155,11 @@ uint32_t FlowTable::lookup_or_insert(const FlowKey& key, uint32_t hash, uint64_t
   if (inserted != nullptr) *inserted = false;
   uint32_t i = hash & index_mask_;
   for (;; i = (i + 1) & index_mask_) {
-    uint32_t id = index_[i];
-    if (id == kNoFlow) break;
-    if (hashes_[id] == hash && keys_[id] == key) {
-      state_[id].last_seen_ns = now_ns;
-      return id;
+    Slot sl = index_[i];
+    if (sl.id == kNoFlow) break;
+    if (sl.hash == hash && keys_[sl.id] == key) {
+      state_[sl.id].last_seen_ns = now_ns;
+      return sl.id;
     }
   }
   if (free_ids_.empty()) {
@@ -172,7 +172,7 @@ uint32_t FlowTable::lookup_or_insert(const FlowKey& key, uint32_t hash, uint64_t
   }
   uint32_t id = free_ids_.back();
   free_ids_.pop_back();
-  index_[i] = id;
+  index_[i] = {id, hash};
   hashes_[id] = hash;
   keys_[id] = key;
   state_[id] = FlowState{};
@@ -187,10 +187,10 @@ uint32_t FlowTable::lookup_or_insert(const FlowKey& key, uint32_t hash, uint64_t
 void FlowTable::erase(uint32_t id) {
   // Find the index slot, then backward-shift the probe run so lookups never cross a hole.
   uint32_t i = hashes_[id] & index_mask_;
-  while (index_[i] != id) i = (i + 1) & index_mask_;
+  while (index_[i].id != id) i = (i + 1) & index_mask_;
   uint32_t hole = i;
-  for (uint32_t j = (hole + 1) & index_mask_; index_[j] != kNoFlow; j = (j + 1) & index_mask_) {
-    uint32_t home = hashes_[index_[j]] & index_mask_;
+  for (uint32_t j = (hole + 1) & index_mask_; index_[j].id != kNoFlow; j = (j + 1) & index_mask_) {
+    uint32_t home = index_[j].hash & index_mask_;
     // Move j into the hole when its home is not in (hole, j] cyclically.
     bool between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
     if (!between) {
@@ -198,7 +198,7 @@ void FlowTable::erase(uint32_t id) {
       hole = j;
     }
   }
-  index_[hole] = kNoFlow;
+  index_[hole] = Slot{};
   used_[id] = 0;
   free_ids_.push_back(id);
   --size_;

@@ -9,7 +9,7 @@
 // and a table otherwise (same values). The symmetric hash orders the two endpoints first, so both
 // directions of a connection hash alike (and share one FlowTable entry).
 //
-// FlowTable: open addressing on the symmetric hash (index of 32-bit ids, backward-shift deletion),
+// FlowTable: open addressing on the symmetric hash (index of (id, hash) slots, backward-shift deletion),
 // per-flow state in arrays indexed by a stable id in [0, capacity). Memory is fixed at creation:
 // capacity × (sizeof(FlowKey) + state + 2 index slots). Idle flows (no packet in flight for
 // `idle_ns`) are aged out incrementally by expire(); their ids are reused.
@@ -100,7 +100,13 @@ class FlowTable {
   uint32_t hand_ = 0;
   uint64_t full_events_ = 0;
   uint64_t expired_total_ = 0;
-  std::vector<uint32_t> index_;  // id or kNoFlow
+  // An index slot holds the flow's hash beside its id: a probe compares hashes without touching
+  // the per-id arrays, and reads the key only on a hash match.
+  struct Slot {
+    uint32_t id = kNoFlow;
+    uint32_t hash = 0;
+  };
+  std::vector<Slot> index_;
   std::vector<uint32_t> hashes_; // per id
   std::vector<FlowKey> keys_;
   std::vector<FlowState> state_;
