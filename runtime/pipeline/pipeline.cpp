@@ -76,6 +76,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
     for (auto& l : p->lanes_) l->set_logging(true, [pp = p.get()](const Packet& pk) { return pp->flow_text(pk); });
   }
   p->cfg_ = std::move(cfg);
+  p->burst_ = std::make_unique<Burst>();
   p->init_egress();
   if (p->cfg_.run_to_completion)
     for (auto& l : p->lanes_) l->on_completions_full([pp = p.get()] { pp->egress_poll(); });
@@ -251,13 +252,14 @@ void Pipeline::dispatch_loop() {
 
 // One rx burst: classify, choose lanes, enqueue in arrival order. Returns the packets received.
 uint16_t Pipeline::dispatch_burst(uint64_t now) {
-  constexpr uint16_t kMaxBurst = 256;
-  Packet pkts[kMaxBurst];
-  balance::PacketMeta metas[kMaxBurst];
-  uint16_t chosen[kMaxBurst];
+  // Arrays that live as long as the pipeline: constructing 256 descriptors per burst cost more
+  // than classifying them.
+  Packet* pkts = burst_->pkts;
+  balance::PacketMeta* metas = burst_->metas;
+  uint16_t* chosen = burst_->chosen;
+  uint8_t* what = burst_->what;
   enum : uint8_t { kDropped, kFlow, kNoFlowPkt };
-  uint8_t what[kMaxBurst];
-  const uint16_t burst = std::min<uint16_t>(cfg_.rx_burst, kMaxBurst);
+  const uint16_t burst = std::min<uint16_t>(cfg_.rx_burst, Burst::kMax);
   uint16_t n = rx_->rx_burst(pkts, burst, now);
   if (n == 0) return 0;
   // Pass 1: classify; flows go to the balancer in one call per burst.

@@ -141,6 +141,14 @@ class Pipeline {
     std::vector<Packet> waiting;               // shaped packets, by the shaper's item number
     std::vector<uint64_t> free_items, ready;
   };
+  // The dispatcher's per-burst arrays.
+  struct Burst {
+    static constexpr uint16_t kMax = 256;
+    Packet pkts[kMax];
+    balance::PacketMeta metas[kMax];
+    uint16_t chosen[kMax];
+    uint8_t what[kMax];
+  };
   void dispatch_loop();
   uint16_t dispatch_burst(uint64_t now);
   bool service();
@@ -176,6 +184,7 @@ class Pipeline {
   LatencyHistogram latency_;
   std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
   Egress eg_;
+  std::unique_ptr<Burst> burst_;         // dispatcher-owned
   uint64_t last_expire_ns_ = 0;          // dispatcher-owned
   std::unique_ptr<shaper::EventShaper> shaper_;  // egress-owned
   std::atomic<uint64_t> shaper_delayed_{0};
