@@ -1,6 +1,7 @@
 #include "runtime/pipeline/power.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "runtime/opencl/devices.hpp"
 
@@ -109,7 +110,18 @@ PowerSample RunPower::sample(const std::vector<double>& lane_util, uint64_t now_
       static_cast<prof::ModelPowerMeter*>(m.meter.get())->set_utilisation(u, last_ns_);
     }
     auto r = m.meter->read(now_ns);
-    if (!r) continue;  // a failing counter reads as no energy for this interval
+    if (!r) {
+      // No energy for this interval; what the meter counts meanwhile is taken from its last good
+      // reading once it answers again, so nothing is lost unless the counter wraps more than once.
+      ++failed_reads_;
+      if (!m.failing)
+        spdlog::warn("power meter {} stopped answering: {}; the run goes on, its energy is counted from the last "
+                     "good reading when it answers again", m.meter->name(), r.status().message());
+      m.failing = true;
+      continue;
+    }
+    if (m.failing) spdlog::info("power meter {} answers again", m.meter->name());
+    m.failing = false;
     if (!m.first) joules += static_cast<double>(r->energy_uj - std::min(r->energy_uj, m.last_uj)) / 1e6;
     m.last_uj = r->energy_uj;
     m.first = false;

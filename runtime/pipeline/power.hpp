@@ -50,6 +50,8 @@ class RunPower {
   std::vector<std::string> meter_names() const;
   double energy_j() const { return energy_j_; }
   double last_watts() const { return last_w_; }
+  // Reads that failed (a meter that stopped answering); each streak is logged once, and its end.
+  uint64_t failed_reads() const { return failed_reads_; }
 
  private:
   struct Meter {
@@ -57,7 +59,9 @@ class RunPower {
     std::vector<size_t> lanes;  // lanes it covers (model: exactly one)
     uint64_t last_uj = 0;
     bool first = true;
+    bool failing = false;  // the last read failed (logged once per streak)
   };
+  uint64_t failed_reads_ = 0;
   std::vector<Meter> meters_;
   std::string source_;
   sched::PowerSource psource_ = sched::PowerSource::kModel;

@@ -18,6 +18,7 @@
 #include "profiler/power/power_meter.hpp"
 #include "profiler/table/config_table.hpp"
 #include "runtime/pipeline/fault_injection.hpp"
+#include "runtime/pipeline/power.hpp"
 #include "tests/pipeline/pipeline_fixture.hpp"
 
 using namespace hpr;
@@ -262,5 +263,24 @@ TEST_CASE("a power meter that stops answering returns an error naming the file, 
   auto back = (*m)->read(3'000'000'000);
   REQUIRE(back.is_ok());
   CHECK(back->energy_uj == 2'000'000);
+
+  // The daemon's power accounting over the same tree: it goes on, says so in the log, and counts the
+  // energy of the silent interval once the meter answers again.
+  LogCapture log;
+  std::ofstream(zone / "energy_uj", std::ios::trunc) << "1000000\n";
+  auto rp = RunPower::create({.rapl_root = root.string(), .use_nvml = false}, {{.name = "native0", .kind = "cpu"}},
+                             1'000'000'000);
+  REQUIRE(rp->source() == "rapl");
+  std::ofstream(zone / "energy_uj", std::ios::trunc) << "2000000\n";
+  CHECK(rp->sample({1.0}, 2'000'000'000).energy_j == Approx(1.0));
+  std::ofstream(zone / "energy_uj", std::ios::trunc);  // silent for two samples
+  rp->sample({1.0}, 3'000'000'000);
+  rp->sample({1.0}, 4'000'000'000);
+  CHECK(rp->failed_reads() == 2);
+  std::ofstream(zone / "energy_uj", std::ios::trunc) << "5000000\n";
+  CHECK(rp->sample({1.0}, 5'000'000'000).energy_j == Approx(4.0));  // 1 J before + 3 J across the gap
+  std::string t = log.text();
+  CHECK_THAT(t, Catch::Contains("stopped answering") && Catch::Contains("energy_uj"));
+  CHECK_THAT(t, Catch::Contains("answers again"));
   fs::remove_all(root);
 }
