@@ -55,16 +55,6 @@ const bool kHasCrc = [] {
 #endif
 }();
 
-// Any total order works for canonical(): compare the addresses as two native 64-bit words.
-bool endpoint_less(const uint8_t* a, uint16_t ap, const uint8_t* b, uint16_t bp) {
-  uint64_t x[2], y[2];
-  std::memcpy(x, a, 16);
-  std::memcpy(y, b, 16);
-  if (x[0] != y[0]) return x[0] < y[0];
-  if (x[1] != y[1]) return x[1] < y[1];
-  return ap < bp;
-}
-
 }  // namespace
 
 bool cpu_has_crc32c() { return kHasCrc; }
@@ -75,19 +65,6 @@ uint32_t crc32c(const void* data, size_t len, uint32_t seed) {
   if (kHasCrc) return crc32c_hw(p, len, seed);
 #endif
   return crc32c_sw(p, len, seed);
-}
-
-FlowKey FlowKey::reversed() const {
-  FlowKey r = *this;
-  std::memcpy(r.src, dst, 16);
-  std::memcpy(r.dst, src, 16);
-  r.sport = dport;
-  r.dport = sport;
-  return r;
-}
-
-FlowKey FlowKey::canonical() const {
-  return endpoint_less(dst, dport, src, sport) ? reversed() : *this;
 }
 
 FlowKey flow_key(const Packet& p) {
@@ -114,7 +91,6 @@ FlowKey flow_key(const Packet& p) {
   return k;
 }
 
-uint32_t flow_hash(const FlowKey& k) { return crc32c(&k, sizeof(FlowKey)); }
 uint32_t flow_hash_symmetric(const FlowKey& k) {
   FlowKey c = k.canonical();
   return crc32c(&c, sizeof(FlowKey));

@@ -27,7 +27,7 @@ inline void classify(Packet& p, FlowTable& ft, uint64_t now) {
   if (parse(p) != DropReason::kNone) return;
   if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) return;
   FlowKey k = flow_key(p).canonical();
-  p.hash = crc32c(&k, sizeof k);
+  p.hash = flow_hash(k);
   p.flow_id = ft.lookup_or_insert(k, p.hash, now);
 }
 

@@ -276,7 +276,7 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     p.flow_id = kNoFlow;
     if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
     FlowKey k = flow_key(p).canonical();
-    p.hash = crc32c(&k, sizeof k);
+    p.hash = flow_hash(k);
     bool inserted = false;
     p.flow_id = flows_->lookup_or_insert(k, p.hash, now, &inserted);
     flows_seen_.fetch_add(inserted, std::memory_order_relaxed);

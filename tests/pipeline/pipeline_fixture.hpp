@@ -82,7 +82,7 @@ inline Reference native_reference(const kernels::App& app, const Capture& cap, c
     }
     if (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6) {
       FlowKey k = flow_key(p).canonical();
-      p.hash = crc32c(&k, sizeof k);
+      p.hash = flow_hash(k);
       p.flow_id = (*ft)->lookup_or_insert(k, p.hash, 0);
       p.seq = (*ft)->state(p.flow_id).next_seq++;
     }
