@@ -189,6 +189,11 @@ Status validate(const RunConfig& c) {
   if (c.output.kind == "pcap" && c.output.pcap.empty()) return error(Code::kInvalidArgument, "output.pcap: a path is needed for pcap output");
   if (c.input.kind == "dpdk" && c.input.dpdk_port.empty()) return error(Code::kInvalidArgument, "input.dpdk_port: name the ethdev (e.g. net_pcap0)");
   if (c.output.kind == "dpdk" && c.output.dpdk_port.empty()) return error(Code::kInvalidArgument, "output.dpdk_port: name the ethdev (e.g. net_null0)");
+  if (c.input.kind == "dpdk" && c.output.kind == "dpdk" && c.input.dpdk_port == c.output.dpdk_port)
+    return error(Code::kInvalidArgument,
+                 "output.dpdk_port: '{}' is also the input; one ethdev cannot be opened twice: use two ports (e.g. "
+                 "--vdev net_pcap0,... in and --vdev net_null0 out)",
+                 c.output.dpdk_port);
   if (c.batch == 0) return error(Code::kInvalidArgument, "lanes.batch: the batch size must be at least 1");
   if (c.batch > 65536) return error(Code::kInvalidArgument, "lanes.batch: {} is above the maximum 65536", c.batch);
   if (c.queue == 0) return error(Code::kInvalidArgument, "lanes.queue: the queue size must be at least 1");

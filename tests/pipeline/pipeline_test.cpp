@@ -268,6 +268,14 @@ TEST_CASE("bad configuration: a clear error naming the setting, nothing started"
     REQUIRE_FALSE(r.is_ok());
     CHECK(r.status().message().find("lanes.queue") != std::string::npos);
   }
+  SECTION("the same DPDK port as input and output") {
+    c.input = {.kind = "dpdk", .dpdk_port = "net_ring0"};
+    c.output = {.kind = "dpdk", .dpdk_port = "net_ring0"};
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().code() == Code::kInvalidArgument);
+    CHECK(r.status().message().find("output.dpdk_port: 'net_ring0' is also the input") != std::string::npos);
+  }
   SECTION("unknown balancer") {
     c.balancer = "magic";
     auto r = prepare_run(c);
