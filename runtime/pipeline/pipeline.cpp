@@ -526,6 +526,21 @@ Summary Pipeline::run() {
   dispatcher_.join();
   for (auto& l : lanes_) l->request_stop();
   for (auto& l : lanes_) l->join();
+  // A lane that failed while draining, after the dispatcher had ended, still holds what it handed
+  // back, and no dispatcher is left to re-route it: count it (no_lane) rather than lose it.
+  for (auto& l : lanes_) {
+    if (l->state() != LaneState::kDrained) continue;
+    std::vector<Packet> left = std::move(l->orphans());
+    Packet p;
+    while (l->input().pop(p)) left.push_back(p);
+    l->mark_removed();
+    lane_failures_.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn("lane {} failed while draining; {} packets it held are counted as no_lane", l->name(), left.size());
+    for (auto& o : left) {
+      if (o.flow_id != kNoFlow) flows_->in_flight(o.flow_id).fetch_sub(1, std::memory_order_release);
+      drop_at_dispatch(&o, 1, DropReason::kNoLane);
+    }
+  }
   lanes_done_.store(true, std::memory_order_release);
   if (egress_.joinable()) egress_.join();
   end_ns_ = monotonic_ns();

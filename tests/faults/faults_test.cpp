@@ -160,6 +160,30 @@ TEST_CASE("every lane fails: what cannot be processed is counted as no_lane, the
   CHECK(drops_of(s, "no_lane") > 0);
 }
 
+TEST_CASE("a lane that fails while draining at the end: what it held is counted as no_lane, in both modes") {
+  // 1000 packets, batches of 64 closed only by size or at the stop: 15 full batches, then the last 40
+  // packets are submitted as batch 16 after the input has ended, and that submit fails.
+  for (bool rtc : {false, true}) {
+    LogCapture log;
+    RunConfig c = gen_config(1000);
+    c.devices = {"none"};
+    c.native_lanes = 1;
+    c.batch = 64;
+    c.batch_timeout_us = 10'000'000;
+    c.fail_after = {{"native0", 16}};
+    c.run_to_completion = rtc;
+    Summary s = run_to_end(c);
+    INFO("run to completion " << rtc);
+    check_books(s);
+    CHECK(s.rx_buffers_in_use == 0);
+    CHECK(s.lane_failures == 1);
+    CHECK(drops_of(s, "no_lane") == 40);
+    CHECK(lane_named(s, "native0")->state == "removed");
+    // Threaded: the lane thread failed after the dispatcher had ended; one thread: its drain re-routes.
+    if (!rtc) CHECK_THAT(log.text(), Catch::Contains("failed while draining; 40 packets"));
+  }
+}
+
 TEST_CASE("full queues: tiny lane queues without backpressure count queue_full drops and go on") {
   RunConfig c = gen_config(150000);
   c.devices = {"none"};
