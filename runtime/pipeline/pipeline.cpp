@@ -143,6 +143,17 @@ bool Pipeline::enqueue(Packet& p, uint8_t li) {
   return true;
 }
 
+// Takes a drained lane out of the set; returns what it handed back and what was pushed to its queue
+// after it drained itself, oldest first.
+std::vector<Packet> Pipeline::retire(Lane& lane) {
+  std::vector<Packet> out = std::move(lane.orphans());
+  Packet p;
+  while (lane.input().pop(p)) out.push_back(p);
+  lane.mark_removed();
+  lane_failures_.fetch_add(1, std::memory_order_relaxed);
+  return out;
+}
+
 // Re-routes the packets of lanes that failed, once egress has sent everything they completed
 // (so the re-routed packets of a flow cannot overtake its earlier ones). Returns true when it
 // re-routed anything.
@@ -157,11 +168,7 @@ bool Pipeline::handle_failed_lanes() {
     lane.join();
     while (egress_handled_[li]->load(std::memory_order_acquire) != lane.stats().packets.load(std::memory_order_acquire))
       wait_step(rounds);
-    std::vector<Packet> orphans = std::move(lane.orphans());
-    Packet p;
-    while (lane.input().pop(p)) orphans.push_back(p);  // pushed after the lane drained itself
-    lane.mark_removed();
-    lane_failures_.fetch_add(1, std::memory_order_relaxed);
+    std::vector<Packet> orphans = retire(lane);
     spdlog::warn("lane {} removed; re-routing {} packets to the remaining lanes", lane.name(), orphans.size());
     for (auto& o : orphans) {
       uint8_t to = kNoLane;
@@ -530,11 +537,7 @@ Summary Pipeline::run() {
   // back, and no dispatcher is left to re-route it: count it (no_lane) rather than lose it.
   for (auto& l : lanes_) {
     if (l->state() != LaneState::kDrained) continue;
-    std::vector<Packet> left = std::move(l->orphans());
-    Packet p;
-    while (l->input().pop(p)) left.push_back(p);
-    l->mark_removed();
-    lane_failures_.fetch_add(1, std::memory_order_relaxed);
+    std::vector<Packet> left = retire(*l);
     spdlog::warn("lane {} failed while draining; {} packets it held are counted as no_lane", l->name(), left.size());
     for (auto& o : left) {
       if (o.flow_id != kNoFlow) flows_->in_flight(o.flow_id).fetch_sub(1, std::memory_order_release);

@@ -161,6 +161,7 @@ class Pipeline {
   void transmit(std::vector<Packet>& txq);
   uint8_t pick_lane(uint32_t hash) const;
   bool handle_failed_lanes();
+  std::vector<Packet> retire(Lane& lane);
   bool enqueue(Packet& p, uint8_t lane);
   void drop_at_dispatch(Packet* p, uint16_t n, DropReason r);
   std::string flow_text(const Packet& p) const;
