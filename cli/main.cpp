@@ -170,8 +170,8 @@ int cmd_run(RunConfig cfg, bool quiet) {
   }
   fmt::print("hpr run: app {} | in {} | out {} | lanes:", c.app->name(), c.rx->describe(), c.tx->describe());
   for (const auto& d : c.devices) fmt::print(" [{} {}]", d.name, kind_name(d.kind));
-  fmt::print(" [native x{}] | batch {} | {}\n", cfg.native_lanes, cfg.batch,
-             cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listen + "/metrics");
+  fmt::print(" [native x{}] | batch {}{} | {}\n", cfg.native_lanes, cfg.batch,
+             cfg.run_to_completion ? " | run to completion (one thread)" : "", cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listen + "/metrics");
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
   fmt::print("  {}\n", (*extras)->describe());
   Summary prev;
