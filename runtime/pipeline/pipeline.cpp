@@ -245,7 +245,8 @@ void Pipeline::dispatch_loop() {
     for (auto& l : lanes_) l->request_stop();
     int rounds = 0;
     for (;;) {
-      bool did = service() | handle_failed_lanes();
+      bool did = service();
+      did = handle_failed_lanes() || did;
       bool all = true;
       for (auto& l : lanes_) all &= l->finished();
       if (all && !did) break;

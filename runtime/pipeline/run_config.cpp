@@ -5,6 +5,8 @@
 #include "runtime/pipeline/fault_injection.hpp"
 
 #include <filesystem>
+#include <limits>
+#include <optional>
 #include <set>
 #include <toml++/toml.h>
 
@@ -19,6 +21,13 @@
 namespace hpr {
 namespace {
 
+// Integer nodes only. toml++'s value<int64_t>() also converts a float, and casts it before checking
+// its range (undefined for 1e19: found by fuzz_run_config).
+std::optional<int64_t> integer_of(const toml::node& n) {
+  if (const auto* i = n.as_integer()) return i->get();
+  return std::nullopt;
+}
+
 template <typename T>
 Status get(const toml::table& t, const char* section, const char* key, T& out) {
   const toml::node* n = t.at_path(std::string(section) + "." + key).node();
@@ -30,7 +39,14 @@ Status get(const toml::table& t, const char* section, const char* key, T& out) {
   } else if constexpr (std::is_floating_point_v<T>) {
     if (auto v = n->value<double>()) { out = static_cast<T>(*v); return Status::ok(); }
   } else {
-    if (auto v = n->value<int64_t>(); v && *v >= 0) { out = static_cast<T>(*v); return Status::ok(); }
+    if (auto v = integer_of(*n)) {
+      constexpr auto kMax = static_cast<uint64_t>(std::numeric_limits<T>::max());
+      if (*v < 0 || static_cast<uint64_t>(*v) > kMax)
+        return error(Code::kInvalidArgument, "setting {}.{} = {} is out of range 0..{} (line {})", section, key, *v, kMax,
+                     n->source().begin.line);
+      out = static_cast<T>(*v);
+      return Status::ok();
+    }
   }
   return error(Code::kInvalidArgument, "setting {}.{} has the wrong type (line {})", section, key, n->source().begin.line);
 }
@@ -128,7 +144,13 @@ Result<RunConfig> load_run_config(const std::string& path) {
     }
   }
   if (const toml::table* f = t.at_path("faults.fail_after_batches").as_table()) {
-    for (const auto& [name, v] : *f) c.fail_after[std::string(name.str())] = static_cast<uint64_t>(v.value_or<int64_t>(0));
+    for (const auto& [name, v] : *f) {
+      auto n = integer_of(v);
+      if (!n || *n < 0)
+        return error(Code::kInvalidArgument, "{}: faults.fail_after_batches.\"{}\" must be an integer >= 0", path,
+                     name.str());
+      c.fail_after[std::string(name.str())] = static_cast<uint64_t>(*n);
+    }
   }
   HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "enabled", c.shaping.enabled)));
   {
@@ -148,7 +170,7 @@ Result<RunConfig> load_run_config(const std::string& path) {
   HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "waiting_packets", c.shaping.waiting_packets)));
   if (const toml::table* f = t.at_path("faults.slow_lane_us").as_table()) {
     for (const auto& [name, v] : *f) {
-      auto us = v.value<int64_t>();
+      auto us = integer_of(v);
       if (!us || *us < 0 || *us > 10'000'000)
         return error(Code::kInvalidArgument, "{}: faults.slow_lane_us.\"{}\" must be an integer 0..10000000 (microseconds)",
                      path, name.str());

@@ -299,6 +299,18 @@ TEST_CASE("bad configuration: a clear error naming the setting, nothing started"
     REQUIRE_FALSE(r2.is_ok());
     CHECK(r2.status().message().find("unknown section [lane]") != std::string::npos);
   }
+  SECTION("an integer setting given as a float, too large for its field, or negative") {
+    std::string p = tmp_path("ints.toml");
+    auto message = [&](const std::string& text) {
+      std::ofstream(p, std::ios::trunc) << text;
+      auto r = load_run_config(p);
+      return r.is_ok() ? std::string("accepted") : r.status().message();
+    };
+    CHECK_THAT(message("[lanes]\nbatch = 12222223222222221111.5\n"), Catch::Contains("lanes.batch has the wrong type"));
+    CHECK_THAT(message("[lanes]\nbatch = 4294967296\n"), Catch::Contains("lanes.batch = 4294967296 is out of range 0..4294967295"));
+    CHECK_THAT(message("[lanes]\nqueue = -1\n"), Catch::Contains("lanes.queue = -1 is out of range"));
+    CHECK_THAT(message("[faults.fail_after_batches]\ncl = 2.5\n"), Catch::Contains("must be an integer >= 0"));
+  }
 }
 
 TEST_CASE("run to completion: one thread does everything, with the same output, books and order") {
