@@ -1,23 +1,27 @@
-// hpr: the command-line front end. Subcommands: devices, run (profile and bench come with their issues).
+// hpr: the command-line front end. Subcommands: devices, run, profile (cli/profile_cmd.cpp), bench.
 // Exit codes: 0 ok; 1 the run finished but its books did not balance or a reorder happened;
 // 2 bad configuration or arguments; 3 a resource was missing or failed (file, device, port).
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
+#include "cli/profile_cmd.hpp"
 #include "hpr/data_dir.hpp"
 #include "kernels/registry.hpp"
 #include "runtime/opencl/devices.hpp"
 #include "runtime/pipeline/run_config.hpp"
-#include "cli/profile_cmd.hpp"
 
 using namespace hpr;
 
@@ -30,7 +34,9 @@ int exit_code_for(const Status& s) {
 }
 
 std::atomic<Pipeline*> g_pipeline{nullptr};
+std::atomic<bool> g_stop{false};  // a signal that came before the pipeline existed
 void on_signal(int) {
+  g_stop = true;
   if (Pipeline* p = g_pipeline.load()) p->request_stop();
 }
 
@@ -90,6 +96,58 @@ int cmd_devices(bool json, const std::vector<std::string>& kind_overrides) {
   return kExitOk;
 }
 
+// The benchmark binaries (bench/, built by scripts/bench.sh beside this binary): name → path below the
+// build directory and what it measures (docs/benchmarks.md).
+struct BenchEntry {
+  const char* name;
+  const char* path;
+  const char* what;
+};
+constexpr BenchEntry kBenches[] = {
+    {"classify", "bench/runtime/classify_fwd", "rx -> classify -> tx through DPDK, and the classifier alone (issue 2)"},
+    {"generator", "bench/generator/generator_bench", "traffic generator rate"},
+    {"ipv4", "bench/ipv4/ipv4_bench", "LPM beside DPDK rte_lpm, native forwarding"},
+    {"dpi", "bench/dpi/dpi_bench", "Aho-Corasick beside Hyperscan, native and OpenCL"},
+    {"crypto", "bench/crypto/crypto_bench", "MD5 and AES-128-CBC beside OpenSSL EVP"},
+    {"decision", "bench/fig7/sched_decision_bench", "adaptive scheduler decision cost"},
+    {"fig7", "bench/fig7/fig7_sim", "Fig. 7 replay on model devices"},
+    {"balance", "bench/balance/balance_sim", "load balancers, three-paper simulator"},
+    {"shaper", "bench/shaper/shaper_sim", "token-bucket shaper at scale, model, conformance"},
+    {"heap", "bench/shaper/shaper_heap_bench", "shaper heap insert/delete cost"},
+};
+
+// `hpr bench [NAME [ARGS...]]`: lists the benchmarks, or runs one with its own arguments.
+int cmd_bench(const std::string& name, const std::vector<std::string>& args) {
+  std::error_code ec;
+  auto build = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().parent_path();  // build/cli/hpr
+  if (name.empty()) {
+    fmt::print("Benchmarks (hpr bench NAME [ARGS...]; NAME --help for its options; figures: docs/benchmarks.md):\n");
+    for (const auto& b : kBenches)
+      fmt::print("  {:<10} {:<60} {}\n", b.name, b.what,
+                 std::filesystem::exists(build / b.path) ? "" : "(not built: scripts/bench.sh)");
+    return kExitOk;
+  }
+  for (const auto& b : kBenches) {
+    if (name != b.name) continue;
+    std::string path = (build / b.path).string();
+    if (!std::filesystem::exists(path)) {
+      fmt::print(stderr, "hpr bench: {} is not built ({} missing); build the benchmarks with scripts/bench.sh\n", name,
+                 path);
+      return kExitResource;
+    }
+    std::vector<char*> argv{path.data()};
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::fflush(stdout);
+    execv(path.c_str(), argv.data());
+    fmt::print(stderr, "hpr bench: cannot run {}: {}\n", path, std::strerror(errno));
+    return kExitResource;
+  }
+  fmt::print(stderr, "hpr bench: unknown benchmark '{}'; `hpr bench` lists them\n", name);
+  return kExitConfig;
+}
+
 struct Telemetry {
   std::unique_ptr<prometheus::Exposer> exposer;
   std::shared_ptr<prometheus::Registry> registry;
@@ -145,6 +203,8 @@ struct Telemetry {
 };
 
 int cmd_run(RunConfig cfg, bool quiet) {
+  std::signal(SIGINT, on_signal);  // from the start: loading tables and building programs takes seconds
+  std::signal(SIGTERM, on_signal);
   if (Status v = validate(cfg); !v.is_ok()) {
     fmt::print(stderr, "hpr run: {}\n", v.message());
     return kExitConfig;
@@ -194,8 +254,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
     prev = s;
   });
   g_pipeline = c.pipeline.get();
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  if (g_stop) c.pipeline->request_stop();  // SIGINT/SIGTERM during the start: stop at once, with the summary
   Summary s = c.pipeline->run();
   g_pipeline = nullptr;
   (*extras)->finish(s);
@@ -218,6 +277,9 @@ int main(int argc, char** argv) {
                "OpenCL device and native CPU lanes). Data: $HPR_DATA_DIR (default " + data_dir() + ")."};
   app.require_subcommand(1);
   app.set_version_flag("--version", HPR_VERSION);
+  app.footer(
+      "Exit codes: 0 ok; 1 the run ended with unbalanced books or a reorder; 2 bad configuration or arguments\n"
+      "(the message names the setting); 3 a resource is missing or failed (file, device, port).");
 
   auto* dev = app.add_subcommand("devices", "List the OpenCL devices the ICD loader finds");
   bool dev_json = false;
@@ -245,6 +307,10 @@ int main(int argc, char** argv) {
   run->add_option("--timeout-us", rc.batch_timeout_us, "Close a partial batch after this many microseconds");
   run->add_option("--queue", rc.queue, "Lane queue size (packets)");
   run->add_option("--in-flight", rc.in_flight, "OpenCL batches in flight per lane");
+  std::vector<std::string> weights;
+  run->add_option("--weight", weights,
+                  "Lane weight (share of new flows): LANE_NAME_SUBSTRING=W, e.g. native=2 (repeatable; default: "
+                  "compute units per device, 1 per native lane)");
   run->add_option("--balancer", rc.balancer, "Flow-to-lane policy: rr crc16 crc32 hrw whrw (default) ahrw subflow fcfs afs laps");
   run->add_option("--routes", rc.app_opts.routes, "ipv4: route table (pyasn .dat[.gz] or 'prefix/len nexthop' text)");
   run->add_option("--ports", rc.app_opts.ports, "ipv4: number of output ports (next hop = origin AS mod ports)");
@@ -264,6 +330,12 @@ int main(int argc, char** argv) {
   run->add_flag("-q,--quiet", quiet, "No status line every second");
   cli::add_run_flags(*run);
   auto* profile = cli::add_profile_command(app);
+  auto* bench = app.add_subcommand(
+      "bench", "List the benchmarks, or run one: hpr bench NAME [ARGS...] (built by scripts/bench.sh)");
+  std::string bench_name;
+  bench->add_option("name", bench_name, "Benchmark to run (none: list them)");
+  bench->allow_extras();
+  bench->prefix_command();
   std::string backpressure, rtc;
   run->add_option("--backpressure", backpressure, "on (default): wait when a lane queue is full (the input port's ring fills); off: drop as queue_full");
   run->add_option("--run-to-completion", rtc, "on: one thread does rx, classification, every lane and tx (for few cores); off (default): a thread per lane and one for egress");
@@ -277,6 +349,7 @@ int main(int argc, char** argv) {
 
   if (dev->parsed()) return cmd_devices(dev_json, dev_kinds);
   if (profile->parsed()) return cli::run_profile_command();
+  if (bench->parsed()) return cmd_bench(bench_name, bench->remaining());
   if (run->parsed()) {
     RunConfig cfg;
     if (!config_path.empty()) {
@@ -332,6 +405,16 @@ int main(int argc, char** argv) {
     if (given("--queue")) cfg.queue = rc.queue;
     if (given("--in-flight")) cfg.in_flight = rc.in_flight;
     if (given("--balancer")) cfg.balancer = rc.balancer;
+    for (const auto& w : weights) {
+      auto eq = w.find('=');
+      char* end = nullptr;
+      double x = eq == std::string::npos ? -1 : std::strtod(w.c_str() + eq + 1, &end);
+      if (eq == std::string::npos || end == w.c_str() + eq + 1 || *end != '\0') {
+        fmt::print(stderr, "hpr run: --weight wants LANE=NUMBER (e.g. native=2), got '{}'\n", w);
+        return kExitConfig;
+      }
+      cfg.lane_weights[w.substr(0, eq)] = x;
+    }
     if (!backpressure.empty()) {
       if (backpressure != "on" && backpressure != "off") {
         fmt::print(stderr, "hpr run: --backpressure must be on or off\n");

@@ -20,13 +20,13 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     if (!opt.drop_non_ipv4) c.non_ipv4_port = 0;
     std::string routes = opt.routes.empty() ? data_path("routes/ipasn_20140513.dat.gz") : opt.routes;
     auto a = ipv4::Ipv4App::from_file(routes, c);
-    if (!a) return error(a.status().code(), "app ipv4: {}", a.status().message());
+    if (!a) return error(a.status().code(), "app.routes (--routes): {}", a.status().message());
     return std::shared_ptr<App>(std::move(*a));
   }
   if (name == "dpi") {
     std::string rules = opt.rules.empty() ? data_path("rules/et-open-2017") : opt.rules;
     auto set = std::filesystem::is_directory(rules) ? dpi::load_rule_dir(rules) : dpi::load_rule_files({rules});
-    if (!set) return error(set.status().code(), "app dpi: {}", set.status().message());
+    if (!set) return error(set.status().code(), "app.rules (--rules): {}", set.status().message());
     dpi::DpiConfig c;
     c.max_slice_bytes = opt.max_frame_bytes;
     auto a = dpi::DpiApp::create(std::move(*set), c);
@@ -43,10 +43,10 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     auto keys = std::make_shared<aes::KeyTable>(opt.key_capacity);
     if (!opt.keys.empty()) {
       auto entries = aes::load_key_file(opt.keys);
-      if (!entries) return error(entries.status().code(), "app aes: {}", entries.status().message());
+      if (!entries) return error(entries.status().code(), "app.keys (--keys): {}", entries.status().message());
       // Lines naming a 5-tuple need the flow table: only "flow <id> <key>" lines apply at start.
       auto n = aes::install(*keys, *entries, [](const aes::FlowTuple&) { return kNoFlow; }, opt.keys);
-      if (!n) return error(n.status().code(), "app aes: {}", n.status().message());
+      if (!n) return error(n.status().code(), "app.keys (--keys): {}", n.status().message());
     } else if (!opt.master_key.empty()) {
       aes::Key master{};
       if (opt.master_key.size() != 32 ||

@@ -1,5 +1,8 @@
 #include "runtime/flow.hpp"
 
+#include <arpa/inet.h>
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -89,6 +92,16 @@ FlowKey flow_key(const Packet& p) {
     k.dport = be16(p.data + p.l4_off + 2);
   }
   return k;
+}
+
+std::string flow_text(const Packet& p) {
+  if (p.l3_off == kNoOffset || (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6)) return "non-ip";
+  FlowKey k = flow_key(p);
+  char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+  int af = k.family == 4 ? AF_INET : AF_INET6;
+  inet_ntop(af, k.src, a, sizeof a);
+  inet_ntop(af, k.dst, b, sizeof b);
+  return fmt::format("{}:{} > {}:{} proto {}", a, k.sport, b, k.dport, k.proto);
 }
 
 uint32_t flow_hash_symmetric(const FlowKey& k) {

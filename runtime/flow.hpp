@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #if defined(__SSE4_2__) && defined(__x86_64__)
@@ -72,6 +73,8 @@ static_assert(sizeof(FlowKey) == 40);
 
 // Extracts the key of a parsed packet (parse() must have run). Non-IP packets give family 0.
 FlowKey flow_key(const Packet& p);
+// "src:sport > dst:dport proto N" for an IP packet, "non-ip" otherwise (result logs).
+std::string flow_text(const Packet& p);
 
 uint32_t crc32c(const void* data, size_t len, uint32_t seed = 0xffffffffu);
 // Direction-sensitive: crc32c(&k, sizeof k). Inline, five CRC32 instructions where SSE4.2 is built in.

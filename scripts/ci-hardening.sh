@@ -40,10 +40,13 @@ fi
 if [[ $skip != *" tsan "* ]]; then
   s=$SECONDS; stamp "tsan: configure + build of the threaded tests"
   tsan_tests=(pipeline_test dpdk_pipeline_test faults_test ports_test)
+  # The hpr binary itself: its Prometheus exposer thread beside the pipeline (e2e_telemetry_loopback) and a run
+  # stopped by SIGTERM (e2e_cli).
+  tsan_e2e=(e2e_telemetry_loopback e2e_cli)
   cmake --preset tsan >/dev/null
-  cmake --build --preset tsan -j "$jobs" --target "${tsan_tests[@]}"
-  phase tsan-build $s; s=$SECONDS; stamp "tsan: ctest ${tsan_tests[*]}"
-  regex=$(IFS='|'; echo "^(${tsan_tests[*]})\$")
+  cmake --build --preset tsan -j "$jobs" --target "${tsan_tests[@]}" hpr
+  phase tsan-build $s; s=$SECONDS; stamp "tsan: ctest ${tsan_tests[*]} ${tsan_e2e[*]}"
+  regex=$(IFS='|'; echo "^(${tsan_tests[*]} ${tsan_e2e[*]})\$" | tr ' ' '|')
   ctest --preset tsan -R "$regex"
   phase tsan-ctest $s
 fi

@@ -5,7 +5,9 @@ For each round, in turn (never at once: the machine has 2 cores):
   testpmd   dpdk-testpmd --forward-mode=io, net_pcap (infinite_rx=1) -> net_null
   classify  bench/runtime/classify_fwd dpdk: rx -> parse/flow/hash/lookup -> tx, same vdevs
   hpr:<app>:<lanes>  build/cli/hpr run through the same vdevs (DPDK in, DPDK null out)
-Reports Mpps median and spread (p90-p10 over median) per case and the ratio of medians to testpmd.
+  alt:<app>:<lanes>  the same with another hpr binary (--alt-hpr, e.g. a build before a change)
+Reports Mpps median and spread (p90-p10 over median) per case, the ratio of medians to testpmd, and for
+hpr runs the medians of Gbit/s out and of the rx-to-tx latency p50/p99.
 Writes CSV (one row per measurement) to --out.
 """
 import argparse, csv, json, os, re, statistics, subprocess, sys, tempfile, time
@@ -56,10 +58,10 @@ def classify(capture, seconds, mode):
     return json.loads(out.strip().splitlines()[-1])["mpps"]
 
 
-def hpr_run(capture, seconds, app, devices, native, rtc, batch):
+def hpr_run(binary, capture, seconds, app, devices, native, rtc, batch):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
-        cmd = [HPR, "run", "-q", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
+        cmd = [binary, "run", "-q", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
                "--vdev", f"net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev", "net_null0",
                "--devices", devices, "--native", str(native), "--batch", str(batch), "--duration", str(seconds),
                "--summary-json", js, "--master-key", "000102030405060708090a0b0c0d0e0f",
@@ -82,8 +84,10 @@ def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--apps", default="ipv4")
-    ap.add_argument("--lanes", default="native:none:1,native-rtc:none:1:rtc,cl:all:0,all:all:1,all-rtc:all:1:rtc",
+    ap.add_argument("--lanes", default="native:none:1,native-rtc:none:1:rtc,cl-pthread:pthread:0,cl-basic:basic:0,"
+                    "cl:all:0,all:all:1,all-rtc:all:1:rtc",
                     help="name:devices:native[:rtc] lane sets for hpr run (rtc: --run-to-completion on)")
+    ap.add_argument("--alt-hpr", default="", help="another hpr binary, run beside build/cli/hpr on the same cases")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--issue2-only", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "runtime", "vs_testpmd.csv"))
@@ -98,7 +102,9 @@ def main():
         for app in a.apps.split(","):
             for spec in a.lanes.split(","):
                 name, devs, native, *rest = spec.split(":")
-                cases.append((f"hpr:{app}:{name}", (app, devs, int(native), rest == ["rtc"])))
+                cases.append((f"hpr:{app}:{name}", (HPR, app, devs, int(native), rest == ["rtc"])))
+                if a.alt_hpr:
+                    cases.append((f"alt:{app}:{name}", (a.alt_hpr, app, devs, int(native), rest == ["rtc"])))
     for r in range(a.rounds):
         for case, arg in cases:
             extra = {}
@@ -119,12 +125,17 @@ def main():
         w.writeheader()
         w.writerows(rows)
     base = statistics.median(res["testpmd"])
-    print(f"\n{'case':<24} {'median Mpps':>12} {'spread':>8} {'ratio to testpmd':>17}")
+    print(f"\n{'case':<24} {'median Mpps':>12} {'spread':>8} {'ratio to testpmd':>17} {'Gbit/s':>7} {'p50 us':>8} {'p99 us':>8}")
     for case, vals in res.items():
         vs = sorted(vals)
         med = statistics.median(vs)
         p10, p90 = vs[int(0.1 * (len(vs) - 1))], vs[int(round(0.9 * (len(vs) - 1)))]
-        print(f"{case:<24} {med:12.3f} {(p90 - p10) / med if med else 0:8.3f} {med / base if base else 0:17.3f}")
+        extra = ""
+        if case.startswith(("hpr:", "alt:")):
+            mine = [r for r in rows if r["case"] == case]
+            extra = " ".join(f"{statistics.median(r[k] for r in mine):{w}.{d}f}" for k, w, d in
+                             (("gbps", 7, 2), ("p50_us", 8, 0), ("p99_us", 8, 0)))
+        print(f"{case:<24} {med:12.3f} {(p90 - p10) / med if med else 0:8.3f} {med / base if base else 0:17.3f} {extra}")
     print(f"\nCSV: {a.out}")
 
 

@@ -110,6 +110,7 @@ class ClExecutor final : public Executor {
         s->pkts.resize(cfg.max_batch);
         auto& ctx = e->prog_->context;
         s->queue = cl::CommandQueue(ctx, e->prog_->device);
+        e->inject(fault::ClPoint::kAlloc, CL_MEM_OBJECT_ALLOCATION_FAILURE, "clCreateBuffer");
         if (unified) {
           s->desc_buf = cl::Buffer(ctx, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, desc_bytes);
           s->pkts_buf = cl::Buffer(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, pkts_bytes);

@@ -5,6 +5,8 @@
 // Set by the environment variable HPR_FAULT_CL = "<point>:<n>[@<device substring>]", read when a device's
 // program is built or its executor created (not on the packet path):
 //   build:1          clBuildProgram fails (CL_BUILD_PROGRAM_FAILURE): prepare_run leaves the device out;
+//   alloc:N          the N-th batch buffer of a lane's executor cannot be created (CL_MEM_OBJECT_ALLOCATION_FAILURE):
+//                    the pipeline leaves that lane out;
 //   map:N            the N-th clEnqueueMapBuffer of a batch submit fails (CL_MAP_FAILURE): the lane fails;
 //   enqueue:N        the N-th clEnqueueNDRangeKernel fails (CL_OUT_OF_RESOURCES): the lane fails;
 // "@pthread" limits it to devices whose name contains "pthread". Unset or empty: no fault. A malformed value
@@ -18,7 +20,7 @@
 
 namespace hpr::fault {
 
-enum class ClPoint : uint8_t { kNone, kBuild, kMap, kEnqueue };
+enum class ClPoint : uint8_t { kNone, kBuild, kAlloc, kMap, kEnqueue };
 
 struct ClFault {
   ClPoint point = ClPoint::kNone;
@@ -40,9 +42,12 @@ inline ClFault parse_cl_fault(const char* v) {
   std::string point = s.substr(0, s.find(':'));
   if (auto c = s.find(':'); c != std::string::npos) f.nth = std::strtoull(s.c_str() + c + 1, nullptr, 10);
   if (point == "build") f.point = ClPoint::kBuild;
+  else if (point == "alloc")
+    f.point = ClPoint::kAlloc;
   else if (point == "map") f.point = ClPoint::kMap;
   else if (point == "enqueue") f.point = ClPoint::kEnqueue;
-  else spdlog::warn("HPR_FAULT_CL='{}' ignored: use build|map|enqueue:N[@device]", v);
+  else
+    spdlog::warn("HPR_FAULT_CL='{}' ignored: use build|alloc|map|enqueue:N[@device]", v);
   if (f.nth == 0) f.nth = 1;
   return f;
 }

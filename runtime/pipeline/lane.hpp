@@ -72,6 +72,7 @@ struct LaneStats {
   std::atomic<uint64_t> batches{0}, packets{0}, events{0};
   std::atomic<uint64_t> busy_ns{0};        // time with at least one batch outstanding
   std::atomic<uint64_t> batch_pkts_sum{0}; // for the mean batch size
+  std::atomic<uint64_t> queue_full{0};     // packets dropped because this lane's queue was full (dispatcher)
   LatencyHistogram batch_latency;          // submit → complete, ns
 };
 

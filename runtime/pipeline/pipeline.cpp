@@ -1,8 +1,9 @@
 #include "runtime/pipeline/pipeline.hpp"
 
-#include <arpa/inet.h>
-#include <nlohmann/json.hpp>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
 
 #include "hpr/clock.hpp"
 #include "runtime/balance_glue.hpp"
@@ -17,6 +18,14 @@ void backoff(int& rounds) {
   else std::this_thread::yield();
 }
 
+// The policies want weights > 0: a lane of weight 0 (no new flows; the dispatcher disables it for the
+// policy) gets a token one.
+std::vector<float> policy_weights(const std::vector<float>& w) {
+  std::vector<float> out;
+  for (float x : w) out.push_back(x > 0 ? x : 1e-6f);
+  return out;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app,
@@ -28,6 +37,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   if (!ft) return ft.status();
   p->flows_ = std::move(*ft);
   p->expected_seq_.assign(p->flows_->capacity(), 0);
+  std::vector<LaneSpec> started;
   for (auto& spec : cfg.lanes) {
     if (spec.lane.batch_size == 0) return error(Code::kInvalidArgument, "lane {}: batch size must be at least 1", spec.lane.name);
     if (spec.lane.queue_size == 0) return error(Code::kInvalidArgument, "lane {}: queue size must be at least 1", spec.lane.name);
@@ -37,23 +47,30 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
       ex = make_native_executor(*app, ec);
     } else {
       auto e = make_cl_executor(*app, spec.program, spec.host_unified, ec);
-      if (!e) return error(e.status().code(), "lane {}: {}", spec.lane.name, e.status().message());
+      if (!e) {
+        // A device whose queues or buffers cannot be created is left out; the other lanes go on.
+        spdlog::warn("lane {} left out: {}", spec.lane.name, e.status().message());
+        p->left_out_.push_back(spec.lane.name + ": " + e.status().message());
+        continue;
+      }
       ex = std::move(*e);
     }
     p->lanes_.push_back(std::make_unique<Lane>(spec.lane, *app, std::move(ex), cfg.completion_ring));
     p->egress_handled_.push_back(std::make_unique<std::atomic<uint64_t>>(0));
+    started.push_back(std::move(spec));
   }
+  if (started.empty()) return error(Code::kUnavailable, "no lane could be started: {}", fmt::join(p->left_out_, "; "));
+  cfg.lanes = std::move(started);
   // The balancer: one slot per flow-table id, one lane per lane, weights from the lanes.
   balance::BalancerConfig bc = cfg.balancer_cfg;
   bc.lanes = static_cast<uint32_t>(cfg.lanes.size());
-  bc.lane_weights.clear();
-  for (const auto& spec : cfg.lanes) bc.lane_weights.push_back(static_cast<float>(spec.lane.weight));
+  for (const auto& spec : cfg.lanes) p->weights_.push_back(static_cast<float>(spec.lane.weight));
+  bc.lane_weights = policy_weights(p->weights_);
   bc.flow_slots = p->flows_->capacity();
   bc.burst_max = 256;
   auto bal = balance::make_balancer(cfg.balancer, bc);
   if (!bal) return error(bal.status().code(), "lanes.balancer: {}", bal.status().message());
   p->balancer_ = std::move(*bal);
-  p->weights_ = bc.lane_weights;
   p->lane_states_.resize(cfg.lanes.size());
   p->flow_pending_.assign(p->flows_->capacity(), 0);
   if (cfg.shaping.enabled) {
@@ -73,7 +90,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   if (!cfg.log_path.empty()) {
     p->log_ = std::fopen(cfg.log_path.c_str(), "w");
     if (p->log_ == nullptr) return error(Code::kIoError, "cannot write the result log '{}'", cfg.log_path);
-    for (auto& l : p->lanes_) l->set_logging(true, [pp = p.get()](const Packet& pk) { return pp->flow_text(pk); });
+    // "<rx ns> <src>:<sport> > <dst>:<dport> proto <n>"
+    for (auto& l : p->lanes_)
+      l->set_logging(true, [](const Packet& pk) { return fmt::format("{} {}", pk.rx_ns, flow_text(pk)); });
   }
   p->cfg_ = std::move(cfg);
   p->burst_ = std::make_unique<Burst>();
@@ -94,17 +113,6 @@ Pipeline::~Pipeline() {
   lanes_done_ = true;
   if (egress_.joinable()) egress_.join();
   if (log_ != nullptr) std::fclose(log_);
-}
-
-std::string Pipeline::flow_text(const Packet& p) const {
-  // "<rx ns> <src>:<sport> > <dst>:<dport> <proto>"
-  if (p.l3_off == kNoOffset || (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6)) return fmt::format("{} non-ip", p.rx_ns);
-  FlowKey k = flow_key(p);
-  char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
-  int af = k.family == 4 ? AF_INET : AF_INET6;
-  inet_ntop(af, k.src, a, sizeof a);
-  inet_ntop(af, k.dst, b, sizeof b);
-  return fmt::format("{} {}:{} > {}:{} proto {}", p.rx_ns, a, k.sport, b, k.dport, k.proto);
 }
 
 uint8_t Pipeline::pick_lane(uint32_t hash) const {
@@ -226,7 +234,7 @@ void Pipeline::dispatch_loop() {
     if (weights_dirty_.load(std::memory_order_acquire)) {
       std::lock_guard<std::mutex> g(weights_mu_);
       weights_ = pending_weights_;
-      (void)balancer_->set_lane_weights(weights_);  // validated in set_lane_weights
+      (void)balancer_->set_lane_weights(policy_weights(weights_));  // validated in set_lane_weights
       weights_dirty_.store(false, std::memory_order_relaxed);
     }
     uint64_t now = monotonic_ns();
@@ -298,7 +306,7 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
       auto& ls = lane_states_[l];
       ls.queued = static_cast<uint32_t>(lanes_[l]->input().size());
       ls.capacity = static_cast<uint32_t>(lanes_[l]->input().capacity());
-      ls.weight = weights_[l] > 0 ? weights_[l] : 1e-6f;
+      ls.weight = weights_[l] > 0 ? weights_[l] : 1e-6f;  // as policy_weights()
       ls.enabled = lanes_[l]->state() == LaneState::kRunning && weights_[l] > 0;
     }
     balance::LaneTable table{lane_states_, flow_pending_, now};
@@ -349,6 +357,7 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
         flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
         fs->next_seq--;  // keep the flow's sequence contiguous: this packet never existed for egress
       }
+      lanes_[lane]->stats().queue_full.fetch_add(1, std::memory_order_relaxed);
       drop_at_dispatch(&p, 1, DropReason::kQueueFull);
     }
   }
@@ -583,6 +592,8 @@ Summary Pipeline::snapshot() const {
   s.lane_failures = lane_failures_.load();
   s.host_frames = host_frames_.load();
   s.event_name = std::string(app_->event_name());
+  s.balancer = cfg_.balancer;
+  if (end_ns_ != 0) s.balance = balancer_->stats();  // the dispatcher has ended: no writer left
   if (shaper_) {
     std::lock_guard<std::mutex> g(shaper_mu_);
     s.shaping = true;
@@ -605,6 +616,7 @@ Summary Pipeline::snapshot() const {
     ls.batches = st.batches.load();
     ls.packets = st.packets.load();
     ls.events = st.events.load();
+    ls.queue_full = st.queue_full.load();
     s.events += ls.events;
     ls.mean_batch = ls.batches != 0 ? static_cast<double>(st.batch_pkts_sum.load()) / static_cast<double>(ls.batches) : 0;
     ls.utilisation = s.seconds > 0 ? static_cast<double>(st.busy_ns.load()) / 1e9 / s.seconds : 0;
@@ -632,13 +644,27 @@ std::string Summary::to_json() const {
   j["app_events"] = {{"name", event_name}, {"count", events}};
   j["latency_ns"] = {{"p50", latency_p50_ns}, {"p99", latency_p99_ns}};
   if (!power_source.empty()) j["power"] = {{"watts", power_w}, {"energy_j", energy_j}, {"source", power_source}};
+  if (balance)
+    j["balancer"] = {{"policy", balancer},
+                     {"moves", balance->moves},
+                     {"blocked_moves", balance->blocked_moves},
+                     {"would_reorder", balance->would_reorder},
+                     {"migrations", balance->migrations},
+                     {"adjustments", balance->adjustments}};
   if (shaping)
     j["shaper"] = {{"queues", shaped_queues}, {"heap", shaper_heap}, {"waiting", shaper_waiting},
                    {"reschedules", shaper_reschedules}, {"delayed_packets", shaper_delayed}};
   for (const auto& l : lanes) {
-    j["lanes"].push_back({{"name", l.name}, {"state", l.state}, {"failure", l.failure}, {"batches", l.batches},
-                          {"packets", l.packets}, {"events", l.events}, {"mean_batch", l.mean_batch},
-                          {"utilisation", l.utilisation}, {"batch_latency_ns", {{"p50", l.p50_ns}, {"p99", l.p99_ns}}}});
+    j["lanes"].push_back({{"name", l.name},
+                          {"state", l.state},
+                          {"failure", l.failure},
+                          {"batches", l.batches},
+                          {"packets", l.packets},
+                          {"events", l.events},
+                          {"queue_full", l.queue_full},
+                          {"mean_batch", l.mean_batch},
+                          {"utilisation", l.utilisation},
+                          {"batch_latency_ns", {{"p50", l.p50_ns}, {"p99", l.p99_ns}}}});
   }
   return j.dump(2);
 }
@@ -664,13 +690,19 @@ std::string Summary::to_text() const {
   if (shaping)
     s += fmt::format("  shaper      {} queues, {} packets delayed, {} reschedules, heap {} now\n", shaped_queues,
                      shaper_delayed, shaper_reschedules, shaper_heap);
+  if (balance)
+    s += fmt::format("  balancer    {}: {} flow moves, {} refused (would have reordered {} packets), {} migrations\n",
+                     balancer, balance->moves, balance->blocked_moves, balance->would_reorder, balance->migrations);
   if (host_frames) s += fmt::format("  host frames {} (ICMP sent by the host)\n", host_frames);
   s += fmt::format("  rx buffers  {} still in use\n", rx_buffers_in_use);
   s += "  lanes:\n";
   for (const auto& l : lanes) {
-    s += fmt::format("    {:<28} {:>10} pkts {:>8} batches  mean batch {:>7.1f}  busy {:>5.1f}%  batch p50 {:.1f} us p99 {:.1f} us  {}{}\n",
-                     l.name, l.packets, l.batches, l.mean_batch, l.utilisation * 100, l.p50_ns / 1e3, l.p99_ns / 1e3,
-                     l.state, l.failure.empty() ? "" : " (" + l.failure + ")");
+    s += fmt::format(
+        "    {:<28} {:>10} pkts {:>8} batches  mean batch {:>7.1f}  busy {:>5.1f}%  batch p50 {:.1f} us p99 {:.1f} us  "
+        "{}{}{}\n",
+        l.name, l.packets, l.batches, l.mean_batch, l.utilisation * 100, l.p50_ns / 1e3, l.p99_ns / 1e3, l.state,
+        l.queue_full ? fmt::format("  queue full {}", l.queue_full) : "",
+        l.failure.empty() ? "" : " (" + l.failure + ")");
   }
   return s;
 }

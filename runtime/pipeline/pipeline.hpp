@@ -14,8 +14,9 @@
 //   rx_packets + rx_too_long == tx_packets + sum(drops).
 #include <atomic>
 #include <functional>
-#include <mutex>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,6 +81,7 @@ struct PipelineConfig {
 struct LaneSummary {
   std::string name, executor, state, failure;
   uint64_t batches = 0, packets = 0, events = 0;
+  uint64_t queue_full = 0;  // dropped at this lane's full queue (part of the queue_full reason)
   double mean_batch = 0, utilisation = 0;
   uint64_t p50_ns = 0, p99_ns = 0;
 };
@@ -100,6 +102,9 @@ struct Summary {
   uint64_t rx_buffers_in_use = 0;  // rx port buffers not yet released (pool/generator: 0 after the drain)
   uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
   std::vector<LaneSummary> lanes;
+  // The flow-to-lane policy and its counters (final summary only: the dispatcher owns them while it runs).
+  std::string balancer;
+  std::optional<balance::BalancerStats> balance;
   std::vector<uint64_t> latency_buckets;  // rx-to-tx histogram (log2 ns buckets), for per-interval deltas
   // Power, filled in by the caller (runtime/pipeline/power.hpp); shown when power_source is not empty.
   double power_w = 0, energy_j = 0;
@@ -110,7 +115,8 @@ struct Summary {
 
 class Pipeline {
  public:
-  // Errors: a lane that cannot be created (kUnavailable, naming the device), no lanes, flow table.
+  // A lane whose executor cannot be created is left out (left_out()); errors: no lane at all
+  // (kUnavailable, with the reasons), bad lane settings, flow table.
   static Result<std::unique_ptr<Pipeline>> create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app,
                                                   Port& rx, Port& tx);
   ~Pipeline();
@@ -128,6 +134,8 @@ class Pipeline {
   // Batch size of one lane from its next batch, clamped to [1, its max_batch].
   void set_lane_batch(size_t lane, uint32_t batch) { lanes_.at(lane)->set_batch_size(batch); }
   size_t lane_count() const { return lanes_.size(); }
+  // Lanes that could not start (their executor failed to create queues or buffers), with the reason.
+  const std::vector<std::string>& left_out() const { return left_out_; }
   const balance::BalancerStats& balancer_stats() const { return balancer_->stats(); }
   // Called once per status interval with the live snapshot (console line, Prometheus).
   void on_status(std::function<void(const Summary&, double interval_s)> f) { on_status_ = std::move(f); }
@@ -164,7 +172,6 @@ class Pipeline {
   std::vector<Packet> retire(Lane& lane);
   bool enqueue(Packet& p, uint8_t lane);
   void drop_at_dispatch(Packet* p, uint16_t n, DropReason r);
-  std::string flow_text(const Packet& p) const;
 
   PipelineConfig cfg_;
   std::shared_ptr<const kernels::App> app_;
@@ -201,6 +208,7 @@ class Pipeline {
   std::vector<float> pending_weights_;
   std::atomic<bool> weights_dirty_{false};
   FILE* log_ = nullptr;
+  std::vector<std::string> left_out_;
 };
 
 }  // namespace hpr

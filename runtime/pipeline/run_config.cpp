@@ -143,6 +143,17 @@ Result<RunConfig> load_run_config(const std::string& path) {
       c.kinds[std::string(name.str())] = *k;
     }
   }
+  if (const toml::node* w = t.at_path("lanes.weights").node()) {
+    const toml::table* wt = w->as_table();
+    if (wt == nullptr)
+      return error(Code::kInvalidArgument, "{}: lanes.weights must be a table of lane name = weight (line {})", path,
+                   w->source().begin.line);
+    for (const auto& [name, v] : *wt) {
+      auto x = v.value<double>();
+      if (!x) return error(Code::kInvalidArgument, "{}: lanes.weights.\"{}\" must be a number", path, name.str());
+      c.lane_weights[std::string(name.str())] = *x;
+    }
+  }
   if (const toml::table* f = t.at_path("faults.fail_after_batches").as_table()) {
     for (const auto& [name, v] : *f) {
       auto n = integer_of(v);
@@ -228,6 +239,10 @@ Status validate(const RunConfig& c) {
     if (c.shaping.queue_packets == 0 || c.shaping.waiting_packets == 0)
       return error(Code::kInvalidArgument, "shaper.queue_packets and shaper.waiting_packets must be at least 1");
   }
+  for (const auto& [pat, w] : c.lane_weights)
+    if (!(w >= 0) || w > 1e6)
+      return error(Code::kInvalidArgument, "lanes.weights.\"{}\": {} is not a weight 0..1e6 (share of new flows)", pat,
+                   w);
   if (c.max_batch > 65536) return error(Code::kInvalidArgument, "lanes.max_batch: {} is above the maximum 65536", c.max_batch);
   {
     auto names = balance::balancer_names();
@@ -393,6 +408,11 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
       if (name.find(pat) != std::string::npos) lc.slow_batch_ns = us * 1000;
     return lc;
   };
+  auto weigh = [&](LaneConfig& lc, double dflt) {
+    lc.weight = dflt;
+    for (const auto& [pat, w] : c.lane_weights)
+      if (lc.name.find(pat) != std::string::npos) lc.weight = w;
+  };
   const fault::ClFault cl_fault = fault::cl_fault_from_env();
   for (const auto& d : chosen) {
     auto prog = cl_fault.point == fault::ClPoint::kBuild && cl_fault.applies_to(d.name)
@@ -410,7 +430,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     s.program = std::move(*prog);
     s.host_unified = d.host_unified;
     s.lane = lane_cfg(fmt::format("cl{}:{}", d.index, d.name));
-    s.lane.weight = d.compute_units;
+    weigh(s.lane, d.compute_units);
     s.in_flight = c.in_flight;
     pc.lanes.push_back(std::move(s));
     ctx->devices.push_back(d);
@@ -419,13 +439,20 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     LaneSpec s;
     s.kind = LaneSpec::Kind::kNative;
     s.lane = lane_cfg(fmt::format("native{}", i));
-    s.lane.weight = 1;
+    weigh(s.lane, 1);
     pc.lanes.push_back(std::move(s));
   }
   if (pc.lanes.empty()) return error(Code::kUnavailable, "no lane could be started (every device was left out and lanes.native = 0)");
+  if (std::none_of(pc.lanes.begin(), pc.lanes.end(), [](const LaneSpec& s) { return s.lane.weight > 0; }))
+    return error(Code::kInvalidArgument, "lanes.weights: every lane has weight 0, so no lane would take a flow");
   auto p = Pipeline::create(std::move(pc), ctx->app, *ctx->rx, *ctx->tx);
   if (!p) return p.status();
   ctx->pipeline = std::move(*p);
+  // Devices whose lane could not start (queues, buffers) are left out too.
+  for (const auto& why : ctx->pipeline->left_out()) {
+    ctx->left_out.push_back(why);
+    std::erase_if(ctx->devices, [&](const DeviceInfo& d) { return why.starts_with(fmt::format("cl{}:", d.index)); });
+  }
   return ctx;
 }
 

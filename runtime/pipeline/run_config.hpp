@@ -64,6 +64,9 @@ struct RunConfig {
   bool backpressure = true;
   // One thread for rx, classification, every lane and tx (PipelineConfig::run_to_completion).
   bool run_to_completion = false;
+  // [lanes.weights]: lane name substring → share of new flows (>= 0). Default: an OpenCL lane weighs
+  // its device's compute units, a native lane 1.
+  std::map<std::string, double> lane_weights;
   std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
   std::map<std::string, uint64_t> slow_lane_us;  // fault injection [faults.slow_lane_us]: lane substring → µs added per batch
 

@@ -1,6 +1,6 @@
 // Fault injection (issue 8): for each fault, the daemon's data path goes on with what works, nothing is lost
 // without being counted (rx == tx + drops, unaccounted 0, no reorder), and the log says what happened.
-//   * an OpenCL call that fails: build, map, enqueue (HPR_FAULT_CL, runtime/pipeline/fault_injection.hpp);
+//   * an OpenCL call that fails: build, alloc, map, enqueue (HPR_FAULT_CL, runtime/pipeline/fault_injection.hpp);
 //   * a device that disappears mid-run ([faults.fail_after_batches]), also every lane at once;
 //   * a full queue (tiny lane queues, no backpressure);
 //   * a slow lane ([faults.slow_lane_us]);
@@ -78,6 +78,7 @@ TEST_CASE("HPR_FAULT_CL values parse; malformed ones are ignored") {
   CHECK_FALSE(f.applies_to("cpu-basic"));
   CHECK(fault::parse_cl_fault("map:1").applies_to("anything"));
   CHECK(fault::parse_cl_fault("build").point == fault::ClPoint::kBuild);
+  CHECK(fault::parse_cl_fault("alloc:2").point == fault::ClPoint::kAlloc);
   CHECK(fault::parse_cl_fault("").point == fault::ClPoint::kNone);
   CHECK(fault::parse_cl_fault(nullptr).point == fault::ClPoint::kNone);
   CHECK(fault::parse_cl_fault("explode:2").point == fault::ClPoint::kNone);
@@ -132,6 +133,23 @@ TEST_CASE("a program build that fails on one device: the device is left out, the
   CHECK(s.rx_packets == 20000);
   CHECK(s.lane_failures == 0);
   CHECK_THAT(log.text(), Catch::Contains("left out"));
+}
+
+TEST_CASE("a lane whose batch buffers cannot be allocated: that device is left out, the run goes on without it") {
+  LogCapture log;
+  EnvVar env("HPR_FAULT_CL", "alloc:1@basic");
+  RunConfig c = gen_config(20000);
+  auto ctx = prepare_run(c);
+  REQUIRE(ctx.is_ok());
+  REQUIRE((*ctx)->left_out.size() == 1);
+  CHECK_THAT((*ctx)->left_out[0], Catch::Contains("CL_MEM_OBJECT_ALLOCATION_FAILURE"));
+  for (const auto& d : (*ctx)->devices) CHECK(d.name.find("basic") == std::string::npos);
+  Summary s = (*ctx)->pipeline->run();
+  check_books(s);
+  CHECK(s.rx_packets == 20000);
+  CHECK(s.lane_failures == 0);
+  for (const auto& l : s.lanes) CHECK(l.name.find("basic") == std::string::npos);
+  CHECK_THAT(log.text(), Catch::Contains("fault injected: clCreateBuffer"));
 }
 
 TEST_CASE("every OpenCL device disappears mid-run: the native lane carries on") {

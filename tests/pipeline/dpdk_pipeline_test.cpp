@@ -1,4 +1,5 @@
-// The whole pipeline through DPDK: net_pcap in, net_pcap out (its own binary: one EAL per process).
+// The whole pipeline through DPDK: net_pcap in, net_pcap out, on a capture of 3,284 frames (its own binary: one EAL
+// per process).
 #include <catch2/catch.hpp>
 
 #include "kernels/registry.hpp"
@@ -8,7 +9,7 @@ using namespace hpr;
 using namespace hpr::test;
 
 TEST_CASE("hpr run over DPDK net_pcap in and out forwards like the native reference") {
-  const std::string in = data_path("pcap/ndpi/443-chrome.pcap");
+  const std::string in = data_path("pcap/ndpi/skype.pcap");
   const std::string out = tmp_path("dpdk_out.pcap");
   RunConfig c = base_config();
   c.input = {.kind = "dpdk", .dpdk_port = "net_pcap0"};

@@ -2,11 +2,12 @@
 // Helpers for pipeline tests: run a configuration to completion, compute the native reference of a
 // capture, compare captures as multisets (lanes interleave flows; per-flow order is checked by the
 // pipeline's own reorder counter).
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
-
-#include <unistd.h>
 #include <vector>
 
 #include "hpr/data_dir.hpp"
@@ -53,6 +54,7 @@ struct Reference {
   std::vector<std::vector<uint8_t>> out;  // forwarded frames and the ICMP messages the host sends
   uint64_t dropped = 0;
   uint64_t icmp = 0;
+  std::vector<std::string> log;  // result-log lines (DPI alerts, MD5 digests) without the leading rx time
 };
 
 inline Reference native_reference(const kernels::App& app, const Capture& cap, const RunConfig& c) {
@@ -94,6 +96,11 @@ inline Reference native_reference(const kernels::App& app, const Capture& cap, c
   app.run_native(v);
   kernels::scatter_back(app, kept, v);
   app.finish(kept, v);
+  std::string lines;
+  app.append_log(
+      kept, v, [&](uint32_t i) { return flow_text(kept[i]); }, lines);
+  for (size_t a = 0, b; (b = lines.find('\n', a)) != std::string::npos; a = b + 1)
+    r.log.push_back(lines.substr(a, b - a));
   for (size_t j = 0; j < kept.size(); ++j) {
     if (kept[j].drop != DropReason::kNone) {
       ++r.dropped;
@@ -113,7 +120,16 @@ inline Reference native_reference(const kernels::App& app, const Capture& cap, c
   return r;
 }
 
-inline std::vector<std::vector<uint8_t>> sorted(std::vector<std::vector<uint8_t>> v) {
+// A result log's lines without their first field (the rx time, which differs from run to run).
+inline std::vector<std::string> log_lines_without_time(const std::string& path) {
+  std::vector<std::string> out;
+  std::ifstream f(path);
+  for (std::string l; std::getline(f, l);) out.push_back(l.substr(l.find(' ') + 1));
+  return out;
+}
+
+template <typename T>
+std::vector<T> sorted(std::vector<T> v) {
   std::sort(v.begin(), v.end());
   return v;
 }

@@ -10,7 +10,7 @@
 using namespace hpr;
 
 namespace {
-const std::string kIn = data_path("pcap/ndpi/443-chrome.pcap");
+const std::string kIn = data_path("pcap/ndpi/skype.pcap");
 std::string out_path() { return (std::filesystem::temp_directory_path() / "hpr_dpdk_port_test_out.pcap").string(); }
 
 Status init_once() {

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The `hpr` binary as a user meets it (issues 2 and 4): exit codes and messages for bad configurations,
+# SIGTERM during a run with packets in flight (the summary still balances the books), `hpr devices --json`,
+# `--help` and `hpr bench`. Usage: cli_test.sh HPR_BINARY. Needs python3 (JSON checks).
+set -uo pipefail
+hpr=${1:?usage: cli_test.sh HPR_BINARY}
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+export POCL_DEVICES=${POCL_DEVICES:-"pthread basic"}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect CODE TEXT ARGS...: hpr exits with CODE and its stderr contains TEXT.
+expect() {
+  local code=$1 text=$2
+  shift 2
+  "$hpr" "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [[ $got -ne $code ]]; then fail "hpr $* exited $got, expected $code: $(cat "$tmp/err")"; return; fi
+  grep -qF -- "$text" "$tmp/err" || fail "hpr $*: stderr lacks '$text': $(cat "$tmp/err")"
+  echo "ok: hpr $* -> $code ($(head -c 120 "$tmp/err" | tr '\n' ' '))"
+}
+expect 2 "app.name: unknown app 'nat'" run --app nat
+expect 2 "lanes.queue" run --queue 0 --devices none
+expect 2 "--weight wants LANE=NUMBER" run --weight native --devices none
+expect 3 "app.routes (--routes)" run --routes "$tmp/none.txt" --devices none
+printf '0.0.0.0/0 1\n' >"$tmp/routes.txt"
+expect 3 "lanes.devices: no OpenCL device matches 'TeslaV100'" run --devices TeslaV100 --routes "$tmp/routes.txt"
+expect 3 "configuration file '$tmp/none.toml' does not exist" run -c "$tmp/none.toml"
+printf '[lanes]\nbatch = "big"\n' >"$tmp/bad.toml"
+expect 2 "lanes.batch has the wrong type" run -c "$tmp/bad.toml"
+
+# SIGTERM with packets in flight: rx stops, queues and batches drain, the summary balances, exit 0.
+"$hpr" run --in gen --packets 0 --flows 1000 --out null --devices none --native 2 --routes "$tmp/routes.txt" \
+  --summary-json "$tmp/summary.json" -q >"$tmp/run.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 100); do grep -q "^hpr run: app" "$tmp/run.log" && break; sleep 0.1; done
+sleep 1
+kill -TERM $pid
+wait $pid
+code=$?
+if [[ $code -ne 0 ]]; then
+  fail "hpr run after SIGTERM exited $code"; cat "$tmp/run.log"
+elif ! python3 - "$tmp/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+rx, tx, dropped = s["rx"]["packets"], s["tx"]["packets"], s["dropped"]
+print(f"ok: SIGTERM: rx {rx} = tx {tx} + dropped {dropped}, unaccounted {s['unaccounted']}, reorders {s['reorders']}")
+sys.exit(0 if rx > 0 and rx == tx + dropped and s["unaccounted"] == 0 and s["reorders"] == 0 and s["rx_buffers_in_use"] == 0 else 1)
+PY
+then
+  fail "books after SIGTERM"; cat "$tmp/summary.json"
+fi
+grep -q "books       received = transmitted + dropped: balanced" "$tmp/run.log" || fail "summary after SIGTERM lacks balanced books"
+
+# Devices as JSON: the two PoCL devices of POCL_DEVICES="pthread basic".
+"$hpr" devices --json >"$tmp/devices.json" || fail "hpr devices --json exited $?"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("ok: devices:", [x["name"] for x in d]); sys.exit(0 if len(d) >= 2 and all("kind" in x and "compute_units" in x for x in d) else 1)' \
+  "$tmp/devices.json" || fail "hpr devices --json: want two devices with kind and compute units"
+
+"$hpr" --help | grep -q "Exit codes: 0 ok; 1" || fail "--help does not list the exit codes"
+"$hpr" bench >"$tmp/bench.txt" || fail "hpr bench (list) exited $?"
+grep -q "^  ipv4 " "$tmp/bench.txt" || fail "hpr bench does not list ipv4"
+expect 2 "unknown benchmark 'nosuch'" bench nosuch
+
+if [[ $fails -ne 0 ]]; then echo "$fails failed"; exit 1; fi
+echo "PASS: cli"
