@@ -39,6 +39,10 @@ struct BatchView {
   uint32_t n = 0;
   uint8_t* pkts = nullptr;
   uint8_t* out = nullptr;  // n * result_bytes()
+  // Native lanes work in place: slice i is at slices[i], inside its frame, and desc[i].off is unused.
+  // Null for a gathered batch (devices, tests): slice i is at pkts + desc[i].off.
+  uint8_t* const* slices = nullptr;
+  uint8_t* slice(uint32_t i) const { return slices != nullptr ? slices[i] : pkts + desc[i].off; }
 };
 
 // Device-side tables of one app on one OpenCL context, shared by every lane on that context.
@@ -73,6 +77,8 @@ class App {
                                                                    const cl::CommandQueue& queue) const = 0;
 
   // Native reference on the same layout: must produce byte-identical pkts (when writes_back) and out.
+  // Reads and writes slice i through batch.slice(i) and within its desc[i].len bytes only, so that it
+  // also runs in place on the frames (kernels::reference_slices).
   virtual void run_native(const BatchView& batch) const = 0;
 
   // Apply results to the packets after the batch returns (desc[i] belongs to pkts[i]).

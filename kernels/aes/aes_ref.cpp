@@ -228,7 +228,7 @@ void batch_single(const BatchView& b, const KeyTable& keys, IvMode iv, CbcFn cbc
   for (uint32_t i = 0; i < b.n; ++i) {
     const Desc& d = b.desc[i];
     Job job;
-    PacketResult r = plan(keys, iv, d.flow, d.seq, b.pkts + d.off, d.len, job);
+    PacketResult r = plan(keys, iv, d.flow, d.seq, b.slice(i), d.len, job);
     if (r == kEncrypted) run_job(job, cbc);
     put_result(b, i, r);
   }
@@ -264,7 +264,7 @@ struct Lanes {
       uint32_t i = next++;
       const Desc& d = b.desc[i];
       Job j;
-      PacketResult r = plan(keys, iv, d.flow, d.seq, b.pkts + d.off, d.len, j);
+      PacketResult r = plan(keys, iv, d.flow, d.seq, b.slice(i), d.len, j);
       put_result(b, i, r);
       if (r != kEncrypted) continue;
       job[l] = j;

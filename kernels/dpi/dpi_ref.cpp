@@ -27,7 +27,7 @@ void run_native_batch(const AcDfa& dfa, uint32_t k, const kernels::BatchView& ba
     auto* o = reinterpret_cast<uint32_t*>(batch.out);
     for (uint32_t i = 0; i < batch.n; ++i) {
       uint32_t* r = o + static_cast<size_t>(i) * (k + 1);
-      r[0] = ac_scan(t, batch.pkts + batch.desc[i].off, batch.desc[i].len, r + 1, k);
+      r[0] = ac_scan(t, batch.slice(i), batch.desc[i].len, r + 1, k);
       for (uint32_t j = r[0] < k ? r[0] : k; j < k; ++j) r[1 + j] = kNoId;
     }
     return;
@@ -41,9 +41,9 @@ void run_native_batch(const AcDfa& dfa, uint32_t k, const kernels::BatchView& ba
     while (next < batch.n) {
       const kernels::Desc& d = batch.desc[next];
       uint32_t* r = out + static_cast<size_t>(next) * (k + 1);
-      ++next;
       AcLane l;
-      l.p = batch.pkts + d.off;
+      l.p = batch.slice(next);
+      ++next;
       l.len = d.len;
       l.ids = r + 1;
       if (d.len == 0) { finish_lane(l, r, k); continue; }

@@ -63,7 +63,7 @@ void Ipv4App::run_native(const BatchView& batch) const {
     for (uint32_t j = 0; j < m; ++j) {
       const uint32_t i = base + j;
       const Desc& d = batch.desc[i];
-      const uint8_t* h = batch.pkts + d.off;
+      const uint8_t* h = batch.slice(i);
       Ipv4Result r;
       if (check(d, h, r, config_) != 0) {
         std::memcpy(res + i, &r, sizeof r);
@@ -77,7 +77,7 @@ void Ipv4App::run_native(const BatchView& batch) const {
     lpm_.lookup_bulk(dst, nh, k);
     for (uint32_t t = 0; t < k; ++t) {
       const uint32_t i = idx[t];
-      uint8_t* h = batch.pkts + batch.desc[i].off;
+      uint8_t* h = batch.slice(i);
       Ipv4Result r{kNoNextHop, 0, 0, 0};
       uint32_t hop = nh[t];
       if (hop == kNoNextHop) {

@@ -163,7 +163,7 @@ HPR_AVX2 void md5_batch_avx2(const BatchView& batch) {
 
   auto start_tail = [&](int l) {
     const Desc& d = batch.desc[idx[l]];
-    left[l] = build_tail(batch.pkts + d.off, d.len, tail[l]);
+    left[l] = build_tail(batch.slice(idx[l]), d.len, tail[l]);
     p[l] = tail[l];
     seg[l] = 1;
   };
@@ -175,7 +175,7 @@ HPR_AVX2 void md5_batch_avx2(const BatchView& batch) {
       for (int k = 0; k < 4; ++k) st[k][l] = kInit[k];
       uint32_t full = d.len / 64;
       if (full > 0) {
-        p[l] = batch.pkts + d.off;
+        p[l] = batch.slice(i);
         left[l] = full;
         seg[l] = 0;
       } else {
@@ -208,7 +208,7 @@ HPR_AVX2 void md5_batch_avx2(const BatchView& batch) {
 
 void md5_batch_scalar(const BatchView& batch) {
   for (uint32_t i = 0; i < batch.n; ++i)
-    md5(batch.pkts + batch.desc[i].off, batch.desc[i].len, batch.out + static_cast<size_t>(i) * kDigestBytes);
+    md5(batch.slice(i), batch.desc[i].len, batch.out + static_cast<size_t>(i) * kDigestBytes);
 }
 
 }  // namespace

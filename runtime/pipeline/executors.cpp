@@ -31,10 +31,7 @@ size_t out_buffer_bytes(const App& app, uint32_t max_batch) {
 class NativeExecutor final : public Executor {
  public:
   NativeExecutor(const App& app, const ExecutorConfig& cfg)
-      : app_(app),
-        desc_(cfg.max_batch),
-        pkts_(slice_buffer_bytes(app, cfg.max_batch)),
-        out_(out_buffer_bytes(app, cfg.max_batch)) {
+      : app_(app), desc_(cfg.max_batch), slices_(cfg.max_batch), out_(out_buffer_bytes(app, cfg.max_batch)) {
     slot_.pkts.resize(cfg.max_batch);
   }
   std::string describe() const override { return "native"; }
@@ -52,10 +49,10 @@ class NativeExecutor final : public Executor {
                     const std::function<void(std::span<const Packet>, const BatchView&)>& on_batch) override {
     if (!full_) return false;
     std::span<Packet> pk(slot_.pkts.data(), slot_.n);
-    kernels::gather_into(app_, pk, desc_.data(), pkts_.data(), pkts_.size());
-    BatchView v{desc_.data(), slot_.n, pkts_.data(), out_.data()};
+    // In place: the app reads and rewrites each slice in its frame (no gather, no scatter back).
+    kernels::reference_slices(app_, pk, desc_.data(), slices_.data());
+    BatchView v{desc_.data(), slot_.n, nullptr, out_.data(), slices_.data()};
     app_.run_native(v);
-    kernels::scatter_back(app_, pk, v);
     app_.finish(pk, v);
     on_batch(pk, v);
     done.insert(done.end(), pk.begin(), pk.end());
@@ -72,7 +69,7 @@ class NativeExecutor final : public Executor {
   Slot slot_;
   bool full_ = false;
   std::vector<Desc> desc_;
-  std::vector<uint8_t> pkts_;
+  std::vector<uint8_t*> slices_;
   std::vector<uint8_t> out_;
 };
 
