@@ -92,10 +92,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
       if (!prof) return error(prof.status().code(), "shaper.class[{}] ({}): {}", i, k.name, prof.status().message());
       HPR_RETURN_IF_ERROR(p->shaper_->configure_queue(static_cast<uint32_t>(i), *prof, now));
       ClassMatch m;
-      if (!k.dscp.empty()) {
-        m.dscp_mask = 0;
-        for (uint8_t d : k.dscp) m.dscp_mask |= 1ull << (d & 63);
-      }
+      m.any_dscp = k.dscp.empty();
+      for (uint8_t d : k.dscp) m.dscp_mask |= 1ull << (d & 63);
       m.ports = k.ports;
       p->class_match_.push_back(std::move(m));
       p->shaper_classes_.push_back({.name = k.name, .rate_bytes_per_s = k.rate_bytes_per_s});
@@ -428,7 +426,7 @@ uint32_t Pipeline::shaper_class(const Packet& p) const {
     dscp = ((p.data[p.l3_off] & 0x0f) << 2) | (p.data[p.l3_off + 1] >> 6);
   for (size_t i = 0; i < class_match_.size(); ++i) {
     const ClassMatch& m = class_match_[i];
-    if (m.dscp_mask != ~0ull && (dscp < 0 || ((m.dscp_mask >> dscp) & 1) == 0)) continue;
+    if (!m.any_dscp && (dscp < 0 || ((m.dscp_mask >> dscp) & 1) == 0)) continue;
     if (!m.ports.empty() && std::find(m.ports.begin(), m.ports.end(), p.out_port) == m.ports.end()) continue;
     return static_cast<uint32_t>(i);
   }

@@ -122,7 +122,10 @@ struct Summary {
   uint64_t shaper_unclassified = 0;  // ShapeBy::kClass: packets that matched no class (sent unshaped)
   struct ShaperClass {
     std::string name;
-    uint64_t rate_bytes_per_s = 0, packets = 0, bytes = 0, dropped = 0, waiting = 0;  // sent; queue full
+    uint64_t rate_bytes_per_s = 0;
+    uint64_t packets = 0, bytes = 0;  // sent (handed to the output port)
+    uint64_t dropped = 0;             // shaper_queue_full or frame_too_long
+    uint64_t waiting = 0;             // packets waiting for tokens now
     uint32_t alpha_bytes = 0;  // reschedule threshold now (grows and decays with shaper.adaptive)
     bool throttled = false;    // waiting for tokens now
   };
@@ -226,7 +229,8 @@ class Pipeline {
   std::atomic<uint64_t> shaper_delayed_{0};
   shaper::ShaperStats shaper_stats_;             // egress copy for snapshots (under shaper_mu_)
   struct ClassMatch {
-    uint64_t dscp_mask = ~0ull;   // bit d: DSCP d matches (all bits: any, also non-IP packets)
+    bool any_dscp = true;         // no DSCP list: any packet, IP or not
+    uint64_t dscp_mask = 0;       // bit d: DSCP d matches
     std::vector<uint16_t> ports;  // empty: any
   };
   std::vector<ClassMatch> class_match_;               // kClass, one per class
