@@ -28,6 +28,11 @@ def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "out/shaper"
     made = []
 
+    def save(fig, name):
+        fig.tight_layout()
+        fig.savefig(os.path.join(d, name), dpi=110)
+        made.append(name)
+
     sc = rows(d, "scale.csv")
     if sc:
         q = [fl(r, "queues") for r in sc]
@@ -48,9 +53,7 @@ def main():
         ax[1].set_ylabel("heap nodes")
         ax[1].set_title("§5.1.2 heap size per core (paper Fig. 8)")
         ax[1].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(os.path.join(d, "scale.png"), dpi=110)
-        made.append("scale.png")
+        save(fig, "scale.png")
 
     hb = rows(d, "heap.csv")
     if hb:
@@ -64,9 +67,7 @@ def main():
         ax.set_ylabel("ns per operation (median of runs)")
         ax.set_title("Heap insert / delete cost (paper Tables IV-V)")
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(os.path.join(d, "heap_ns.png"), dpi=110)
-        made.append("heap_ns.png")
+        save(fig, "heap_ns.png")
 
     md = rows(d, "model.csv")
     if md:
@@ -86,9 +87,7 @@ def main():
         ax[1].set_xlabel("overload")
         ax[1].set_ylabel("heap-size error %")
         ax[1].legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(d, "model.png"), dpi=110)
-        made.append("model.png")
+        save(fig, "model.png")
 
     ol = rows(d, "overload.csv")
     if ol:
@@ -107,9 +106,7 @@ def main():
         ax[0].legend(fontsize=8)
         ax[1].set_ylabel("mean alpha (bytes)")
         ax[1].set_xlabel("time (s); overload 3.85 in [10,20), [30,40)")
-        fig.tight_layout()
-        fig.savefig(os.path.join(d, "overload.png"), dpi=110)
-        made.append("overload.png")
+        save(fig, "overload.png")
 
     cf = rows(d, "conformance.csv")
     if cf:
@@ -135,9 +132,7 @@ def main():
         ax[1].set_title("Conformance: burst (<= 0 conforms)")
         for a in ax:
             a.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(d, "conformance.png"), dpi=110)
-        made.append("conformance.png")
+        save(fig, "conformance.png")
 
     co = rows(d, "cost.csv")
     if co:
@@ -149,9 +144,7 @@ def main():
         ax.set_yscale("log")
         ax.set_ylabel("ns per packet (median; bar: spread)")
         ax.set_title("Host cost, 10,000 queues on one core (poll + enqueue)")
-        fig.tight_layout()
-        fig.savefig(os.path.join(d, "cost.png"), dpi=110)
-        made.append("cost.png")
+        save(fig, "cost.png")
 
     print("wrote", ", ".join(os.path.join(d, m) for m in made) if made else "nothing (no CSV found)")
 
