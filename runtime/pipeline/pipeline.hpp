@@ -126,8 +126,8 @@ struct Summary {
     uint64_t packets = 0, bytes = 0;  // sent (handed to the output port)
     uint64_t dropped = 0;             // shaper_queue_full or frame_too_long
     uint64_t waiting = 0;             // packets waiting for tokens now
-    uint32_t alpha_bytes = 0;  // reschedule threshold now (grows and decays with shaper.adaptive)
-    bool throttled = false;    // waiting for tokens now
+    uint32_t alpha_bytes = 0;         // reschedule threshold now (grows and decays with shaper.adaptive)
+    bool throttled = false;           // waiting for tokens now
   };
   std::vector<ShaperClass> shaper_classes;
   uint64_t rx_buffers_in_use = 0;  // rx port buffers not yet released (pool/generator: 0 after the drain)
