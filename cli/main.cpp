@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/profile_cmd.hpp"
 #include "hpr/data_dir.hpp"
@@ -159,9 +160,14 @@ struct Telemetry {
   prometheus::Family<prometheus::Gauge>* lane_util = nullptr;
   prometheus::Family<prometheus::Gauge>* drops = nullptr;
   prometheus::Family<prometheus::Gauge>* power = nullptr;
+  struct Shaper {  // egress shaper (registered when shaping is on)
+    prometheus::Gauge *queues, *throttled, *heap, *heap_high_water, *waiting, *reschedules, *delayed, *unclassified;
+    prometheus::Family<prometheus::Gauge>*class_packets, *class_bytes, *class_dropped, *class_waiting, *class_throttled;
+  };
+  std::optional<Shaper> shaper;
   std::string listen;  // address actually listened on
 
-  Status start(std::string addr) {
+  Status start(std::string addr, bool shaping) {
     // Least privilege: a bare port ("9464" or ":9464") listens on loopback only; another interface must be
     // named explicitly ("0.0.0.0:9464"). civetweb would otherwise bind every interface.
     if (addr.find_first_not_of("0123456789:") == std::string::npos) {
@@ -186,6 +192,28 @@ struct Telemetry {
     lane_util = &prometheus::BuildGauge().Name("hpr_lane_utilisation").Help("Fraction of time a lane had work").Register(*registry);
     drops = &prometheus::BuildGauge().Name("hpr_drops_total").Help("Drops by reason").Register(*registry);
     power = &prometheus::BuildGauge().Name("hpr_power_watts").Help("Power of the run's devices, by source (rapl, nvml, model, mixed)").Register(*registry);
+    if (shaping) {
+      auto fam = [&](const char* n, const char* h) {
+        return &prometheus::BuildGauge().Name(n).Help(h).Register(*registry);
+      };
+      shaper = Shaper{
+          g("hpr_shaper_queues", "Egress shaper: token buckets configured"),
+          g("hpr_shaper_throttled_queues", "Egress shaper: buckets out of tokens now (their queue waits on the heap)"),
+          g("hpr_shaper_heap_size", "Egress shaper: reschedule heap nodes now"),
+          g("hpr_shaper_heap_high_water", "Egress shaper: largest heap size seen"),
+          g("hpr_shaper_waiting_packets", "Egress shaper: packets waiting for tokens now"),
+          g("hpr_shaper_reschedules_total", "Egress shaper: queues disabled until their reschedule time"),
+          g("hpr_shaper_delayed_packets_total", "Egress shaper: packets that waited for tokens"),
+          g("hpr_shaper_unclassified_packets_total",
+            "Egress shaper by class: packets that matched no class (sent unshaped)"),
+          fam("hpr_shaper_class_packets_total", "Egress shaper: packets sent, by class"),
+          fam("hpr_shaper_class_bytes_total", "Egress shaper: bytes sent, by class"),
+          fam("hpr_shaper_class_dropped_total",
+              "Egress shaper: packets dropped (class queue full or frame too long), by class"),
+          fam("hpr_shaper_class_waiting_packets", "Egress shaper: packets waiting for tokens now, by class"),
+          fam("hpr_shaper_class_throttled", "Egress shaper: 1 while the class's bucket is out of tokens, by class"),
+      };
+    }
     exposer->RegisterCollectable(registry);
     return Status::ok();
   }
@@ -199,6 +227,24 @@ struct Telemetry {
     for (const auto& l : s.lanes) lane_util->Add({{"lane", l.name}}).Set(l.utilisation);
     for (const auto& [r, c] : s.drops) drops->Add({{"reason", r}}).Set(static_cast<double>(c));
     if (!s.power_source.empty()) power->Add({{"source", s.power_source}}).Set(s.power_w);
+    if (shaper && s.shaping) {
+      auto set = [](prometheus::Gauge* g, uint64_t v) { g->Set(static_cast<double>(v)); };
+      set(shaper->queues, s.shaped_queues);
+      set(shaper->throttled, s.shaper_throttled);
+      set(shaper->heap, s.shaper_heap);
+      set(shaper->heap_high_water, s.shaper_heap_high_water);
+      set(shaper->waiting, s.shaper_waiting);
+      set(shaper->reschedules, s.shaper_reschedules);
+      set(shaper->delayed, s.shaper_delayed);
+      set(shaper->unclassified, s.shaper_unclassified);
+      for (const auto& c : s.shaper_classes) {
+        set(&shaper->class_packets->Add({{"class", c.name}}), c.packets);
+        set(&shaper->class_bytes->Add({{"class", c.name}}), c.bytes);
+        set(&shaper->class_dropped->Add({{"class", c.name}}), c.dropped);
+        set(&shaper->class_waiting->Add({{"class", c.name}}), c.waiting);
+        set(&shaper->class_throttled->Add({{"class", c.name}}), c.throttled ? 1 : 0);
+      }
+    }
   }
 };
 
@@ -223,7 +269,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
   }
   Telemetry tel;
   if (!cfg.prometheus.empty()) {
-    if (Status s = tel.start(cfg.prometheus); !s.is_ok()) {
+    if (Status s = tel.start(cfg.prometheus, cfg.shaping.enabled); !s.is_ok()) {
       fmt::print(stderr, "hpr run: {}\n", s.message());
       return kExitResource;
     }
@@ -343,7 +389,9 @@ int main(int argc, char** argv) {
   double shape_rate_bps = 0;
   run->add_option("--shape-rate", shape_rate_bps, "Egress shaping on: each bucket's rate in bits/s (token bucket, event-driven refill)");
   run->add_option("--shape-burst", rc.shaping.burst_bytes, "Egress shaping: bucket size in bytes (>= 2048)");
-  run->add_option("--shape-by", shape_by, "Egress shaping: one bucket per flow (default) or per output port: flow|port");
+  run->add_option("--shape-by", shape_by,
+                  "Egress shaping: one bucket per flow (default), per output port, or per class ([[shaper.class]] in "
+                  "the file): flow|port|class");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -451,11 +499,11 @@ int main(int argc, char** argv) {
     }
     if (given("--shape-burst")) cfg.shaping.burst_bytes = rc.shaping.burst_bytes;
     if (!shape_by.empty()) {
-      if (shape_by != "flow" && shape_by != "port") {
-        fmt::print(stderr, "hpr run: --shape-by must be flow or port\n");
+      if (shape_by != "flow" && shape_by != "port" && shape_by != "class") {
+        fmt::print(stderr, "hpr run: --shape-by must be flow, port or class\n");
         return kExitConfig;
       }
-      cfg.shaping.by_flow = shape_by == "flow";
+      cfg.shaping.by = shape_by == "flow" ? ShapeBy::kFlow : shape_by == "port" ? ShapeBy::kPort : ShapeBy::kClass;
     }
     cli::apply_run_flags(*run, cfg);
     return cmd_run(cfg, quiet);

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Plots for the shaper reproduction (docs/shaper.md) from the CSVs of shaper_sim and
-shaper_heap_bench. Usage: bench/shaper/plot_shaper.py [out/shaper]  -> PNGs beside the CSVs."""
+shaper_heap_bench. Usage: bench/shaper/plot_shaper.py [out/shaper]  -> PNGs beside the CSVs
+(scale, heap_ns, model, overload, conformance, cost)."""
 import csv
 import os
 import sys
@@ -27,6 +28,11 @@ def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "out/shaper"
     made = []
 
+    def save(fig, name):
+        fig.tight_layout()
+        fig.savefig(os.path.join(d, name), dpi=110)
+        made.append(name)
+
     sc = rows(d, "scale.csv")
     if sc:
         q = [fl(r, "queues") for r in sc]
@@ -47,9 +53,7 @@ def main():
         ax[1].set_ylabel("heap nodes")
         ax[1].set_title("§5.1.2 heap size per core (paper Fig. 8)")
         ax[1].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(os.path.join(d, "scale.png"), dpi=110)
-        made.append("scale.png")
+        save(fig, "scale.png")
 
     hb = rows(d, "heap.csv")
     if hb:
@@ -63,9 +67,7 @@ def main():
         ax.set_ylabel("ns per operation (median of runs)")
         ax.set_title("Heap insert / delete cost (paper Tables IV-V)")
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(os.path.join(d, "heap_ns.png"), dpi=110)
-        made.append("heap_ns.png")
+        save(fig, "heap_ns.png")
 
     md = rows(d, "model.csv")
     if md:
@@ -85,13 +87,14 @@ def main():
         ax[1].set_xlabel("overload")
         ax[1].set_ylabel("heap-size error %")
         ax[1].legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(d, "model.png"), dpi=110)
-        made.append("model.png")
+        save(fig, "model.png")
 
     ol = rows(d, "overload.csv")
     if ol:
         fig, ax = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+        for lo in range(10, int(max(fl(r, "second") for r in ol)) + 1, 20):
+            for a in ax:
+                a.axvspan(lo, lo + 10, color="0.92")
         for dth in sorted({r["delta_th"] for r in ol}, key=int):
             rr = [r for r in ol if r["delta_th"] == dth]
             lab = "fixed alpha" if dth == "0" else f"delta_th = {dth}"
@@ -103,9 +106,45 @@ def main():
         ax[0].legend(fontsize=8)
         ax[1].set_ylabel("mean alpha (bytes)")
         ax[1].set_xlabel("time (s); overload 3.85 in [10,20), [30,40)")
-        fig.tight_layout()
-        fig.savefig(os.path.join(d, "overload.png"), dpi=110)
-        made.append("overload.png")
+        save(fig, "overload.png")
+
+    cf = rows(d, "conformance.csv")
+    if cf:
+        rates = sorted({fl(r, "rate_bytes_per_s") for r in cf})
+        fig, ax = plt.subplots(1, 2, figsize=(11, 4))
+        w = 0.38
+        for i, shaper in enumerate(["event", "periodic"]):
+            rr = {fl(r, "rate_bytes_per_s"): r for r in cf if r["shaper"] == shaper}
+            x = [j + (i - 0.5) * w for j in range(len(rates))]
+            lab = "event-driven" if shaper == "event" else "periodic 100 us"
+            ax[0].bar(x, [max(fl(rr[q], "worst_1s_window_error_pct"), 1e-4) for q in rates], w, label=lab)
+            ax[1].bar(x, [fl(rr[q], "max_burst_bytes") - fl(rr[q], "burst_bytes") for q in rates], w, label=lab)
+        for a in ax:
+            a.set_xticks(range(len(rates)))
+            a.set_xticklabels([f"{q / 1e3:g} kB/s" for q in rates])
+            a.set_xlabel("rate of the saturated queue (offered 2x, IMIX)")
+        ax[0].set_yscale("log")
+        ax[0].axhline(1.0, c="gray", ls=":", label="1% target")
+        ax[0].set_ylabel("worst 1-s window rate error %")
+        ax[0].set_title("Conformance: rate")
+        ax[1].axhline(0, c="gray", lw=0.8)
+        ax[1].set_ylabel("largest burst - configured burst (bytes)")
+        ax[1].set_title("Conformance: burst (<= 0 conforms)")
+        for a in ax:
+            a.legend(fontsize=8)
+        save(fig, "conformance.png")
+
+    co = rows(d, "cost.csv")
+    if co:
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        lab = ["event-driven" if r["shaper"] == "event" else f"periodic {int(fl(r, 'refill_period_ns')) // 1000} us"
+               for r in co]
+        med = [fl(r, "ns_per_packet_median") for r in co]
+        ax.bar(lab, med, yerr=[m * fl(r, "spread") / 2 for m, r in zip(med, co)], capsize=4)
+        ax.set_yscale("log")
+        ax.set_ylabel("ns per packet (median; bar: spread)")
+        ax.set_title("Host cost, 10,000 queues on one core (poll + enqueue)")
+        save(fig, "cost.png")
 
     print("wrote", ", ".join(os.path.join(d, m) for m in made) if made else "nothing (no CSV found)")
 

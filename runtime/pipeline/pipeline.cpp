@@ -75,17 +75,46 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   p->flow_pending_.assign(p->flows_->capacity(), 0);
   if (cfg.shaping.enabled) {
     const ShapingConfig& sc = cfg.shaping;
+    const bool by_class = sc.by == ShapeBy::kClass;
+    if (by_class && sc.classes.empty())
+      return error(Code::kInvalidArgument, "shaper.class: shaper.by = class needs at least one class");
     shaper::ShaperConfig shc;
-    shc.num_queues = sc.by_flow ? p->flows_->capacity() + 1 : 65536;  // +1: packets without a flow
+    shc.num_queues = by_class                  ? static_cast<uint32_t>(sc.classes.size())
+                     : sc.by == ShapeBy::kFlow ? p->flows_->capacity() + 1  // +1: packets without a flow
+                                               : 65536;
     shc.pool_slots = sc.waiting_packets;
     shc.queue_limit_pkts = sc.queue_packets;
-    shc.max_packet_bytes = std::min<uint32_t>(sc.burst_bytes, 65535);
+    uint32_t max_packet = sc.burst_bytes;  // larger frames could never conform: the smallest burst
+    if (by_class) {
+      max_packet = 65535;
+      for (const auto& k : sc.classes) max_packet = std::min(max_packet, k.burst_bytes);
+    }
+    shc.max_packet_bytes = std::min<uint32_t>(max_packet, 65535);
+    shc.adaptive = sc.adaptive;
     auto sh = shaper::EventShaper::create(shc);
     if (!sh) return error(sh.status().code(), "shaper: {}", sh.status().message());
     p->shaper_ = std::make_unique<shaper::EventShaper>(std::move(*sh));
-    auto prof = p->shaper_->add_profile({sc.rate_bytes_per_s, sc.burst_bytes, sc.alpha_bytes ? sc.alpha_bytes : sc.burst_bytes / 4});
-    if (!prof) return error(prof.status().code(), "shaper: {}", prof.status().message());
-    HPR_RETURN_IF_ERROR(p->shaper_->configure_all(*prof, monotonic_ns()));
+    const uint64_t now = monotonic_ns();
+    auto profile = [](uint64_t rate, uint32_t burst, uint32_t alpha) {
+      return shaper::ShapingProfile{rate, burst, alpha != 0 ? alpha : burst / 4};
+    };
+    if (!by_class) {
+      auto prof = p->shaper_->add_profile(profile(sc.rate_bytes_per_s, sc.burst_bytes, sc.alpha_bytes));
+      if (!prof) return error(prof.status().code(), "shaper: {}", prof.status().message());
+      HPR_RETURN_IF_ERROR(p->shaper_->configure_all(*prof, now));
+    }
+    for (size_t i = 0; by_class && i < sc.classes.size(); ++i) {
+      const ShapingClass& k = sc.classes[i];
+      auto prof = p->shaper_->add_profile(profile(k.rate_bytes_per_s, k.burst_bytes, k.alpha_bytes));
+      if (!prof) return error(prof.status().code(), "shaper.class[{}] ({}): {}", i, k.name, prof.status().message());
+      HPR_RETURN_IF_ERROR(p->shaper_->configure_queue(static_cast<uint32_t>(i), *prof, now));
+      ClassMatch m;
+      m.any_dscp = k.dscp.empty();
+      for (uint8_t d : k.dscp) m.dscp_mask |= 1ull << (d & 63);
+      m.ports = k.ports;
+      p->class_match_.push_back(std::move(m));
+      p->shaper_classes_.push_back({.name = k.name, .rate_bytes_per_s = k.rate_bytes_per_s});
+    }
   }
   if (!cfg.log_path.empty()) {
     p->log_ = std::fopen(cfg.log_path.c_str(), "w");
@@ -390,15 +419,54 @@ void Pipeline::init_egress() {
   if (shaper_) {
     e.waiting.resize(cfg_.shaping.waiting_packets);
     for (uint32_t i = 0; i < cfg_.shaping.waiting_packets; ++i) e.free_items.push_back(cfg_.shaping.waiting_packets - 1 - i);
+    if (cfg_.shaping.by == ShapeBy::kClass) {
+      e.waiting_class.resize(cfg_.shaping.waiting_packets);
+      e.classes.resize(cfg_.shaping.classes.size());
+    }
   }
+}
+
+// The first class whose DSCP and output-port lists both match (an empty list matches anything).
+uint32_t Pipeline::shaper_class(const Packet& p) const {
+  int dscp = -1;  // non-IP: matches only classes with no DSCP list
+  if (p.l3_off != kNoOffset && p.l3 == L3::kIPv4)
+    dscp = p.data[p.l3_off + 1] >> 2;
+  else if (p.l3_off != kNoOffset && p.l3 == L3::kIPv6)
+    dscp = ((p.data[p.l3_off] & 0x0f) << 2) | (p.data[p.l3_off + 1] >> 6);
+  for (size_t i = 0; i < class_match_.size(); ++i) {
+    const ClassMatch& m = class_match_[i];
+    if (!m.any_dscp && (dscp < 0 || ((m.dscp_mask >> dscp) & 1) == 0)) continue;
+    if (!m.ports.empty() && std::find(m.ports.begin(), m.ports.end(), p.out_port) == m.ports.end()) continue;
+    return static_cast<uint32_t>(i);
+  }
+  return kNoClass;
 }
 
 // Shaped packets wait in eg_.waiting, indexed by the shaper's item number, with their buffers.
 void Pipeline::shape(Packet& p, uint64_t now) {
   Egress& e = eg_;
-  uint32_t q = cfg_.shaping.by_flow ? (p.flow_id == kNoFlow ? flows_->capacity() : p.flow_id) : p.out_port;
+  uint32_t q = 0;
+  Summary::ShaperClass* cls = nullptr;
+  switch (cfg_.shaping.by) {
+    case ShapeBy::kFlow:
+      q = p.flow_id == kNoFlow ? flows_->capacity() : p.flow_id;
+      break;
+    case ShapeBy::kPort:
+      q = p.out_port;
+      break;
+    case ShapeBy::kClass:
+      q = shaper_class(p);
+      if (q == kNoClass) {  // no class: leaves unshaped
+        ++e.unclassified;
+        e.txq.push_back(p);
+        return;
+      }
+      cls = &e.classes[q];
+      break;
+  }
   if (e.free_items.empty()) {  // cannot happen: the shaper's pool is the same size
     drops_egress_.add(DropReason::kShaperQueueFull);
+    if (cls != nullptr) ++cls->dropped;
     rx_->release(&p, 1);
     return;
   }
@@ -406,18 +474,25 @@ void Pipeline::shape(Packet& p, uint64_t now) {
   switch (shaper_->enqueue(q, item, p.len, now)) {
     case shaper::Verdict::kSend:
       e.txq.push_back(p);
+      if (cls != nullptr) {
+        ++cls->packets;
+        cls->bytes += p.len;
+      }
       break;
     case shaper::Verdict::kQueued:
       e.free_items.pop_back();
       e.waiting[item] = p;
+      if (cls != nullptr) e.waiting_class[item] = q;
       shaper_delayed_.fetch_add(1, std::memory_order_relaxed);
       break;
     case shaper::Verdict::kDropTooLarge:
       drops_egress_.add(DropReason::kFrameTooLong);
+      if (cls != nullptr) ++cls->dropped;
       rx_->release(&p, 1);
       break;
     default:
       drops_egress_.add(DropReason::kShaperQueueFull);
+      if (cls != nullptr) ++cls->dropped;
       rx_->release(&p, 1);
   }
 }
@@ -425,10 +500,17 @@ void Pipeline::shape(Packet& p, uint64_t now) {
 void Pipeline::release_shaped(uint64_t now) {
   if (!shaper_) return;
   Egress& e = eg_;
+  const bool by_class = cfg_.shaping.by == ShapeBy::kClass;
   for (;;) {
     size_t k = shaper_->poll(now, e.ready);
     for (size_t i = 0; i < k; ++i) {
-      e.txq.push_back(e.waiting[e.ready[i]]);
+      const Packet& w = e.waiting[e.ready[i]];
+      if (by_class) {
+        Summary::ShaperClass& c = e.classes[e.waiting_class[e.ready[i]]];
+        ++c.packets;
+        c.bytes += w.len;
+      }
+      e.txq.push_back(w);
       e.free_items.push_back(e.ready[i]);
     }
     transmit(e.txq);
@@ -436,6 +518,16 @@ void Pipeline::release_shaped(uint64_t now) {
   }
   std::lock_guard<std::mutex> g(shaper_mu_);
   shaper_stats_ = shaper_->stats();
+  shaper_unclassified_ = e.unclassified;
+  for (uint32_t i = 0; i < shaper_classes_.size(); ++i) {
+    Summary::ShaperClass& c = shaper_classes_[i];
+    c.packets = e.classes[i].packets;
+    c.bytes = e.classes[i].bytes;
+    c.dropped = e.classes[i].dropped;
+    c.waiting = shaper_->backlog(i);
+    c.throttled = shaper_->throttled(i);
+    c.alpha_bytes = shaper_->alpha_bytes(i);
+  }
 }
 
 // One pass over every lane's completions: order check, drops, shaping, tx. Returns whether any came.
@@ -602,6 +694,10 @@ Summary Pipeline::snapshot() const {
     s.shaper_waiting = shaper_stats_.waiting_pkts;
     s.shaper_reschedules = shaper_stats_.reschedules;
     s.shaper_delayed = shaper_delayed_.load();
+    s.shaper_throttled = shaper_stats_.queues_throttled;
+    s.shaper_heap_high_water = shaper_stats_.heap_high_water;
+    s.shaper_unclassified = shaper_unclassified_;
+    s.shaper_classes = shaper_classes_;
   }
   s.latency_p50_ns = latency_.percentile_ns(50);
   s.latency_p99_ns = latency_.percentile_ns(99);
@@ -651,9 +747,27 @@ std::string Summary::to_json() const {
                      {"would_reorder", balance->would_reorder},
                      {"migrations", balance->migrations},
                      {"adjustments", balance->adjustments}};
-  if (shaping)
-    j["shaper"] = {{"queues", shaped_queues}, {"heap", shaper_heap}, {"waiting", shaper_waiting},
-                   {"reschedules", shaper_reschedules}, {"delayed_packets", shaper_delayed}};
+  if (shaping) {
+    j["shaper"] = {{"queues", shaped_queues},
+                   {"throttled", shaper_throttled},
+                   {"heap", shaper_heap},
+                   {"heap_high_water", shaper_heap_high_water},
+                   {"waiting", shaper_waiting},
+                   {"reschedules", shaper_reschedules},
+                   {"delayed_packets", shaper_delayed}};
+    if (!shaper_classes.empty()) {
+      j["shaper"]["unclassified"] = shaper_unclassified;
+      for (const auto& c : shaper_classes)
+        j["shaper"]["classes"].push_back({{"name", c.name},
+                                          {"rate_bps", c.rate_bytes_per_s * 8},
+                                          {"packets", c.packets},
+                                          {"bytes", c.bytes},
+                                          {"dropped", c.dropped},
+                                          {"waiting", c.waiting},
+                                          {"throttled", c.throttled},
+                                          {"alpha_bytes", c.alpha_bytes}});
+    }
+  }
   for (const auto& l : lanes) {
     j["lanes"].push_back({{"name", l.name},
                           {"state", l.state},
@@ -687,9 +801,14 @@ std::string Summary::to_text() const {
   s += fmt::format("  latency     p50 {:.1f} us, p99 {:.1f} us (rx to tx, log2 buckets)\n", latency_p50_ns / 1e3,
                    latency_p99_ns / 1e3);
   if (!power_source.empty()) s += fmt::format("  power       {:.1f} W, energy {:.1f} J (source: {})\n", power_w, energy_j, power_source);
-  if (shaping)
-    s += fmt::format("  shaper      {} queues, {} packets delayed, {} reschedules, heap {} now\n", shaped_queues,
-                     shaper_delayed, shaper_reschedules, shaper_heap);
+  if (shaping) {
+    s += fmt::format("  shaper      {} queues, {} packets delayed, {} reschedules, heap {} now (most {})\n",
+                     shaped_queues, shaper_delayed, shaper_reschedules, shaper_heap, shaper_heap_high_water);
+    for (const auto& c : shaper_classes)
+      s += fmt::format("    class {:<12} {:>12.0f} bit/s  {} packets {} bytes sent, {} dropped\n", c.name,
+                       static_cast<double>(c.rate_bytes_per_s) * 8, c.packets, c.bytes, c.dropped);
+    if (!shaper_classes.empty()) s += fmt::format("    unclassified {} packets (sent unshaped)\n", shaper_unclassified);
+  }
   if (balance)
     s += fmt::format("  balancer    {}: {} flow moves, {} refused (would have reordered {} packets), {} migrations\n",
                      balancer, balance->moves, balance->blocked_moves, balance->would_reorder, balance->migrations);

@@ -41,15 +41,36 @@ struct LaneSpec {
 };
 
 // Egress shaping (token-bucket-parallel-heaps.txt: event-driven refill on a heap). Off by default.
+enum class ShapeBy : uint8_t {
+  kFlow,   // one token bucket per flow (the default per-flow rate)
+  kPort,   // one per output port the app chose
+  kClass,  // one per ShapingClass, each with its own rate and burst
+};
+
+// A traffic class (ShapeBy::kClass): every packet that matches shares the class's one bucket. A
+// packet matches when its DSCP is in `dscp` and its output port is in `ports`; an empty list matches
+// anything (a class with both empty matches every packet: the default class, listed last). The first
+// class that matches wins; a packet that matches none leaves unshaped (counted as unclassified).
+struct ShapingClass {
+  std::string name;
+  std::vector<uint8_t> dscp;    // 0..63: upper 6 bits of the IPv4 TOS / IPv6 traffic class
+  std::vector<uint16_t> ports;  // output port chosen by the app (ipv4: the route's port)
+  uint64_t rate_bytes_per_s = 0;
+  uint32_t burst_bytes = 0;  // >= the largest frame (2048)
+  uint32_t alpha_bytes = 0;  // reschedule threshold (alpha_min when adaptive); 0: burst / 4
+};
+
 struct ShapingConfig {
   bool enabled = false;
-  bool by_flow = true;               // one token bucket per flow; false: one per output port
-  uint64_t rate_bytes_per_s = 0;     // committed rate of each bucket
+  ShapeBy by = ShapeBy::kFlow;
+  uint64_t rate_bytes_per_s = 0;     // committed rate of each bucket (kFlow, kPort)
   uint32_t burst_bytes = 0;          // bucket size (>= the largest frame)
-  uint32_t alpha_bytes = 0;          // reschedule threshold (0: burst / 4)
+  uint32_t alpha_bytes = 0;          // reschedule threshold (alpha_min when adaptive; 0: burst / 4)
   uint16_t queue_packets = 64;       // packets that may wait per bucket; more → shaper_queue_full
   uint32_t waiting_packets = 16384;  // packets that may wait in all buckets together
   uint64_t drain_timeout_ns = 10'000'000'000ull;  // at stop: wait this long, then count shaper_drain
+  std::vector<ShapingClass> classes;              // kClass
+  shaper::AdaptiveAlphaConfig adaptive;           // eq. 14: alpha grows by gamma under repeated reschedules
 };
 
 struct PipelineConfig {
@@ -99,6 +120,18 @@ struct Summary {
   // Egress shaper (when on).
   bool shaping = false;
   uint64_t shaped_queues = 0, shaper_heap = 0, shaper_waiting = 0, shaper_reschedules = 0, shaper_delayed = 0;
+  uint64_t shaper_throttled = 0, shaper_heap_high_water = 0;
+  uint64_t shaper_unclassified = 0;  // ShapeBy::kClass: packets that matched no class (sent unshaped)
+  struct ShaperClass {
+    std::string name;
+    uint64_t rate_bytes_per_s = 0;
+    uint64_t packets = 0, bytes = 0;  // sent (handed to the output port)
+    uint64_t dropped = 0;             // shaper_queue_full or frame_too_long
+    uint64_t waiting = 0;             // packets waiting for tokens now
+    uint32_t alpha_bytes = 0;         // reschedule threshold now (grows and decays with shaper.adaptive)
+    bool throttled = false;           // waiting for tokens now
+  };
+  std::vector<ShaperClass> shaper_classes;
   uint64_t rx_buffers_in_use = 0;  // rx port buffers not yet released (pool/generator: 0 after the drain)
   uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
   std::vector<LaneSummary> lanes;
@@ -148,6 +181,9 @@ class Pipeline {
     std::vector<uint8_t> scratch;
     std::vector<Packet> waiting;               // shaped packets, by the shaper's item number
     std::vector<uint64_t> free_items, ready;
+    std::vector<uint32_t> waiting_class;        // kClass: class of each waiting item
+    std::vector<Summary::ShaperClass> classes;  // kClass: sent/dropped per class
+    uint64_t unclassified = 0;
   };
   // The dispatcher's per-burst arrays.
   struct Burst {
@@ -165,6 +201,8 @@ class Pipeline {
   bool egress_poll();
   void egress_loop();
   void shape(Packet& p, uint64_t now);
+  static constexpr uint32_t kNoClass = 0xffffffffu;
+  uint32_t shaper_class(const Packet& p) const;  // kClass: index into cfg_.shaping.classes, or kNoClass
   void release_shaped(uint64_t now);
   void transmit(std::vector<Packet>& txq);
   uint8_t pick_lane(uint32_t hash) const;
@@ -197,6 +235,14 @@ class Pipeline {
   std::unique_ptr<shaper::EventShaper> shaper_;  // egress-owned
   std::atomic<uint64_t> shaper_delayed_{0};
   shaper::ShaperStats shaper_stats_;             // egress copy for snapshots (under shaper_mu_)
+  struct ClassMatch {
+    bool any_dscp = true;         // no DSCP list: any packet, IP or not
+    uint64_t dscp_mask = 0;       // bit d: DSCP d matches
+    std::vector<uint16_t> ports;  // empty: any
+  };
+  std::vector<ClassMatch> class_match_;               // kClass, one per class
+  std::vector<Summary::ShaperClass> shaper_classes_;  // egress copy for snapshots (under shaper_mu_)
+  uint64_t shaper_unclassified_ = 0;                  // egress copy for snapshots (under shaper_mu_)
   mutable std::mutex shaper_mu_;
   uint64_t start_ns_ = 0, end_ns_ = 0;
   std::function<void(const Summary&, double)> on_status_;

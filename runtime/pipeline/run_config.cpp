@@ -4,6 +4,7 @@
 
 #include "runtime/pipeline/fault_injection.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -65,6 +66,117 @@ Status get_list(const toml::table& t, const char* section, const char* key, std:
     auto s = e.value<std::string>();
     if (!s) return error(Code::kInvalidArgument, "setting {}.{} must list strings", section, key);
     out.push_back(*s);
+  }
+  return Status::ok();
+}
+
+// Keys of a table must be among `known` (a misspelt shaper key must not pass silently).
+Status check_keys(const toml::table& t, const std::string& where, std::initializer_list<std::string_view> known) {
+  for (const auto& [k, v] : t) {
+    if (std::find(known.begin(), known.end(), k.str()) != known.end()) continue;
+    std::string list;
+    for (auto n : known) list += (list.empty() ? "" : ", ") + std::string(n);
+    return error(Code::kInvalidArgument, "{}: unknown key '{}' (line {}; known: {})", where, k.str(),
+                 k.source().begin.line, list);
+  }
+  return Status::ok();
+}
+
+// An integer or a list of integers in 0..max.
+template <typename T>
+Status get_int_list(const toml::table& t, const std::string& section, const char* key, int64_t max,
+                    std::vector<T>& out) {
+  const toml::node* n = t.at_path(section + "." + key).node();
+  if (n == nullptr) return Status::ok();
+  out.clear();
+  auto one = [&](const toml::node& e) -> Status {
+    auto v = integer_of(e);
+    if (!v || *v < 0 || *v > max)
+      return error(Code::kInvalidArgument, "setting {}.{} must be an integer 0..{} or a list of them (line {})",
+                   section, key, max, e.source().begin.line);
+    out.push_back(static_cast<T>(*v));
+    return Status::ok();
+  };
+  if (const toml::array* a = n->as_array()) {
+    for (const auto& e : *a) HPR_RETURN_IF_ERROR(one(e));
+    return Status::ok();
+  }
+  return one(*n);
+}
+
+// A rate in bits/s (integer or float) → bytes/s; 0 .. 8e12 bits/s (the shaper's 1e12 bytes/s).
+Status get_rate_bps(const toml::table& t, const std::string& section, uint64_t& bytes_per_s) {
+  double bps = static_cast<double>(bytes_per_s) * 8;
+  HPR_RETURN_IF_ERROR(get(t, section.c_str(), "rate_bps", bps));
+  if (!(bps >= 0 && bps <= 8e12))
+    return error(Code::kInvalidArgument, "setting {}.rate_bps = {} must be in 0..8e12 bits/s", section, bps);
+  bytes_per_s = static_cast<uint64_t>(bps / 8);
+  return Status::ok();
+}
+
+// [shaper], its [[shaper.class]] entries and [shaper.adaptive].
+Status read_shaper(const toml::table& t, ShapingConfig& sc) {
+  const toml::table* sh = t.at_path("shaper").as_table();
+  if (sh == nullptr) return Status::ok();
+  HPR_RETURN_IF_ERROR(check_keys(*sh, "shaper",
+                                 {"enabled", "by", "rate_bps", "burst_bytes", "alpha_bytes", "queue_packets",
+                                  "waiting_packets", "drain_timeout_s", "class", "adaptive"}));
+  HPR_RETURN_IF_ERROR(get(t, "shaper", "enabled", sc.enabled));
+  std::string by = sc.by == ShapeBy::kFlow ? "flow" : sc.by == ShapeBy::kPort ? "port" : "class";
+  HPR_RETURN_IF_ERROR(get(t, "shaper", "by", by));
+  if (by == "flow")
+    sc.by = ShapeBy::kFlow;
+  else if (by == "port")
+    sc.by = ShapeBy::kPort;
+  else if (by == "class")
+    sc.by = ShapeBy::kClass;
+  else
+    return error(Code::kInvalidArgument, "shaper.by must be flow, port or class, not '{}'", by);
+  HPR_RETURN_IF_ERROR(get_rate_bps(t, "shaper", sc.rate_bytes_per_s));
+  double drain_s = static_cast<double>(sc.drain_timeout_ns) / 1e9;
+  HPR_RETURN_IF_ERROR(get(t, "shaper", "drain_timeout_s", drain_s));
+  if (!(drain_s >= 0 && drain_s <= 86400))
+    return error(Code::kInvalidArgument, "setting shaper.drain_timeout_s = {} must be in 0..86400 seconds", drain_s);
+  sc.drain_timeout_ns = static_cast<uint64_t>(drain_s * 1e9);
+  HPR_RETURN_IF_ERROR(get(t, "shaper", "burst_bytes", sc.burst_bytes));
+  HPR_RETURN_IF_ERROR(get(t, "shaper", "alpha_bytes", sc.alpha_bytes));
+  HPR_RETURN_IF_ERROR(get(t, "shaper", "queue_packets", sc.queue_packets));
+  HPR_RETURN_IF_ERROR(get(t, "shaper", "waiting_packets", sc.waiting_packets));
+  if (const toml::node* n = sh->get("class")) {
+    const toml::array* a = n->as_array();
+    if (a == nullptr || !a->is_array_of_tables())
+      return error(Code::kInvalidArgument, "shaper.class must be a list of tables: [[shaper.class]] (line {})",
+                   n->source().begin.line);
+    sc.classes.clear();
+    for (size_t i = 0; i < a->size(); ++i) {
+      const std::string sec = fmt::format("shaper.class[{}]", i);
+      HPR_RETURN_IF_ERROR(check_keys(*a->get(i)->as_table(), sec,
+                                     {"name", "dscp", "out_port", "rate_bps", "burst_bytes", "alpha_bytes"}));
+      ShapingClass k;
+      HPR_RETURN_IF_ERROR(get(t, sec.c_str(), "name", k.name));
+      HPR_RETURN_IF_ERROR(get_int_list(t, sec, "dscp", 63, k.dscp));
+      HPR_RETURN_IF_ERROR(get_int_list(t, sec, "out_port", 65535, k.ports));
+      HPR_RETURN_IF_ERROR(get_rate_bps(t, sec, k.rate_bytes_per_s));
+      HPR_RETURN_IF_ERROR(get(t, sec.c_str(), "burst_bytes", k.burst_bytes));
+      HPR_RETURN_IF_ERROR(get(t, sec.c_str(), "alpha_bytes", k.alpha_bytes));
+      sc.classes.push_back(std::move(k));
+    }
+  }
+  if (const toml::node* n = sh->get("adaptive")) {
+    const toml::table* ad = n->as_table();
+    if (ad == nullptr)
+      return error(Code::kInvalidArgument, "shaper.adaptive must be a table: [shaper.adaptive] (line {})",
+                   n->source().begin.line);
+    HPR_RETURN_IF_ERROR(check_keys(*ad, "shaper.adaptive", {"enabled", "gamma", "delta_th", "period_s"}));
+    HPR_RETURN_IF_ERROR(get(t, "shaper.adaptive", "enabled", sc.adaptive.enabled));
+    HPR_RETURN_IF_ERROR(get(t, "shaper.adaptive", "gamma", sc.adaptive.gamma));
+    HPR_RETURN_IF_ERROR(get(t, "shaper.adaptive", "delta_th", sc.adaptive.delta_th));
+    double period_s = static_cast<double>(sc.adaptive.period_ns) / 1e9;
+    HPR_RETURN_IF_ERROR(get(t, "shaper.adaptive", "period_s", period_s));
+    if (!(period_s >= 1e-6 && period_s <= 3600))
+      return error(Code::kInvalidArgument, "setting shaper.adaptive.period_s = {} must be in 1e-6..3600 seconds",
+                   period_s);
+    sc.adaptive.period_ns = static_cast<uint64_t>(period_s * 1e9);
   }
   return Status::ok();
 }
@@ -163,22 +275,7 @@ Result<RunConfig> load_run_config(const std::string& path) {
       c.fail_after[std::string(name.str())] = static_cast<uint64_t>(*n);
     }
   }
-  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "enabled", c.shaping.enabled)));
-  {
-    std::string by = c.shaping.by_flow ? "flow" : "port";
-    HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "by", by)));
-    if (by != "flow" && by != "port") return error(Code::kInvalidArgument, "{}: shaper.by must be flow or port, not '{}'", path, by);
-    c.shaping.by_flow = by == "flow";
-    double rate_bps = static_cast<double>(c.shaping.rate_bytes_per_s) * 8, drain_s = c.shaping.drain_timeout_ns / 1e9;
-    HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "rate_bps", rate_bps)));
-    HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "drain_timeout_s", drain_s)));
-    c.shaping.rate_bytes_per_s = static_cast<uint64_t>(rate_bps / 8);
-    c.shaping.drain_timeout_ns = static_cast<uint64_t>(drain_s * 1e9);
-  }
-  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "burst_bytes", c.shaping.burst_bytes)));
-  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "alpha_bytes", c.shaping.alpha_bytes)));
-  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "queue_packets", c.shaping.queue_packets)));
-  HPR_RETURN_IF_ERROR(wrap(get(t, "shaper", "waiting_packets", c.shaping.waiting_packets)));
+  HPR_RETURN_IF_ERROR(wrap(read_shaper(t, c.shaping)));
   if (const toml::table* f = t.at_path("faults.slow_lane_us").as_table()) {
     for (const auto& [name, v] : *f) {
       auto us = integer_of(v);
@@ -207,6 +304,70 @@ Result<RunConfig> load_run_config(const std::string& path) {
   return c;
 }
 
+namespace {
+
+Status validate_shaping(const ShapingConfig& sc) {
+  constexpr uint32_t kLargestFrame = 2048;
+  if (sc.by != ShapeBy::kClass) {
+    if (sc.rate_bytes_per_s == 0)
+      return error(Code::kInvalidArgument, "shaper.rate_bps: give the rate of each bucket in bits/s (at least 8)");
+    if (sc.burst_bytes < kLargestFrame)
+      return error(Code::kInvalidArgument, "shaper.burst_bytes: {} is below the largest frame ({} bytes)",
+                   sc.burst_bytes, kLargestFrame);
+    if (sc.alpha_bytes > sc.burst_bytes)
+      return error(Code::kInvalidArgument, "shaper.alpha_bytes: {} is above shaper.burst_bytes ({})", sc.alpha_bytes,
+                   sc.burst_bytes);
+    if (!sc.classes.empty())
+      return error(Code::kInvalidArgument, "shaper.class: classes are used only with shaper.by = \"class\" (by is {})",
+                   sc.by == ShapeBy::kFlow ? "flow" : "port");
+  } else {
+    if (sc.classes.empty())
+      return error(Code::kInvalidArgument, "shaper.class: shaper.by = \"class\" needs at least one [[shaper.class]]");
+    if (sc.classes.size() > 4096)
+      return error(Code::kInvalidArgument, "shaper.class: {} classes, at most 4096", sc.classes.size());
+    std::set<std::string> names;
+    for (size_t i = 0; i < sc.classes.size(); ++i) {
+      const ShapingClass& k = sc.classes[i];
+      if (k.name.empty()) return error(Code::kInvalidArgument, "shaper.class[{}].name: give the class a name", i);
+      if (!names.insert(k.name).second)
+        return error(Code::kInvalidArgument, "shaper.class[{}].name: '{}' is used twice", i, k.name);
+      if (k.rate_bytes_per_s == 0)
+        return error(Code::kInvalidArgument, "shaper.class[{}].rate_bps must be > 0 (at least 8 bits/s; class '{}')", i,
+                     k.name);
+      if (k.burst_bytes < kLargestFrame)
+        return error(Code::kInvalidArgument,
+                     "shaper.class[{}].burst_bytes: {} is below the largest frame ({} bytes; class '{}')", i,
+                     k.burst_bytes, kLargestFrame, k.name);
+      if (k.alpha_bytes > k.burst_bytes)
+        return error(Code::kInvalidArgument,
+                     "shaper.class[{}].alpha_bytes: {} is above its burst_bytes ({}; class '{}')", i, k.alpha_bytes,
+                     k.burst_bytes, k.name);
+      for (uint8_t d : k.dscp)
+        if (d > 63) return error(Code::kInvalidArgument, "shaper.class[{}].dscp: {} is not a DSCP value (0..63)", i, d);
+      if (k.dscp.empty() && k.ports.empty() && i + 1 < sc.classes.size())
+        return error(
+            Code::kInvalidArgument,
+            "shaper.class[{}] ('{}') has no dscp and no out_port, so it matches every packet and the classes after "
+            "it never match: list it last (as the default class)",
+            i, k.name);
+    }
+  }
+  if (sc.queue_packets == 0 || sc.queue_packets > 4095)
+    return error(Code::kInvalidArgument, "shaper.queue_packets: {} is not in 1..4095", sc.queue_packets);
+  if (sc.waiting_packets == 0) return error(Code::kInvalidArgument, "shaper.waiting_packets must be at least 1");
+  if (sc.adaptive.enabled) {
+    if (!(sc.adaptive.gamma > 1.0 && sc.adaptive.gamma <= 1000))
+      return error(Code::kInvalidArgument, "shaper.adaptive.gamma: {} must be in (1, 1000]", sc.adaptive.gamma);
+    if (sc.adaptive.delta_th > 254)
+      return error(Code::kInvalidArgument, "shaper.adaptive.delta_th: {} must be in 0..254 (reschedules per period)",
+                   sc.adaptive.delta_th);
+    if (sc.adaptive.period_ns == 0) return error(Code::kInvalidArgument, "shaper.adaptive.period_s must be > 0");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status validate(const RunConfig& c) {
   auto names = kernels::app_names();
   if (std::find(names.begin(), names.end(), c.app) == names.end()) {
@@ -232,13 +393,7 @@ Status validate(const RunConfig& c) {
   if (c.queue == 0) return error(Code::kInvalidArgument, "lanes.queue: the queue size must be at least 1");
   if (c.in_flight == 0) return error(Code::kInvalidArgument, "lanes.in_flight: at least 1 batch must be allowed in flight");
   if (c.flow_capacity == 0) return error(Code::kInvalidArgument, "flows.capacity: must be at least 1");
-  if (c.shaping.enabled) {
-    if (c.shaping.rate_bytes_per_s == 0) return error(Code::kInvalidArgument, "shaper.rate_bps: give the rate of each bucket in bits/s");
-    if (c.shaping.burst_bytes < 2048)
-      return error(Code::kInvalidArgument, "shaper.burst_bytes: {} is below the largest frame (2048 bytes)", c.shaping.burst_bytes);
-    if (c.shaping.queue_packets == 0 || c.shaping.waiting_packets == 0)
-      return error(Code::kInvalidArgument, "shaper.queue_packets and shaper.waiting_packets must be at least 1");
-  }
+  if (c.shaping.enabled) HPR_RETURN_IF_ERROR(validate_shaping(c.shaping));
   for (const auto& [pat, w] : c.lane_weights)
     if (!(w >= 0) || w > 1e6)
       return error(Code::kInvalidArgument, "lanes.weights.\"{}\": {} is not a weight 0..1e6 (share of new flows)", pat,

@@ -90,6 +90,10 @@ write(d, "faults.toml", b'[input]\nkind = "generator"\npackets = 1000\nflows = 1
       b'[faults.fail_after_batches]\nnative = 3\n')
 write(d, "pcap.toml", b'[input]\nkind = "pcap"\npcap = "in.pcap"\nloops = 2\n[output]\nkind = "pcap"\npcap = "o.pcap"\n'
       b'[run]\nduration_s = 1.5\nsummary_json = "s.json"\n[telemetry]\nprometheus = "127.0.0.1:9464"\n')
+write(d, "shaper_classes.toml", b'[shaper]\nenabled = true\nby = "class"\nqueue_packets = 16\n'
+      b'[[shaper.class]]\nname = "voice"\ndscp = [46, 34]\nrate_bps = 4e6\nburst_bytes = 4096\n'
+      b'[[shaper.class]]\nname = "lan"\nout_port = 3\nrate_bps = 1000000\nburst_bytes = 8192\nalpha_bytes = 1024\n'
+      b'[shaper.adaptive]\nenabled = true\ngamma = 1.5\ndelta_th = 2\nperiod_s = 0.5\n')
 
 # config_table: a table as `hpr profile` writes it.
 d = target("config_table")

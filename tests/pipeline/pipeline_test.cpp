@@ -166,7 +166,11 @@ TEST_CASE("egress shaping delays packets per flow without losing or reordering t
   RunConfig c = base_config();
   c.input = {.kind = "generator", .gen_packets = 3000, .gen_flows = 20, .gen_sizes = "fixed:1000", .gen_seed = 4};
   c.output = {.kind = "null"};
-  c.shaping = {.enabled = true, .by_flow = true, .rate_bytes_per_s = 2'000'000, .burst_bytes = 4096, .queue_packets = 4095,
+  c.shaping = {.enabled = true,
+               .by = ShapeBy::kFlow,
+               .rate_bytes_per_s = 2'000'000,
+               .burst_bytes = 4096,
+               .queue_packets = 4095,
                .waiting_packets = 8192};
   Summary s = run_to_end(c);
   check_books(s);
@@ -180,8 +184,13 @@ TEST_CASE("packets still shaped when the drain timeout runs out are counted, not
   RunConfig c = base_config();
   c.input = {.kind = "generator", .gen_packets = 2000, .gen_flows = 4, .gen_sizes = "fixed:1000", .gen_seed = 4};
   c.output = {.kind = "null"};
-  c.shaping = {.enabled = true, .by_flow = false, .rate_bytes_per_s = 100'000, .burst_bytes = 4096, .queue_packets = 4095,
-               .waiting_packets = 4096, .drain_timeout_ns = 200'000'000};
+  c.shaping = {.enabled = true,
+               .by = ShapeBy::kPort,
+               .rate_bytes_per_s = 100'000,
+               .burst_bytes = 4096,
+               .queue_packets = 4095,
+               .waiting_packets = 4096,
+               .drain_timeout_ns = 200'000'000};
   Summary s = run_to_end(c);
   check_books(s);
   uint64_t drained = 0;
@@ -415,7 +424,11 @@ TEST_CASE("run to completion: one thread does everything, with the same output, 
     c.input = {.kind = "generator", .gen_packets = 3000, .gen_flows = 20, .gen_sizes = "fixed:1000", .gen_seed = 4};
     c.output = {.kind = "null"};
     c.run_to_completion = true;
-    c.shaping = {.enabled = true, .by_flow = true, .rate_bytes_per_s = 2'000'000, .burst_bytes = 4096, .queue_packets = 4095,
+    c.shaping = {.enabled = true,
+                 .by = ShapeBy::kFlow,
+                 .rate_bytes_per_s = 2'000'000,
+                 .burst_bytes = 4096,
+                 .queue_packets = 4095,
                  .waiting_packets = 8192};
     Summary s = run_to_end(c);
     check_books(s);
