@@ -130,6 +130,17 @@ TEST_CASE("NVML absent is not an error: no meters and a reason") {
   }
 }
 
+TEST_CASE("NVML declarations come from the toolkit's nvml.h when CMake found it") {
+  INFO("nvml.h from the CUDA toolkit: " << nvml_toolkit_header());
+#if HPR_NVML_HEADER_FROM_CMAKE
+  CHECK(nvml_toolkit_header());
+#elif !__has_include(<nvml.h>)
+  CHECK_FALSE(nvml_toolkit_header());  // neither CMake nor the compiler's default paths have one
+#endif
+  // Either way the absent library is not an error (the same path, other declarations).
+  CHECK_FALSE(probe_nvml("libnvidia-ml-definitely-absent.so.1").available);
+}
+
 TEST_CASE("model meter: idle + dynamic x utilisation, integrated over time, source model") {
   auto params = default_model_power("igpu", "HD Graphics 4000");
   CHECK(params.idle_w == 2);
