@@ -202,9 +202,9 @@ using nvmlReturn_t = int;  // enum nvmlReturn_enum; NVML_SUCCESS = 0
 using nvmlDevice_t = struct nvmlDevice_st*;
 constexpr nvmlReturn_t kNvmlSuccess = 0;
 constexpr unsigned kNvmlDeviceNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
-using NvmlInitFn = nvmlReturn_t (*)();                                          // nvmlInit_v2
-using NvmlShutdownFn = nvmlReturn_t (*)();                                      // nvmlShutdown
-using NvmlCountFn = nvmlReturn_t (*)(unsigned*);                                // nvmlDeviceGetCount_v2
+using NvmlInitFn = nvmlReturn_t (*)();              // nvmlInit_v2
+using NvmlShutdownFn = nvmlReturn_t (*)();          // nvmlShutdown
+using NvmlCountFn = nvmlReturn_t (*)(unsigned*);    // nvmlDeviceGetCount_v2
 using NvmlByIndexFn = nvmlReturn_t (*)(unsigned, nvmlDevice_t*);                // nvmlDeviceGetHandleByIndex_v2
 using NvmlGetNameFn = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned);          // nvmlDeviceGetName
 using NvmlTotalEnergyFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);  // ...TotalEnergyConsumption

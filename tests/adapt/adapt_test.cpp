@@ -2,8 +2,8 @@
 // adaptive_control.hpp, power.hpp). No timing thresholds: only books, orders, files and names.
 #include <fmt/format.h>
 
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
