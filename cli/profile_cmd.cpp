@@ -19,7 +19,9 @@ std::string g_prof_config, g_prof_in, g_prof_devices, g_prof_sizes;
 bool g_prof_quiet = false;
 CLI::App* g_prof_cmd = nullptr;
 std::atomic<Pipeline*> g_prof_pipeline{nullptr};
+std::atomic<bool> g_prof_stop{false};  // a signal before the pipeline exists (PoCL builds) is kept for it
 void on_profile_signal(int) {
+  g_prof_stop = true;
   if (Pipeline* p = g_prof_pipeline.load()) p->request_stop();
 }
 
@@ -121,7 +123,11 @@ int run_profile_command() {
   std::signal(SIGINT, on_profile_signal);
   std::signal(SIGTERM, on_profile_signal);
   auto r = run_profile(
-      o, [](Pipeline* p) { g_prof_pipeline = p; },
+      o,
+      [](Pipeline* p) {
+        g_prof_pipeline = p;
+        if (p != nullptr && g_prof_stop) p->request_stop();
+      },
       [&](const ProfileProgress& pr) {
         if (g_prof_quiet) return;
         double frac = pr.planned ? static_cast<double>(pr.done) / static_cast<double>(pr.planned) : 1;

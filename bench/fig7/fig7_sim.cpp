@@ -52,12 +52,13 @@ const char* device_names(uint32_t mask) {
 }
 
 // "All three devices, always": each member's best batch halved together (as profiled) — the smallest such
-// setting whose capacity carries the rate, else the fastest one.
-Configuration all_three(const ModelPlatform& p, double rate_bps, const TrafficFeatures& f) {
+// setting whose capacity carries the rate, else the fastest one. With best_batch (--peer best-batch) always
+// each member's best batch, whatever the rate (a peer that does not tune its batch).
+Configuration all_three(const ModelPlatform& p, double rate_bps, const TrafficFeatures& f, bool best_batch) {
   Configuration fastest, pick;
   double top = -1;
   bool found = false;
-  for (int k = 10; k >= 0; --k) {
+  for (int k = best_batch ? 0 : 10; k >= 0; --k) {
     std::array<uint32_t, kMaxDevices> b{};
     for (size_t d = 0; d < 3; ++d) b[d] = std::max<uint32_t>(64, p.best_batch(d, f) >> k);
     Configuration c = p.balanced(0b111, b, f);
@@ -93,12 +94,19 @@ int main(int argc, char** argv) {
   CLI::App cli{"Fig. 7 replay on model devices (hetero-opencl-adaptive-scheduler §5)"};
   std::string out_dir = "out/fig7";
   double segment_s = 1.5, quantum_ms = 20, queue_mb = 500, lambda = 1.10;
+  std::string peer = "smallest-batch";
   cli.add_option("--out", out_dir, "output folder for the CSV files");
   cli.add_option("--segment-s", segment_s, "seconds per rate step");
   cli.add_option("--quantum-ms", quantum_ms, "control quantum (paper: 40 ms or two samples)");
   cli.add_option("--queue-mb", queue_mb, "ingress queue size (paper: 500 MB was enough)");
   cli.add_option("--lambda", lambda, "switch only when better by this factor");
+  cli.add_option("--peer", peer,
+                 "all three devices all the time at: smallest-batch (the smallest profiled batches that carry the "
+                 "rate) | best-batch (each device's best batch at every rate)")
+      ->check(CLI::IsMember({"smallest-batch", "best-batch"}))
+      ->capture_default_str();
   CLI11_PARSE(cli, argc, argv);
+  const bool peer_best_batch = peer == "best-batch";
   std::filesystem::create_directories(out_dir);
   std::ofstream tl(out_dir + "/fig7_timeline.csv"), ev(out_dir + "/fig7_events.csv"),
       sm(out_dir + "/fig7_summary.csv");
@@ -213,7 +221,7 @@ int main(int argc, char** argv) {
           // Row for the quantum just measured.
           if (q_ticks > 0) {
             double qs = q_ticks * tick_s;
-            Configuration base = all_three(p, rate, f);
+            Configuration base = all_three(p, rate, f, peer_best_batch);
             double all_w = p.evaluate(base, rate, f).power_w;
             uint32_t lead = 0;
             for (int dv = 0; dv < 3; ++dv) lead = std::max(lead, running.batch[dv]);
@@ -261,7 +269,7 @@ int main(int argc, char** argv) {
         q_lost += lost / pkt_bits;
         ++q_ticks;
         S.energy_j += o.power_w * tick_s;
-        S.energy_all_j += p.evaluate(all_three(p, rate, f), rate, f).power_w * tick_s;
+        S.energy_all_j += p.evaluate(all_three(p, rate, f, peer_best_batch), rate, f).power_w * tick_s;
         S.offered_bits += arrive;
         S.achieved_bits += served;
         if (rate <= seg_best_bps) S.lost_packets += lost / pkt_bits;

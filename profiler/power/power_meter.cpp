@@ -168,29 +168,70 @@ Result<std::unique_ptr<PowerMeter>> open_rapl(const RaplDomain& d) {
   return std::unique_ptr<PowerMeter>(std::make_unique<RaplMeter>(d, fd, *raw));
 }
 
+}  // namespace hpr::prof
+
 // ---------------------------------------------------------------- NVML
 
+// Types and prototypes: the CUDA toolkit's nvml.h where it is installed (CMake adds its include directory when
+// find_path finds it; /usr/include/nvml.h of a distribution package works too), else the few declarations we
+// need, copied from it (ABI-stable C API). Either way nothing links against NVML: the functions are looked up
+// with dlsym in libnvidia-ml.so.1 at run time, through pointers of the prototypes' types.
+#if __has_include(<nvml.h>)
+#define NVML_NO_UNVERSIONED_FUNC_DEFS  // we name the versioned entry points (nvmlInit_v2, ...) ourselves
+#include <nvml.h>
+namespace hpr::prof {
 namespace {
-
-// The few declarations of the CUDA toolkit's nvml.h we need (ABI-stable C API).
-using nvmlReturn_t = int;  // enum nvmlReturn_enum; NVML_SUCCESS = 0, NVML_ERROR_NOT_SUPPORTED = 3
+constexpr bool kNvmlToolkitHeader = true;
+constexpr nvmlReturn_t kNvmlSuccess = NVML_SUCCESS;
+constexpr unsigned kNvmlDeviceNameBufferSize = NVML_DEVICE_NAME_V2_BUFFER_SIZE;
+using NvmlInitFn = decltype(&nvmlInit_v2);
+using NvmlShutdownFn = decltype(&nvmlShutdown);
+using NvmlCountFn = decltype(&nvmlDeviceGetCount_v2);
+using NvmlByIndexFn = decltype(&nvmlDeviceGetHandleByIndex_v2);
+using NvmlGetNameFn = decltype(&nvmlDeviceGetName);
+using NvmlTotalEnergyFn = decltype(&nvmlDeviceGetTotalEnergyConsumption);
+using NvmlPowerUsageFn = decltype(&nvmlDeviceGetPowerUsage);
+using NvmlErrorStringFn = decltype(&nvmlErrorString);
+}  // namespace
+}  // namespace hpr::prof
+#else
+namespace hpr::prof {
+namespace {
+constexpr bool kNvmlToolkitHeader = false;
+using nvmlReturn_t = int;  // enum nvmlReturn_enum; NVML_SUCCESS = 0
 using nvmlDevice_t = struct nvmlDevice_st*;
 constexpr nvmlReturn_t kNvmlSuccess = 0;
 constexpr unsigned kNvmlDeviceNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+using NvmlInitFn = nvmlReturn_t (*)();              // nvmlInit_v2
+using NvmlShutdownFn = nvmlReturn_t (*)();          // nvmlShutdown
+using NvmlCountFn = nvmlReturn_t (*)(unsigned*);    // nvmlDeviceGetCount_v2
+using NvmlByIndexFn = nvmlReturn_t (*)(unsigned, nvmlDevice_t*);                // nvmlDeviceGetHandleByIndex_v2
+using NvmlGetNameFn = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned);          // nvmlDeviceGetName
+using NvmlTotalEnergyFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);  // ...TotalEnergyConsumption
+using NvmlPowerUsageFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned*);             // nvmlDeviceGetPowerUsage
+using NvmlErrorStringFn = const char* (*)(nvmlReturn_t);                        // nvmlErrorString
+}  // namespace
+}  // namespace hpr::prof
+#endif
+
+namespace hpr::prof {
+
+namespace {
 
 struct NvmlApi {
   void* handle = nullptr;
-  nvmlReturn_t (*init)() = nullptr;                                               // nvmlInit_v2
-  nvmlReturn_t (*shutdown)() = nullptr;                                           // nvmlShutdown
-  nvmlReturn_t (*count)(unsigned*) = nullptr;                                     // nvmlDeviceGetCount_v2
-  nvmlReturn_t (*by_index)(unsigned, nvmlDevice_t*) = nullptr;                    // nvmlDeviceGetHandleByIndex_v2
-  nvmlReturn_t (*get_name)(nvmlDevice_t, char*, unsigned) = nullptr;              // nvmlDeviceGetName
-  nvmlReturn_t (*total_energy)(nvmlDevice_t, unsigned long long*) = nullptr;      // ...TotalEnergyConsumption, mJ
-  nvmlReturn_t (*power_usage)(nvmlDevice_t, unsigned*) = nullptr;                 // nvmlDeviceGetPowerUsage, mW
-  const char* (*error_string)(nvmlReturn_t) = nullptr;                            // nvmlErrorString
+  NvmlInitFn init = nullptr;
+  NvmlShutdownFn shutdown = nullptr;
+  NvmlCountFn count = nullptr;
+  NvmlByIndexFn by_index = nullptr;
+  NvmlGetNameFn get_name = nullptr;
+  NvmlTotalEnergyFn total_energy = nullptr;  // mJ
+  NvmlPowerUsageFn power_usage = nullptr;    // mW
+  NvmlErrorStringFn error_string = nullptr;
 
   std::string err(nvmlReturn_t r) const {
-    return error_string != nullptr ? fmt::format("{} ({})", error_string(r), r) : fmt::format("NVML error {}", r);
+    return error_string != nullptr ? fmt::format("{} ({})", error_string(r), static_cast<int>(r))
+                                   : fmt::format("NVML error {}", static_cast<int>(r));
   }
   ~NvmlApi() {
     if (shutdown != nullptr) shutdown();
@@ -255,6 +296,8 @@ bool load_sym(void* h, const char* name, F& out) {
 
 }  // namespace
 
+bool nvml_toolkit_header() { return kNvmlToolkitHeader; }
+
 NvmlProbe probe_nvml(const char* library) {
   NvmlProbe p;
   void* h = dlopen(library, RTLD_NOW | RTLD_LOCAL);
@@ -265,7 +308,7 @@ NvmlProbe probe_nvml(const char* library) {
   }
   auto api = std::make_shared<NvmlApi>();
   api->handle = h;
-  nvmlReturn_t (*init)() = nullptr;
+  NvmlInitFn init = nullptr;
   if (!load_sym(h, "nvmlInit_v2", init) || !load_sym(h, "nvmlDeviceGetCount_v2", api->count) ||
       !load_sym(h, "nvmlDeviceGetHandleByIndex_v2", api->by_index) ||
       !load_sym(h, "nvmlDeviceGetName", api->get_name) || !load_sym(h, "nvmlDeviceGetPowerUsage", api->power_usage)) {

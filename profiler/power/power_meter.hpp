@@ -70,6 +70,9 @@ struct NvmlProbe {
 };
 // Never fails: an absent library or a failing nvmlInit gives available = false and the reason.
 NvmlProbe probe_nvml(const char* library = "libnvidia-ml.so.1");
+// Where the NVML types and prototypes came from at build time: true when the CUDA toolkit's nvml.h was found
+// (CMake's HPR_NVML_INCLUDE_DIR, or a system nvml.h), false for hpr's own copy of the few declarations used.
+bool nvml_toolkit_header();
 
 // ---- Model ----
 struct ModelPowerParams {

@@ -158,6 +158,7 @@ class Pipeline {
   Summary run();
   // Safe from a signal handler: stops rx; run() drains and returns.
   void request_stop() { stop_rx_.store(true, std::memory_order_relaxed); }
+  bool stop_requested() const { return stop_rx_.load(std::memory_order_relaxed); }
   Summary snapshot() const;
 
   // Control (any thread; applied by the dispatcher at its next burst): relative lane weights, 0

@@ -128,6 +128,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
     PowerSample ps = power->sample(st.lane_util, now);
     prev = s;
     double elapsed = static_cast<double>(now - t0) / 1e9;
+    if (p.stop_requested()) return;  // interrupted (SIGINT) or budget reached: no new point while it drains
     if (o.budget_s > 0 && elapsed >= o.budget_s) {
       res.budget_hit = true;
       p.request_stop();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <tuple>
 
 namespace hpr::sched {
 
@@ -82,7 +83,6 @@ void ConfigStore::tree_insert(ConfigId id) {
       it->second.by[o].emplace(score(static_cast<Metric>(o), value_of(id, static_cast<Metric>(o))), id);
     }
   }
-  dirty_ = true;
 }
 
 void ConfigStore::tree_erase(ConfigId id) {
@@ -97,7 +97,6 @@ void ConfigStore::tree_erase(ConfigId id) {
     int other = t == 0 ? 1 : 0;
     if (it->second.by[other].empty()) tree.erase(it);
   }
-  dirty_ = true;
 }
 
 Result<ConfigId> ConfigStore::insert(const Configuration& c) {
@@ -111,6 +110,7 @@ Result<ConfigId> ConfigStore::insert(const Configuration& c) {
   node_key_.push_back({});
   by_setup_.emplace(setup_hash(c), id);
   tree_insert(id);
+  index_attach(id, kNoPos);
   return id;
 }
 
@@ -125,6 +125,7 @@ bool ConfigStore::update(ConfigId id, double throughput_bps, double latency_ns, 
       !differs(c.power_w, power_w))
     return false;
   tree_erase(id);
+  size_t old_pos = index_detach(id);
   auto& w = configs_[id];
   w.throughput_bps = throughput_bps;
   w.latency_ns = latency_ns;
@@ -132,6 +133,7 @@ bool ConfigStore::update(ConfigId id, double throughput_bps, double latency_ns, 
   w.power_w = power_w;
   w.power_source = source;
   tree_insert(id);
+  index_attach(id, old_pos);
   return true;
 }
 
@@ -202,38 +204,94 @@ void ConfigStore::rebuild() const {
   size_t n = configs_.size();
   thr_order_.resize(n);
   for (size_t i = 0; i < n; ++i) thr_order_[i] = static_cast<ConfigId>(i);
-  std::sort(thr_order_.begin(), thr_order_.end(),
-            [&](ConfigId a, ConfigId b) { return configs_[a].throughput_bps < configs_[b].throughput_bps; });
+  std::sort(thr_order_.begin(), thr_order_.end(), [&](ConfigId a, ConfigId b) { return thr_less(a, b); });
   thr_sorted_.resize(n);
   suffix_min_power_.resize(n);
   suffix_min_latency_.resize(n);
   for (size_t i = 0; i < n; ++i) thr_sorted_[i] = configs_[thr_order_[i]].throughput_bps;
-  for (size_t k = n; k-- > 0;) {
-    ConfigId id = thr_order_[k];
-    if (k + 1 == n) {
-      suffix_min_power_[k] = suffix_min_latency_[k] = id;
-      continue;
-    }
-    ConfigId p = suffix_min_power_[k + 1], l = suffix_min_latency_[k + 1];
-    suffix_min_power_[k] = better(id, p, Metric::kPower) ? id : p;
-    suffix_min_latency_[k] = better(id, l, Metric::kLatency) ? id : l;
-  }
-  // Highest throughput; among those within tie_tolerance of it, the least power.
-  max_throughput_ = kNoConfig;
-  if (n > 0) {
-    double top = thr_sorted_.back();
-    auto first = std::lower_bound(thr_sorted_.begin(), thr_sorted_.end(), top * (1 - opt_.tie_tolerance));
-    max_throughput_ = suffix_min_power_[static_cast<size_t>(first - thr_sorted_.begin())];
-  }
+  for (size_t k = n; k-- > 0;) std::tie(suffix_min_power_[k], suffix_min_latency_[k]) = fold_at(k);
+  set_max_throughput();
   power_order_ = thr_order_;
-  std::sort(power_order_.begin(), power_order_.end(),
-            [&](ConfigId a, ConfigId b) { return configs_[a].power_w < configs_[b].power_w; });
-  dirty_ = false;
+  std::sort(power_order_.begin(), power_order_.end(), [&](ConfigId a, ConfigId b) { return power_less(a, b); });
+  built_ = true;
+}
+
+// The suffix minima (power, latency) at position k of the throughput order, from its element and the minima at
+// k + 1: the fold of both rebuild() and index_attach().
+std::pair<ConfigId, ConfigId> ConfigStore::fold_at(size_t k) const {
+  ConfigId e = thr_order_[k];
+  if (k + 1 == thr_order_.size()) return {e, e};
+  ConfigId p = suffix_min_power_[k + 1], l = suffix_min_latency_[k + 1];
+  return {better(e, p, Metric::kPower) ? e : p, better(e, l, Metric::kLatency) ? e : l};
+}
+
+bool ConfigStore::thr_less(ConfigId a, ConfigId b) const {
+  double ta = configs_[a].throughput_bps, tb = configs_[b].throughput_bps;
+  return ta < tb || (ta == tb && a < b);
+}
+
+bool ConfigStore::power_less(ConfigId a, ConfigId b) const {
+  double pa = configs_[a].power_w, pb = configs_[b].power_w;
+  return pa < pb || (pa == pb && a < b);
+}
+
+// Highest throughput; among those within tie_tolerance of it, the least power.
+void ConfigStore::set_max_throughput() const {
+  max_throughput_ = kNoConfig;
+  if (thr_sorted_.empty()) return;
+  double top = thr_sorted_.back();
+  auto first = std::lower_bound(thr_sorted_.begin(), thr_sorted_.end(), top * (1 - opt_.tie_tolerance));
+  max_throughput_ = suffix_min_power_[static_cast<size_t>(first - thr_sorted_.begin())];
+}
+
+// The incremental path (after the first rebuild): `id` leaves the orders before its values change...
+size_t ConfigStore::index_detach(ConfigId id) {
+  if (!built_) return kNoPos;
+  auto by_thr = [&](ConfigId a, ConfigId b) { return thr_less(a, b); };
+  auto it = std::lower_bound(thr_order_.begin(), thr_order_.end(), id, by_thr);
+  assert(it != thr_order_.end() && *it == id);
+  auto pos = static_cast<size_t>(it - thr_order_.begin());
+  thr_order_.erase(it);
+  thr_sorted_.erase(thr_sorted_.begin() + static_cast<ptrdiff_t>(pos));
+  suffix_min_power_.erase(suffix_min_power_.begin() + static_cast<ptrdiff_t>(pos));
+  suffix_min_latency_.erase(suffix_min_latency_.begin() + static_cast<ptrdiff_t>(pos));
+  auto pit = std::lower_bound(power_order_.begin(), power_order_.end(), id,
+                              [&](ConfigId a, ConfigId b) { return power_less(a, b); });
+  assert(pit != power_order_.end() && *pit == id);
+  power_order_.erase(pit);
+  return pos;
+}
+
+// ...and comes back at its new place. The suffix minima are refolded from the higher of the old and new
+// positions down, the same fold as rebuild() (so the same answers, ties included), and stop below both
+// positions once a minimum is unchanged and is not `id` (whose values changed). O(N) moves at worst, no sort.
+void ConfigStore::index_attach(ConfigId id, size_t old_pos) {
+  if (!built_) return;
+  auto by_thr = [&](ConfigId a, ConfigId b) { return thr_less(a, b); };
+  auto it = std::lower_bound(thr_order_.begin(), thr_order_.end(), id, by_thr);
+  auto pos = static_cast<size_t>(it - thr_order_.begin());
+  auto at = [&](auto& v) { return v.begin() + static_cast<ptrdiff_t>(pos); };
+  thr_order_.insert(it, id);
+  thr_sorted_.insert(at(thr_sorted_), configs_[id].throughput_bps);
+  suffix_min_power_.insert(at(suffix_min_power_), id);
+  suffix_min_latency_.insert(at(suffix_min_latency_), id);
+  power_order_.insert(std::lower_bound(power_order_.begin(), power_order_.end(), id,
+                                       [&](ConfigId a, ConfigId b) { return power_less(a, b); }),
+                      id);
+  size_t lo = old_pos == kNoPos ? pos : std::min(pos, old_pos);
+  size_t hi = old_pos == kNoPos ? pos : std::max(pos, old_pos);
+  for (size_t k = hi + 1; k-- > 0;) {
+    auto [p, l] = fold_at(k);
+    if (k < lo && p == suffix_min_power_[k] && l == suffix_min_latency_[k] && p != id && l != id) break;
+    suffix_min_power_[k] = p;
+    suffix_min_latency_[k] = l;
+  }
+  set_max_throughput();
 }
 
 ConfigId ConfigStore::best(const Query& q) const {
   if (configs_.empty()) return kNoConfig;
-  if (dirty_) rebuild();
+  if (!built_) rebuild();
   if (q.policy == Policy::kThroughputCritical) return max_throughput_;
   auto it = std::lower_bound(thr_sorted_.begin(), thr_sorted_.end(), q.rate_bps);
   if (it == thr_sorted_.end()) return max_throughput_;  // nothing sustains R: the most we can do

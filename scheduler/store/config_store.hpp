@@ -22,9 +22,10 @@
 //   When no configuration sustains R, the policy falls back to the highest-throughput configuration.
 //   The paper looks up only the nearest node; "sustains at least R" is a range query, which we answer on the
 //   configurations' own measured values (not the merged node keys, which are only within δ) with
-//   suffix-minimum arrays over the throughput order. They are rebuilt lazily (O(N log N)) on the first
-//   query after an insert or an update, so an update costs O(log N) in the trees (as in §4.2.1) plus one
-//   rebuild before the next policy query.
+//   suffix-minimum arrays over the throughput order. They are built (O(N log N)) on the first policy query;
+//   after that an insert or an update costs O(log N) in the trees (as in §4.2.1) plus an in-place move in
+//   the orders and a refold of the suffix minima below the changed positions, stopping where they no longer
+//   change (O(N) memory moves at worst, no sort).
 //
 // Not thread safe: the control thread owns it.
 #include <cstdint>
@@ -124,6 +125,16 @@ class ConfigStore {
   NodeView view(Metric m, const Tree::const_iterator& it) const;
   void rebuild() const;
   bool better(ConfigId a, ConfigId b, Metric m) const;
+  // Policy-index orders: (throughput, id) and (power, id), ascending.
+  bool thr_less(ConfigId a, ConfigId b) const;
+  bool power_less(ConfigId a, ConfigId b) const;
+  std::pair<ConfigId, ConfigId> fold_at(size_t k) const;
+  void set_max_throughput() const;
+  // Incremental maintenance once built: detach before a configuration's values change (returns its old
+  // position in the throughput order), attach after (kNoPos: a new configuration). No-ops before the build.
+  static constexpr size_t kNoPos = static_cast<size_t>(-1);
+  size_t index_detach(ConfigId id);
+  void index_attach(ConfigId id, size_t old_pos);
 
   StoreOptions opt_;
   std::vector<Configuration> configs_;
@@ -131,8 +142,8 @@ class ConfigStore {
   std::array<Tree, 3> trees_;
   std::unordered_multimap<uint64_t, ConfigId> by_setup_;
 
-  // Policy indexes over measured values, rebuilt lazily.
-  mutable bool dirty_ = true;
+  // Policy indexes over measured values: built at the first query, then maintained by index_detach/attach.
+  mutable bool built_ = false;
   mutable std::vector<double> thr_sorted_;          // ascending throughput
   mutable std::vector<ConfigId> thr_order_;         // ids in that order
   mutable std::vector<ConfigId> suffix_min_power_;  // over thr_order_[i..]

@@ -2,7 +2,9 @@
 // adaptive_control.hpp, power.hpp). No timing thresholds: only books, orders, files and names.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -121,6 +123,82 @@ TEST_CASE("profile on a tiny grid writes a table that loads back") {
     CHECK(p.power_source == sched::PowerSource::kModel);
     CHECK(p.power_w > 0);
   }
+  fs::remove(o.out_path);
+}
+
+namespace {
+
+// A profile stopped early: the file on disk says "complete": false and holds exactly the points measured,
+// the first ones of the planned grid, in order, each with its measurements.
+void check_kept_table(const ProfileOptions& o, const ProfileResult& r) {
+  CHECK_FALSE(r.complete);
+  CHECK(r.measured < r.planned);
+  auto fp = machine_fingerprint({}, o.run.native_lanes, o.run.app, traffic_description(o.run.input));
+  auto t = prof::load_table(o.out_path, fp);
+  REQUIRE(t.is_ok());
+  CHECK_FALSE(t->complete);
+  REQUIRE(t->points.size() == r.measured);
+  auto grid = profile_grid(o.run.native_lanes, o);
+  REQUIRE(grid.is_ok());
+  CHECK(grid->size() == r.planned);
+  for (size_t i = 0; i < t->points.size(); ++i) {
+    const auto& pt = t->points[i];
+    CHECK(pt.device_mask == (*grid)[i].device_mask);
+    CHECK(pt.batch == (*grid)[i].batch);
+    CHECK(pt.split == (*grid)[i].split);
+    CHECK(pt.throughput_bps > 0);
+    CHECK(pt.power_source == sched::PowerSource::kModel);
+  }
+}
+
+ProfileOptions small_profile(const std::string& name) {
+  ProfileOptions o;
+  o.run = base(2, false);  // two native lanes: 2 singles x 2 batches + 1 pair x 2 batches x 1 split = 6 points
+  o.min_batch = 64;
+  o.max_batch = 128;
+  o.split_steps = 2;
+  o.power.rapl_root = tmp("no-powercap");
+  o.out_path = tmp(name);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("profile with a time budget stops early and keeps what was measured, incomplete") {
+  ProfileOptions o = small_profile("budget.json");
+  // Every point takes at least two quanta (settle >= 1, measure >= 1): 6 points need >= 1.2 s of measuring,
+  // so a 0.5 s budget cannot complete the grid, whatever the machine's speed (0 to 2 points fit).
+  o.quantum_ms = 100;
+  o.budget_s = 0.5;
+  auto r = run_profile(o);
+  REQUIRE(r.is_ok());
+  CHECK(r->budget_hit);
+  CHECK(r->planned == 6);
+  check_kept_table(o, *r);
+  fs::remove(o.out_path);
+}
+
+namespace {
+std::atomic<Pipeline*> g_profile_pipeline{nullptr};
+void on_sigint(int) {  // what `hpr profile` installs for SIGINT / SIGTERM (cli/profile_cmd.cpp)
+  if (Pipeline* p = g_profile_pipeline.load()) p->request_stop();
+}
+}  // namespace
+
+TEST_CASE("profile interrupted by SIGINT after two points keeps exactly those two, incomplete") {
+  ProfileOptions o = small_profile("interrupted.json");
+  o.quantum_ms = 20;
+  auto old = std::signal(SIGINT, on_sigint);
+  auto r = run_profile(
+      o, [](Pipeline* p) { g_profile_pipeline = p; },
+      [](const ProfileProgress& p) {
+        if (p.done == 2) std::raise(SIGINT);
+      });
+  std::signal(SIGINT, old);
+  REQUIRE(r.is_ok());
+  CHECK_FALSE(r->budget_hit);
+  CHECK(r->measured == 2);  // no point is measured after the stop request
+  check_kept_table(o, *r);
   fs::remove(o.out_path);
 }
 

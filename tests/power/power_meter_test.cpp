@@ -130,6 +130,43 @@ TEST_CASE("NVML absent is not an error: no meters and a reason") {
   }
 }
 
+TEST_CASE("NVML present (a fake libnvidia-ml): one meter per GPU, energy counter or integrated power") {
+  NvmlProbe p = probe_nvml(HPR_FAKE_NVML);
+  INFO(p.reason);
+  REQUIRE(p.available);
+  REQUIRE(p.meters.size() == 2);
+  CHECK(p.meters[0]->name() == "nvml:0:Fake GPU 0");
+  CHECK(p.meters[1]->name() == "nvml:1:Fake GPU 1");
+  for (auto& m : p.meters) CHECK(m->source() == PowerSource::kNvml);
+  // GPU 0: the total-energy counter (+50 J per read), counted from the first read.
+  auto a0 = p.meters[0]->read(1'000'000'000);
+  auto a1 = p.meters[0]->read(2'000'000'000);
+  REQUIRE(a0.is_ok());
+  REQUIRE(a1.is_ok());
+  CHECK(a0->energy_uj == 0);
+  CHECK(a1->energy_uj == 50'000'000);
+  CHECK(a1->watts == Approx(50));
+  CHECK(a1->source == PowerSource::kNvml);
+  // GPU 1: no counter ("not supported"), 100 W integrated by trapezoids over 2 s.
+  auto b0 = p.meters[1]->read(1'000'000'000);
+  auto b1 = p.meters[1]->read(3'000'000'000);
+  REQUIRE(b0.is_ok());
+  REQUIRE(b1.is_ok());
+  CHECK(b1->energy_uj == 200'000'000);
+  CHECK(b1->watts == Approx(100));
+}
+
+TEST_CASE("NVML declarations come from the toolkit's nvml.h when CMake found it") {
+  INFO("nvml.h from the CUDA toolkit: " << nvml_toolkit_header());
+#if HPR_NVML_HEADER_FROM_CMAKE
+  CHECK(nvml_toolkit_header());
+#elif !__has_include(<nvml.h>)
+  CHECK_FALSE(nvml_toolkit_header());  // neither CMake nor the compiler's default paths have one
+#endif
+  // Either way the absent library is not an error (the same path, other declarations).
+  CHECK_FALSE(probe_nvml("libnvidia-ml-definitely-absent.so.1").available);
+}
+
 TEST_CASE("model meter: idle + dynamic x utilisation, integrated over time, source model") {
   auto params = default_model_power("igpu", "HD Graphics 4000");
   CHECK(params.idle_w == 2);

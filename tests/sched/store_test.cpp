@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <random>
+#include <vector>
 
 #include "scheduler/store/config_store.hpp"
 
@@ -161,4 +163,53 @@ TEST_CASE("configuration json round trip") {
   CHECK(back.throughput_bps == c.throughput_bps);
   CHECK(back.power_source == PowerSource::kModel);
   CHECK(back.describe() == "dev{0,2} b=[2048,2048] s=[0.25,0.75]");
+}
+
+TEST_CASE("inserts and updates after the first query answer as a store built from scratch, ties included") {
+  // Coarse values so that many throughputs are equal and many powers / latencies tie within tie_tolerance.
+  std::mt19937 rng(7);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  auto thr = [&] { return (1 + pick(12)) * 2.5 * G; };
+  auto lat = [&] { return (1 + pick(6)) * 100e3 * (1 + 0.005 * pick(3)); };
+  auto pw = [&] { return (20 + 10 * pick(8)) * (1 + 0.005 * pick(3)); };
+  ConfigStore s;
+  std::vector<Configuration> setups;
+  for (uint32_t b = 64; b <= 65536; b *= 2)
+    for (uint32_t mask = 1; mask < 8; ++mask) setups.push_back(cfg(mask, b, thr(), lat(), pw()));
+  for (size_t i = 0; i < setups.size() / 2; ++i) REQUIRE(s.insert(setups[i]));
+  std::vector<Query> queries{{Policy::kThroughputCritical}};
+  for (double r = 0; r <= 32 * G; r += 1.25 * G) {
+    queries.push_back({Policy::kEnergyCritical, r});
+    queries.push_back({Policy::kLatencyCritical, r});
+    queries.push_back({Policy::kLatencyTarget, r, 300e3});
+  }
+  // Hand-made first: the cheapest configuration gets dearer without moving in the throughput order, and one
+  // further down the order becomes the answer (the refold must not stop at the unchanged minimum id).
+  {
+    ConfigStore h;
+    auto a = *h.insert(cfg(0b001, 64, 1 * G, 100e3, 25));
+    (void)*h.insert(cfg(0b010, 64, 2 * G, 100e3, 40));
+    auto x = *h.insert(cfg(0b100, 64, 3 * G, 100e3, 20));
+    CHECK(h.best({Policy::kEnergyCritical, 0}) == x);
+    REQUIRE(h.update(x, 3 * G, 100e3, 150e3, 30, PowerSource::kModel));
+    CHECK(h.best({Policy::kEnergyCritical, 0}) == a);
+  }
+  size_t next = setups.size() / 2;
+  for (int round = 0; round < 200; ++round) {
+    (void)s.best(queries[0]);  // the policy indexes exist from here on: the changes below are incremental
+    if (next < setups.size() && pick(3) == 0) {
+      REQUIRE(s.insert(setups[next++]));
+    } else {
+      auto id = static_cast<ConfigId>(pick(static_cast<int>(s.size())));
+      double p = pick(2) ? pw() : s.get(id).power_w;  // sometimes power only, sometimes throughput only
+      double t = p == s.get(id).power_w ? thr() : s.get(id).throughput_bps;
+      s.update(id, t, lat(), 1.5 * lat(), p, PowerSource::kModel);
+    }
+    ConfigStore fresh;  // the same configurations, same ids, indexes built once at the first query
+    for (ConfigId id = 0; id < s.size(); ++id) REQUIRE(fresh.insert(s.get(id)));
+    for (const auto& q : queries) {
+      INFO("round " << round << " policy " << policy_name(q.policy) << " rate " << q.rate_bps / G);
+      CHECK(s.best(q) == fresh.best(q));
+    }
+  }
 }
