@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The `hpr` binary as a user meets it (issues 2 and 4): exit codes and messages for bad configurations,
 # SIGTERM during a run with packets in flight (the summary still balances the books), `hpr devices --json`,
-# `--help` and `hpr bench`. Usage: cli_test.sh HPR_BINARY. Needs python3 (JSON checks).
+# the generator and pcap modes as an unprivileged user, `--help` and `hpr bench`. Usage: cli_test.sh HPR_BINARY. Needs python3 (JSON checks).
 set -uo pipefail
 hpr=${1:?usage: cli_test.sh HPR_BINARY}
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
@@ -58,6 +58,23 @@ grep -q "books       received = transmitted + dropped: balanced" "$tmp/run.log" 
 "$hpr" devices --json >"$tmp/devices.json" || fail "hpr devices --json exited $?"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("ok: devices:", [x["name"] for x in d]); sys.exit(0 if len(d) >= 2 and all("kind" in x and "compute_units" in x for x in d) else 1)' \
   "$tmp/devices.json" || fail "hpr devices --json: want two devices with kind and compute units"
+
+# Least privilege: the generator and capture-file modes need no root (run as nobody where this runs as root).
+if [[ $(id -u) -eq 0 ]] && command -v runuser >/dev/null; then
+  chmod 755 "$tmp"
+  mkdir -m 777 "$tmp/nobody"
+  cap=${HPR_DATA_DIR:-$(dirname "$0")/../../../shared/data}/pcap/ndpi/skype.pcap
+  if ! runuser -u nobody -- test -x "$hpr" -a -r "$cap"; then
+    echo "skip: user nobody cannot reach $hpr or $cap here (a checkout below a private directory)"
+  elif runuser -u nobody -- "$hpr" run --in gen --packets 2000 --out null --devices none --routes "$tmp/routes.txt" -q \
+       >"$tmp/nobody/gen.log" 2>&1 &&
+     runuser -u nobody -- "$hpr" run --in "pcap:$cap" --out "pcap:$tmp/nobody/out.pcap" --devices none \
+       --routes "$tmp/routes.txt" -q >"$tmp/nobody/pcap.log" 2>&1 && [[ -s $tmp/nobody/out.pcap ]]; then
+    echo "ok: generator and pcap modes run as nobody"
+  else
+    fail "running as nobody: $(cat "$tmp/nobody/"*.log)"
+  fi
+fi
 
 "$hpr" --help | grep -q "Exit codes: 0 ok; 1" || fail "--help does not list the exit codes"
 "$hpr" bench >"$tmp/bench.txt" || fail "hpr bench (list) exited $?"
