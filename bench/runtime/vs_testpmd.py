@@ -113,7 +113,7 @@ def main():
             elif case in ("io", "classify"):
                 v = classify(a.capture, a.seconds, case)
             else:
-                m = hpr_run(a.capture, a.seconds, *arg, a.batch)
+                m = hpr_run(arg[0], a.capture, a.seconds, *arg[1:], a.batch)
                 if m is None:
                     continue
                 v, extra = m["mpps"], m
