@@ -3,14 +3,8 @@
 // 75% 1,514 B; §4). "Packet size" is the slice each packet contributes (bytes hashed / encrypted).
 // Per configuration: one warm-up batch, then at least --runs batches and --min-ms of time; the batch
 // latency median / p99 and spread ((p90-p10)/median) come from those; Gbit/s and Mpps from the median.
-// The OpenSSL peer runs in the same process on the same gathered bytes:
-//   MD5: one reused EVP_MD_CTX, Init/Update/Final per packet.
-//   AES: per flow a pre-keyed EVP_CIPHER_CTX for AES-128-ECB (the derived IV) and one for
-//        AES-128-CBC-CTS (CS2), Init(iv)+Update per packet: the same bytes as our packet rule.
+// The OpenSSL peer (bench/crypto/evp_peers.hpp) runs in the same process on the same gathered bytes.
 // Usage: crypto_bench [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick]
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
-
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/crypto/evp_peers.hpp"
 #include "hpr/clock.hpp"
 #include "hpr/stats.hpp"
 #include "kernels/aes/aes_app.hpp"
@@ -76,61 +71,6 @@ Summary time_batches(const std::function<void()>& fn, int min_runs, double min_m
   return summarize(ns);
 }
 
-// ---- OpenSSL peers
-struct EvpMd5 {
-  EVP_MD* md = EVP_MD_fetch(nullptr, "MD5", nullptr);
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  ~EvpMd5() { EVP_MD_CTX_free(ctx); EVP_MD_free(md); }
-  void run(Batch& b) {
-    for (size_t i = 0; i < b.desc.size(); ++i) {
-      unsigned int len = 0;
-      EVP_DigestInit_ex2(ctx, md, nullptr);
-      EVP_DigestUpdate(ctx, b.pkts.data() + b.desc[i].off, b.desc[i].len);
-      EVP_DigestFinal_ex(ctx, b.out.data() + 16 * i, &len);
-    }
-  }
-};
-
-struct EvpAes {
-  EVP_CIPHER* ecb = EVP_CIPHER_fetch(nullptr, "AES-128-ECB", nullptr);
-  EVP_CIPHER* cts = EVP_CIPHER_fetch(nullptr, "AES-128-CBC-CTS", nullptr);
-  std::vector<EVP_CIPHER_CTX*> ecb_ctx, cts_ctx;
-  explicit EvpAes(const aes::Key& master) {
-    OSSL_PARAM params[2] = {OSSL_PARAM_construct_utf8_string(OSSL_CIPHER_PARAM_CTS_MODE, const_cast<char*>("CS2"), 0),
-                            OSSL_PARAM_END};
-    uint8_t zero_iv[16] = {};
-    for (uint32_t f = 0; f < kFlows; ++f) {
-      aes::Key k = aes::derive_key_for_flow(master, f);
-      EVP_CIPHER_CTX* e = EVP_CIPHER_CTX_new();
-      EVP_EncryptInit_ex2(e, ecb, k.data(), nullptr, nullptr);
-      EVP_CIPHER_CTX_set_padding(e, 0);
-      EVP_CIPHER_CTX* c = EVP_CIPHER_CTX_new();
-      EVP_EncryptInit_ex2(c, cts, k.data(), zero_iv, params);
-      ecb_ctx.push_back(e);
-      cts_ctx.push_back(c);
-    }
-  }
-  ~EvpAes() {
-    for (auto* c : ecb_ctx) EVP_CIPHER_CTX_free(c);
-    for (auto* c : cts_ctx) EVP_CIPHER_CTX_free(c);
-    EVP_CIPHER_free(ecb);
-    EVP_CIPHER_free(cts);
-  }
-  void run(Batch& b) {
-    for (size_t i = 0; i < b.desc.size(); ++i) {
-      const Desc& d = b.desc[i];
-      uint8_t ctr[16] = {}, iv[16];
-      std::memcpy(ctr, &d.flow, 4);
-      std::memcpy(ctr + 4, &d.seq, 4);
-      int n = 0;
-      EVP_EncryptUpdate(ecb_ctx[d.flow], iv, &n, ctr, 16);
-      EVP_EncryptInit_ex2(cts_ctx[d.flow], nullptr, nullptr, iv, nullptr);
-      uint8_t* p = b.pkts.data() + d.off;
-      EVP_EncryptUpdate(cts_ctx[d.flow], p, &n, p, d.len);
-    }
-  }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -157,8 +97,8 @@ int main(int argc, char** argv) {
   const aes::Key master{0x2b, 0x7e, 0x15, 0x16};
   auto keys = std::make_shared<aes::KeyTable>(kFlows);
   aes::fill_derived(*keys, master, 0, kFlows);
-  EvpMd5 evp_md5;
-  EvpAes evp_aes(master);
+  bench::EvpMd5 evp_md5;
+  bench::EvpAes evp_aes(master, kFlows);
   const char* size_names[] = {"64", "1514", "mix"};
 
   std::printf("%-4s %-9s %-5s %6s %9s %9s %10s %10s %7s %6s\n", "app", "impl", "size", "batch", "Gbit/s", "Mpps",
@@ -175,10 +115,10 @@ int main(int argc, char** argv) {
         r.mpps = n / r.lat.median * 1e3;
         rows.push_back(r);
       };
-      add("md5", "openssl", [&] { evp_md5.run(b); });
+      add("md5", "openssl", [&] { evp_md5.run(b.view()); });
       for (auto impl : {md5::Impl::kScalar, md5::Impl::kAvx2})
         if (md5::impl_supported(impl)) add("md5", std::string(md5::impl_name(impl)), [&, impl] { md5::md5_batch(b.view(), impl); });
-      add("aes", "openssl", [&] { evp_aes.run(b); });
+      add("aes", "openssl", [&] { evp_aes.run(b.view()); });
       for (auto impl : {aes::Impl::kScalar, aes::Impl::kAesni, aes::Impl::kAesniX8, aes::Impl::kVaesX16})
         if (aes::impl_supported(impl))
           add("aes", std::string(aes::impl_name(impl)), [&, impl] { aes::aes_batch(b.view(), *keys, aes::IvMode::kDerived, impl); });
