@@ -54,8 +54,8 @@ struct AppProgram {
   Result<cl::Kernel> make_kernel(const App& app) const;
 };
 
-// Runs one batch at a time, synchronously: copies desc and pkts in, runs, copies out (and pkts
-// back when the app writes back).
+// For tests: one batch at a time, synchronously; buffers created per call, copies desc and pkts in and out
+// (pkts back when the app writes back). Time the pipeline's executors instead (bench/apps/app_bench).
 class DeviceRunner {
  public:
   static Result<DeviceRunner> create(const App& app, const cl::Device& dev);

@@ -1,6 +1,6 @@
 // DPI benchmark: the native Aho-Corasick lane beside Hyperscan block mode (the peer, same patterns,
-// same packets, every match counted through a callback), and optionally each OpenCL device through
-// the synchronous DeviceRunner (copies included).
+// same packets, every match counted through a callback). The OpenCL devices are swept by
+// bench/apps/app_bench (the pipeline's executors, buffers allocated once).
 //
 // Pattern sets: the full ET Open 2017 set, and its patterns of >= 4 bytes.
 // Workloads: capture payloads replayed (all of pcap/ndpi, in file order), and synthetic frames of
@@ -12,8 +12,7 @@
 // Throughput: Gbit/s of frame bytes (8 * sum of frame lengths / time) and Mpps; also the payload
 //   scan rate; each per wall time and per thread CPU time (the machine is shared). Each cell:
 //   warm-up, then `runs` runs; median and spread ((p90-p10)/median).
-// Batch latency: time of one batch (native and Hyperscan: the scan loop; device: copy in + kernel
-//   + copy out), median and p99 over all batches of all runs.
+// Batch latency: time of one batch (the scan loop), median and p99 over all batches of all runs.
 // CSV: --out (default out/dpi/dpi_bench.csv).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -29,7 +28,6 @@
 #include "kernels/dpi/dpi_app.hpp"
 #include "kernels/dpi/hs_peer.hpp"
 #include "kernels/runner.hpp"
-#include "runtime/opencl/devices.hpp"
 #include "runtime/parser.hpp"
 #include "runtime/pcap_file.hpp"
 
@@ -162,13 +160,12 @@ void repeat_to(Workload& w, size_t n, uint32_t result_bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App cli{"DPI: native Aho-Corasick vs Hyperscan (and OpenCL devices)"};
+  CLI::App cli{"DPI: native Aho-Corasick vs Hyperscan"};
   std::string out_path = "out/dpi/dpi_bench.csv";
   std::string rules = data_path("rules/et-open-2017");
   int runs = 5;
   uint32_t distinct = 16384;
   std::vector<uint32_t> batches = {64, 256, 1024, 4096, 16384, 65536};
-  bool devices = false;
   std::vector<std::string> only_workloads;
   cli.add_option("--out", out_path, "CSV output path");
   cli.add_option("--rules", rules, "rule directory");
@@ -176,7 +173,6 @@ int main(int argc, char** argv) {
   cli.add_option("--distinct", distinct, "distinct payloads per workload; a run scans max(batch, distinct)");
   cli.add_option("--batches", batches, "batch sizes");
   cli.add_option("--workloads", only_workloads, "subset of capture,64,1514,mix");
-  cli.add_flag("--devices", devices, "also run every OpenCL device through DeviceRunner (copies included)");
   CLI11_PARSE(cli, argc, argv);
 
   auto full = load_rule_dir(rules);
@@ -205,20 +201,6 @@ int main(int argc, char** argv) {
                "lanes {}; hyperscan db {:.1f} MB\n",
                set_name, npat, st.states, st.output_states, st.classes, st.table_bytes / 1048576.0, st.build_s,
                app.config().native_lanes, hs.database_bytes() / 1048576.0);
-
-    std::vector<kernels::DeviceRunner> runners;
-    std::vector<std::string> dev_names;
-    if (devices) {
-      auto devs = discover_devices();
-      if (devs.is_ok()) {
-        for (auto& d : *devs) {
-          auto r = kernels::DeviceRunner::create(app, d.device);
-          if (!r.is_ok()) { fmt::print(stderr, "{}: {}\n", d.name, r.status().to_string()); continue; }
-          runners.push_back(std::move(*r));
-          dev_names.push_back(fmt::format("cl{}", d.index));
-        }
-      }
-    }
 
     std::vector<uint8_t> stream;
     std::vector<Workload> wls;
@@ -252,12 +234,6 @@ int main(int argc, char** argv) {
         // app.run_native() is whichever of the two config().native_lanes picked.
         const Cell& ac = app.config().native_lanes == 1 ? ac1 : ac4;
         std::vector<std::pair<std::string, Cell>> cells = {{"native-ac-1lane", ac1}, {"native-ac-4lane", ac4}, {"hyperscan", hsc}};
-        for (size_t d = 0; d < runners.size(); ++d) {
-          cells.emplace_back(dev_names[d], measure(w, rb, b, runs, distinct, [&](kernels::BatchView& v) {
-            auto s = runners[d].run(v);
-            if (!s.is_ok()) fmt::print(stderr, "{}\n", s.to_string());
-          }));
-        }
         if (ac.matches != hsc.matches)
           fmt::print(stderr, "MISMATCH {} {} batch {}: ac {} hyperscan {}\n", set_name, w.name, b, ac.matches, hsc.matches);
         double hs_med = median(hsc.gbps), hs_cpu_med = median(hsc.cpu_gbps);
