@@ -24,10 +24,12 @@
 // frames (16,384) per size, repeated in order up to the largest batch; batch k takes the window
 // [k*batch mod pool, +batch). ipv4 writes TTL and checksum back: the headers are restored between
 // batches (not timed) so every batch forwards.
-// Per point: one warm-up batch, then batches until at least --min-batches and --min-ms (cap
-// --max-batches); median and p99 batch time, spread (p90-p10)/median; Gbit/s = frame bytes of a
-// batch * 8 / median time (frame bytes as held in memory: 60 / 1,514, no FCS), Mpps = batch /
-// median. Wall-clock time (the devices work on their own threads).
+// Per point: one warm-up batch, then batches until at least --min-ms, --min-batches and enough
+// batches to cover the --distinct frames once (cap --max-batches); median and p99 batch time, spread
+// (p90-p10)/median; Gbit/s = frame bytes of the timed batches * 8 / their total time (frame bytes as
+// held in memory: 60 / 1,514, no FCS), Mpps likewise: the mean, not the median, because batches differ
+// in work (dpi: match density varies along the capture stream). Wall-clock time (the devices work on
+// their own threads).
 // The native and device engines must report the same app events (forwarded, matches, digests,
 // encrypted; CSV column events_warmup) for the warm-up batch; a difference is printed as MISMATCH and
 // makes the exit status 1 (the dpi peer too: Hyperscan counts the same matches).
@@ -303,6 +305,8 @@ int run_app(const std::string& name, const Opts& o, const std::vector<DeviceInfo
       uint64_t frame_bytes = 0;
       for (uint32_t i = 0; i < batch; ++i) frame_bytes += fr.pkts[i].len;
       const uint32_t windows = pool / batch;
+      // Timed batches: enough to see every distinct frame once (payloads differ in cost: dpi).
+      const size_t need = std::max<size_t>(o.min_batches, (o.distinct + batch - 1) / batch);
       for (auto& e : engines) {
         std::vector<double> ns;
         uint64_t events = 0, ev = 0, t0 = 0;
@@ -323,11 +327,13 @@ int run_app(const std::string& name, const Opts& o, const std::vector<DeviceInfo
           }
           ns.push_back(static_cast<double>(b - a));
           if (ns.size() >= o.max_batches) break;
-          if (ns.size() >= o.min_batches && b - t0 >= o.min_ms * 1e6) break;
+          if (ns.size() >= need && b - t0 >= o.min_ms * 1e6) break;
         }
         Point p{summarize(ns), ns.size(), events, 0, 0};
-        p.gbps = static_cast<double>(frame_bytes) * 8 / p.lat.median;
-        p.mpps = batch / p.lat.median * 1e3;
+        double total_ns = 0;
+        for (double x : ns) total_ns += x;
+        p.gbps = static_cast<double>(frame_bytes) * 8 * ns.size() / total_ns;
+        p.mpps = static_cast<double>(batch) * ns.size() / total_ns * 1e3;
         pts.push_back(p);
       }
       const Point* peer = engines.size() > 1 && !engines.back().name.starts_with("cl") ? &pts.back() : nullptr;
