@@ -3,15 +3,14 @@
 // and batch latency (median, p99). One CSV per app: <out>/<app>.csv; plot: bench/apps/plot_apps.py.
 //
 // Engines, all on the same packets in the same run:
-//   native  the pipeline's native executor (runtime/pipeline/executors.cpp): gather + run_native +
-//           scatter back + finish, i.e. what a native lane does per batch.
+//   native  the pipeline's native executor (runtime/pipeline/executors.cpp): run_native in place on
+//           the frames (kernels::reference_slices) + finish, i.e. what a native lane does per batch.
 //   cl<i>   the pipeline's OpenCL executor on device i: buffers allocated once at start, mapped on
 //           host-unified devices (PoCL), gather into them, kernel, scatter back + finish. One batch
 //           in flight (submit, then wait), so a batch's time is its latency.
 //   peer    md5, aes: OpenSSL EVP (bench/crypto/evp_peers.hpp); dpi: Hyperscan block mode
-//           (kernels/dpi/hs_peer.hpp), each timed as gather into a reused host batch + the peer +
-//           scatter back. ipv4 has no forwarding peer here: its peer, rte_lpm, is compared on
-//           lookups in bench/ipv4/ipv4_bench.
+//           (kernels/dpi/hs_peer.hpp), each run in place on the frames like the native lane. ipv4 has no forwarding
+//           peer here: its peer, rte_lpm, is compared on lookups in bench/ipv4/ipv4_bench.
 // Apps come from the registry (kernels/registry.hpp) with their defaults: ipv4 the full RouteViews
 // table (4 ports), dpi the full ET Open 2017 set (one DFA, built once and shared by every engine),
 // md5 over the L4 payload, aes with keys derived for 1,024 flows.
@@ -177,18 +176,21 @@ EngineFn executor_engine(const kernels::App& app, std::shared_ptr<Executor> exec
   };
 }
 
-// Gather into a host batch reused across calls, run `fn` on it, scatter back.
+// In place like the native lane (kernels::reference_slices): `fn` reads and writes each slice in its frame.
 EngineFn peer_engine(const kernels::App& app, uint32_t max_batch,
                      std::function<uint64_t(const kernels::BatchView&)> fn) {
-  auto hb = std::make_shared<kernels::HostBatch>();
+  struct Buffers {
+    std::vector<kernels::Desc> desc;
+    std::vector<uint8_t*> slices;
+    std::vector<uint8_t> out;
+  };
+  auto hb = std::make_shared<Buffers>();
   hb->desc.resize(max_batch);
-  hb->pkts.resize(size_t{max_batch} * kernels::align_slice(app.max_slice_bytes()) + kernels::kSliceAlign);
+  hb->slices.resize(max_batch);
   hb->out.resize(size_t{max_batch} * app.result_bytes());
   return [&app, hb, fn](Packet* pkts, uint32_t n, uint64_t& events) -> Status {
-    kernels::gather_into(app, {pkts, n}, hb->desc.data(), hb->pkts.data(), hb->pkts.size());
-    kernels::BatchView v{hb->desc.data(), n, hb->pkts.data(), hb->out.data()};
-    events = fn(v);
-    kernels::scatter_back(app, {pkts, n}, v);
+    kernels::reference_slices(app, {pkts, n}, hb->desc.data(), hb->slices.data());
+    events = fn(kernels::BatchView{hb->desc.data(), n, nullptr, hb->out.data(), hb->slices.data()});
     return Status::ok();
   };
 }
@@ -268,8 +270,7 @@ int run_app(const std::string& name, const Opts& o, const std::vector<DeviceInfo
         {"hyperscan", "Hyperscan block mode", peer_engine(app, max_batch, [peer, words](const kernels::BatchView& v) {
            uint64_t sum = 0;
            auto* out = reinterpret_cast<uint32_t*>(v.out);
-           for (uint32_t i = 0; i < v.n; ++i)
-             sum += out[size_t{i} * words] = peer->count(v.pkts + v.desc[i].off, v.desc[i].len);
+           for (uint32_t i = 0; i < v.n; ++i) sum += out[size_t{i} * words] = peer->count(v.slice(i), v.desc[i].len);
            return sum;
          })});
   }

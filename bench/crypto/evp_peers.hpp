@@ -1,5 +1,5 @@
 #pragma once
-// OpenSSL EVP peers of the MD5 and AES-128-CBC apps, on a gathered batch (kernels/app.hpp layout):
+// OpenSSL EVP peers of the MD5 and AES-128-CBC apps, on a batch (gathered or in place: BatchView::slice):
 // the same bytes and the same work as our packet rule (docs/crypto.md). Used by crypto_bench and
 // app_bench.
 //   MD5: one reused EVP_MD_CTX, Init/Update/Final per packet, digest to out[16 * i].
@@ -31,7 +31,7 @@ struct EvpMd5 {
     for (uint32_t i = 0; i < b.n; ++i) {
       unsigned int len = 0;
       EVP_DigestInit_ex2(ctx, md, nullptr);
-      EVP_DigestUpdate(ctx, b.pkts + b.desc[i].off, b.desc[i].len);
+      EVP_DigestUpdate(ctx, b.slice(i), b.desc[i].len);
       EVP_DigestFinal_ex(ctx, b.out + 16 * size_t{i}, &len);
     }
   }
@@ -74,7 +74,7 @@ struct EvpAes {
       int n = 0;
       EVP_EncryptUpdate(ecb_ctx[d.flow], iv, &n, ctr, 16);
       EVP_EncryptInit_ex2(cts_ctx[d.flow], nullptr, nullptr, iv, nullptr);
-      uint8_t* p = b.pkts + d.off;
+      uint8_t* p = b.slice(i);
       EVP_EncryptUpdate(cts_ctx[d.flow], p, &n, p, d.len);
     }
   }
