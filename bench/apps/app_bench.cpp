@@ -9,8 +9,8 @@
 //           host-unified devices (PoCL), gather into them, kernel, scatter back + finish. One batch
 //           in flight (submit, then wait), so a batch's time is its latency.
 //   peer    md5, aes: OpenSSL EVP (bench/crypto/evp_peers.hpp); dpi: Hyperscan block mode
-//           (kernels/dpi/hs_peer.hpp), each run in place on the frames like the native lane. ipv4 has no forwarding
-//           peer here: its peer, rte_lpm, is compared on lookups in bench/ipv4/ipv4_bench.
+//           (kernels/dpi/hs_peer.hpp), each run in place on the frames like the native lane. ipv4
+//           has no forwarding peer here: its peer, rte_lpm, is compared on lookups (ipv4_bench).
 // Apps come from the registry (kernels/registry.hpp) with their defaults: ipv4 the full RouteViews
 // table (4 ports), dpi the full ET Open 2017 set (one DFA, built once and shared by every engine),
 // md5 over the L4 payload, aes with keys derived for 1,024 flows.
@@ -239,18 +239,14 @@ int run_app(const std::string& name, const Opts& o, const std::vector<DeviceInfo
     engines.push_back(
         {fmt::format("cl{}", d.index), d.name, executor_engine(app, std::shared_ptr<Executor>(std::move(*ex)))});
   }
-  // Peers own state the engine closures share.
-  std::shared_ptr<void> peer_state;
   if (o.peer && name == "md5") {
     auto evp = std::make_shared<bench::EvpMd5>();
-    peer_state = evp;
     engines.push_back({"openssl", "OpenSSL EVP MD5", peer_engine(app, max_batch, [evp](const kernels::BatchView& v) {
                          evp->run(v);
                          return kNoEvents;
                        })});
   } else if (o.peer && name == "aes") {
     auto evp = std::make_shared<bench::EvpAes>(master, kFlows);
-    peer_state = evp;
     engines.push_back(
         {"openssl", "OpenSSL EVP AES-128-CBC-CTS", peer_engine(app, max_batch, [evp](const kernels::BatchView& v) {
            evp->run(v);
@@ -264,7 +260,6 @@ int run_app(const std::string& name, const Opts& o, const std::vector<DeviceInfo
       return 1;
     }
     auto peer = std::make_shared<dpi::HsPeer>(std::move(*hs));
-    peer_state = peer;
     const uint32_t words = app.result_bytes() / 4;
     engines.push_back(
         {"hyperscan", "Hyperscan block mode", peer_engine(app, max_batch, [peer, words](const kernels::BatchView& v) {
