@@ -367,6 +367,10 @@ int main(int argc, char** argv) {
   run->add_option("--log", rc.log_path, "Result log: DPI alerts / MD5 digests, one line per packet");
   run->add_option("--packets", rc.input.gen_packets, "Generator: packets to send (0: unlimited)");
   run->add_option("--rate-pps", rc.input.gen_rate_pps, "Generator: offered rate in packets/s (0: as fast as possible)");
+  run->add_option(
+      "--rate-model", rc.input.gen_rate_model,
+      "Generator: Holt-Winters offered rate of LAPS eq. 1 with Table IV's four services: laps-set1 | laps-set2");
+  run->add_option("--rate-scale", rc.input.gen_rate_scale, "Generator: multiplies the --rate-model rates (Mpps)");
   run->add_option("--flows", rc.input.gen_flows, "Generator: number of flows (1..1000000)");
   run->add_option("--zipf", rc.input.gen_zipf, "Generator: Zipf exponent of flow popularity (0: uniform)");
   run->add_option("--sizes", sizes, "Generator: imix | fixed:N | uniform:A-B (frame bytes)");
@@ -486,6 +490,8 @@ int main(int argc, char** argv) {
     if (given("--log")) cfg.log_path = rc.log_path;
     if (given("--packets")) cfg.input.gen_packets = rc.input.gen_packets;
     if (given("--rate-pps")) cfg.input.gen_rate_pps = rc.input.gen_rate_pps;
+    if (given("--rate-model")) cfg.input.gen_rate_model = rc.input.gen_rate_model;
+    if (given("--rate-scale")) cfg.input.gen_rate_scale = rc.input.gen_rate_scale;
     if (given("--flows")) cfg.input.gen_flows = rc.input.gen_flows;
     if (given("--zipf")) cfg.input.gen_zipf = rc.input.gen_zipf;
     if (!sizes.empty()) cfg.input.gen_sizes = sizes;

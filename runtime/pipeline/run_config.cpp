@@ -198,6 +198,8 @@ Status read_endpoint(const toml::table& t, const char* sec, EndpointConfig& e) {
   HPR_RETURN_IF_ERROR(get(t, sec, "ttl_low_share", e.gen_ttl_low_share));
   HPR_RETURN_IF_ERROR(get(t, sec, "ipv6_share", e.gen_ipv6_share));
   HPR_RETURN_IF_ERROR(get(t, sec, "rate_steps", e.gen_rate_steps));
+  HPR_RETURN_IF_ERROR(get(t, sec, "rate_model", e.gen_rate_model));
+  HPR_RETURN_IF_ERROR(get(t, sec, "rate_scale", e.gen_rate_scale));
   return Status::ok();
 }
 
@@ -456,6 +458,16 @@ Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_inp
     if (!steps) return steps.status();
     g.rate.mode = RateMode::kSteps;
     g.rate.steps = std::move(*steps);
+  }
+  if (!e.gen_rate_model.empty()) {
+    if (e.gen_rate_model != "laps-set1" && e.gen_rate_model != "laps-set2")
+      return error(Code::kInvalidArgument, "input.rate_model: '{}' is not laps-set1 or laps-set2 (LAPS Table IV)",
+                   e.gen_rate_model);
+    if (!(e.gen_rate_scale > 0))
+      return error(Code::kInvalidArgument, "input.rate_scale: {} must be > 0", e.gen_rate_scale);
+    g.rate.mode = RateMode::kHoltWinters;
+    g.rate.services = e.gen_rate_model == "laps-set1" ? laps_table4_set1() : laps_table4_set2();
+    g.rate.rate_scale = e.gen_rate_scale;
   }
   g.template_capture = e.gen_template;
   g.patterns = e.gen_patterns;

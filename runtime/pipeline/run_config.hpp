@@ -36,6 +36,10 @@ struct EndpointConfig {
   double gen_ttl_low_share = 0;      // fraction of packets sent with TTL 1
   double gen_ipv6_share = 0;         // fraction of synthetic flows that are IPv6
   std::string gen_rate_steps;        // "dur_s:pps,dur_s:pps,..." offered-rate steps (overrides rate_pps)
+  // Holt-Winters offered rate (LAPS eq. 1) with Table IV's set 1 (under-load) or set 2 (overload) of four
+  // services, in Mpps × gen_rate_scale; overrides rate_pps and rate_steps. Empty: off.
+  std::string gen_rate_model;  // "" | laps-set1 | laps-set2
+  double gen_rate_scale = 1.0;
 };
 
 struct RunConfig {

@@ -251,6 +251,28 @@ TEST_CASE("overload: a generator faster than the lanes gets queue_full drops, co
   CHECK(s.tx_packets > 0);
   REQUIRE(s.lanes.size() == 1);
   CHECK(s.lanes[0].queue_full == qf);  // the summary says which lane's queue was full
+  CHECK(s.rx_buffers_in_use == 0);     // every buffer of the bounded pool came back
+}
+
+TEST_CASE("the generator offers the Holt-Winters rate of LAPS Table IV; a wrong model name is refused") {
+  RunConfig c = base_config();
+  c.input = {.kind = "generator",
+             .gen_packets = 0,
+             .gen_flows = 200,
+             .gen_sizes = "fixed:128",
+             .gen_seed = 4,
+             .gen_rate_model = "laps-set1",
+             .gen_rate_scale = 0.01};  // 4 services, ~36 kpps in all
+  c.devices = {"none"};
+  c.duration_s = 0.5;
+  Summary s = run_to_end(c);
+  check_books(s);
+  CHECK(s.rx_packets > 0);
+  CHECK(s.rx_packets < 100'000);  // paced: far below what an unpaced generator sends in 0.5 s
+  c.input.gen_rate_model = "holt";
+  auto r = prepare_run(c);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("input.rate_model: 'holt' is not laps-set1 or laps-set2"));
 }
 
 TEST_CASE("static lane weights: a lane of weight 0 takes no flow, the others share them") {
