@@ -595,7 +595,9 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     LaneSpec s;
     s.kind = LaneSpec::Kind::kOpenCL;
     s.program = std::move(*prog);
-    s.host_unified = d.host_unified;
+    // Memory path: mapped where the device shares host memory, copied through pinned staging where it does
+    // not or where its kind is dgpu (a kind override, [devices.kinds], also selects the discrete path).
+    s.host_unified = d.host_unified && d.kind != DeviceKind::kDiscreteGpu;
     s.lane = lane_cfg(fmt::format("cl{}:{}", d.index, d.name));
     weigh(s.lane, d.compute_units);
     s.in_flight = c.in_flight;

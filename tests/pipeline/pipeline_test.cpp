@@ -70,6 +70,47 @@ TEST_CASE("pcap to pcap: every app's output equals the native reference, on both
   }
 }
 
+TEST_CASE(
+    "a device run as discrete (kind dgpu: pinned staging, copies of the used bytes) equals the native reference") {
+  for (std::string app : {"ipv4", "dpi", "md5", "aes"}) {
+    for (const char* cap_name : {"pcap/ndpi/skype.pcap", "pcap/ndpi/webex.pcap"}) {
+      DYNAMIC_SECTION(app << " " << cap_name) {
+        std::string out = tmp_path(app + "_dgpu_out.pcap");
+        RunConfig c = pcap_config(app, cap_name, out);
+        c.log_path = tmp_path(app + "_dgpu.log");
+        c.devices = {"basic"};
+        c.kinds = {{"basic", DeviceKind::kDiscreteGpu}};
+        c.native_lanes = 0;  // every packet through the copy path
+        Summary s;
+        {
+          auto ctx = prepare_run(c);
+          REQUIRE(ctx.is_ok());
+          REQUIRE((*ctx)->devices.size() == 1);
+          CHECK((*ctx)->devices[0].kind == DeviceKind::kDiscreteGpu);
+          s = (*ctx)->pipeline->run();
+        }
+        check_books(s);
+        REQUIRE(s.lanes.size() == 1);
+        CHECK(s.lanes[0].packets > 0);
+        auto in = load_capture(data_path(cap_name));
+        REQUIRE(in.is_ok());
+        auto appobj = kernels::make_app(c.app, [&] {
+          auto o = c.app_opts;
+          o.key_capacity = c.flow_capacity;
+          return o;
+        }());
+        REQUIRE(appobj.is_ok());
+        Reference ref = native_reference(**appobj, *in, c);
+        auto got = load_capture(out);
+        REQUIRE(got.is_ok());
+        CHECK(s.dropped == ref.dropped);
+        CHECK(sorted(got->frames) == sorted(ref.out));
+        CHECK(sorted(log_lines_without_time(c.log_path)) == sorted(ref.log));
+      }
+    }
+  }
+}
+
 TEST_CASE("TTL exceeded: dropped, counted, and answered with ICMP Time Exceeded by the host") {
   RunConfig c = base_config();
   std::string out = tmp_path("ttl_out.pcap");
