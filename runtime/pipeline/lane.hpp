@@ -82,6 +82,7 @@ class Lane {
   ~Lane();
   const LaneConfig& config() const { return cfg_; }
   const std::string& name() const { return cfg_.name; }
+  std::string executor() const { return exec_->describe(); }  // "native", "opencl (mapped)", "opencl (copied)"
 
   // Dispatcher side (one producer).
   SpscRing<Packet>& input() { return input_; }

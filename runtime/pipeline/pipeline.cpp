@@ -706,6 +706,7 @@ Summary Pipeline::snapshot() const {
     auto& st = const_cast<Lane&>(*l).stats();
     LaneSummary ls;
     ls.name = l->name();
+    ls.executor = l->executor();
     static const char* kStates[] = {"running", "failed", "drained", "removed"};
     ls.state = kStates[static_cast<int>(l->state())];
     ls.failure = l->failure();
@@ -770,6 +771,7 @@ std::string Summary::to_json() const {
   }
   for (const auto& l : lanes) {
     j["lanes"].push_back({{"name", l.name},
+                          {"executor", l.executor},
                           {"state", l.state},
                           {"failure", l.failure},
                           {"batches", l.batches},

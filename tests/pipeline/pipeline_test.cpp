@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
-
 #include <fstream>
-#include <thread>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -16,99 +15,110 @@ namespace {
 const char* kCaptures[] = {"pcap/ndpi/443-chrome.pcap", "pcap/ndpi/dns_doh.pcap", "pcap/ndpi/skype.pcap",
                            "pcap/ndpi/badpackets.pcap", "pcap/ndpi/6in4tunnel.pcap", "pcap/ndpi/webex.pcap"};
 
+// `capture`: a path.
 RunConfig pcap_config(const std::string& app, const std::string& capture, const std::string& out) {
   RunConfig c = base_config();
   c.app = app;
   c.app_opts.master_key = "000102030405060708090a0b0c0d0e0f";
-  c.input = {.kind = "pcap", .pcap = data_path(capture)};
+  c.input = {.kind = "pcap", .pcap = capture};
   c.output = {.kind = "pcap", .pcap = out};
   return c;
+}
+
+// Runs `app` on the capture (both PoCL devices and a native lane, unless `tweak` changes the configuration)
+// and checks the output capture, the drops and the result log against a native pass over the same frames.
+Summary check_against_reference(const std::string& app, const std::string& capture,
+                                const std::function<void(RunConfig&)>& tweak = {}) {
+  std::string out = tmp_path(app + "_out.pcap");
+  RunConfig c = pcap_config(app, capture, out);
+  c.log_path = tmp_path(app + ".log");
+  if (tweak) tweak(c);
+  Summary s = run_to_end(c);
+  check_books(s);
+  auto in = load_capture(capture);
+  REQUIRE(in.is_ok());
+  CHECK(s.rx_packets == in->size());
+  auto appobj = kernels::make_app(c.app, [&] {
+    auto o = c.app_opts;
+    o.key_capacity = c.flow_capacity;
+    return o;
+  }());
+  REQUIRE(appobj.is_ok());
+  Reference ref = native_reference(**appobj, *in, c);
+  auto got = load_capture(out);
+  REQUIRE(got.is_ok());
+  CHECK(s.dropped == ref.dropped);
+  CHECK(s.host_frames == ref.icmp);
+  CHECK(sorted(got->frames) == sorted(ref.out));
+  if (app == "md5" || app == "dpi") {
+    // The result log (MD5: a digest per packet; DPI: an alert per matching packet) holds the same lines as
+    // the native reference's, whichever lane ran each packet; the DPI match counts add up to the events.
+    auto lines = log_lines_without_time(c.log_path);
+    CHECK(sorted(lines) == sorted(ref.log));
+    uint64_t counted = 0;
+    for (const auto& l : lines) {
+      if (app == "md5") {
+        counted += l.find(" md5 ") != std::string::npos;
+      } else {
+        auto at = l.find(" dpi matches=");
+        REQUIRE(at != std::string::npos);
+        counted += std::stoull(l.substr(at + 13));
+      }
+    }
+    CHECK(counted == s.events);
+    if (s.tx_packets > 0) CHECK(s.events > 0);  // a digest per packet; dense ET matches on real payloads
+  }
+  return s;
 }
 }  // namespace
 
 TEST_CASE("pcap to pcap: every app's output equals the native reference, on both devices and a native lane") {
-  for (std::string app : {"ipv4", "dpi", "md5", "aes"}) {
+  for (std::string app : {"ipv4", "dpi", "md5", "aes"})
     for (const char* cap_name : kCaptures) {
-      DYNAMIC_SECTION(app << " " << cap_name) {
-        std::string out = tmp_path(app + "_out.pcap");
-        RunConfig c = pcap_config(app, cap_name, out);
-        c.log_path = tmp_path(app + ".log");
-        Summary s = run_to_end(c);
-        check_books(s);
-        auto in = load_capture(data_path(cap_name));
-        REQUIRE(in.is_ok());
-        CHECK(s.rx_packets == in->size());
-        auto appobj = kernels::make_app(c.app, [&] { auto o = c.app_opts; o.key_capacity = c.flow_capacity; return o; }());
-        REQUIRE(appobj.is_ok());
-        Reference ref = native_reference(**appobj, *in, c);
-        auto got = load_capture(out);
-        REQUIRE(got.is_ok());
-        CHECK(s.dropped == ref.dropped);
-        CHECK(s.host_frames == ref.icmp);
-        CHECK(sorted(got->frames) == sorted(ref.out));
-        if (app == "md5" || app == "dpi") {
-          // The result log (MD5: a digest per packet; DPI: an alert per matching packet) holds the same lines as
-          // the native reference's, whichever lane ran each packet; the DPI match counts add up to the events.
-          auto lines = log_lines_without_time(c.log_path);
-          CHECK(sorted(lines) == sorted(ref.log));
-          uint64_t counted = 0;
-          for (const auto& l : lines) {
-            if (app == "md5") {
-              counted += l.find(" md5 ") != std::string::npos;
-            } else {
-              auto at = l.find(" dpi matches=");
-              REQUIRE(at != std::string::npos);
-              counted += std::stoull(l.substr(at + 13));
-            }
-          }
-          CHECK(counted == s.events);
-        }
-        if (s.tx_packets > 0 && (app == "md5" || app == "dpi"))
-          CHECK(s.events > 0);  // dense ET matches on real payloads
-      }
+      DYNAMIC_SECTION(app << " " << cap_name) { check_against_reference(app, data_path(cap_name)); }
     }
+}
+
+TEST_CASE("generator traffic: every app's output equals the native reference, on both devices and a native lane") {
+  // The generator's frames (IMIX, Zipf flows, 20% IPv6, 5% TTL 1, ET patterns planted in 30% of the payloads)
+  // captured once through one native lane with md5 (which does not change frames), then each app on them.
+  std::string gen = tmp_path("generated.pcap");
+  RunConfig g = base_config();
+  g.app = "md5";
+  g.devices = {"none"};
+  g.input = {.kind = "generator",
+             .gen_packets = 3000,
+             .gen_flows = 300,
+             .gen_zipf = 1.0,
+             .gen_sizes = "imix",
+             .gen_seed = 12,
+             .gen_patterns = {"Volume Serial Number", "cmd.exe", "/etc/passwd"},
+             .gen_match_rate = 0.3,
+             .gen_ttl_low_share = 0.05,
+             .gen_ipv6_share = 0.2};
+  g.output = {.kind = "pcap", .pcap = gen};
+  Summary gs = run_to_end(g);
+  REQUIRE(gs.tx_packets == 3000);
+  for (std::string app : {"ipv4", "dpi", "md5", "aes"}) {
+    DYNAMIC_SECTION(app) { check_against_reference(app, gen); }
   }
 }
 
 TEST_CASE(
     "a device run as discrete (kind dgpu: pinned staging, copies of the used bytes) equals the native reference") {
-  for (std::string app : {"ipv4", "dpi", "md5", "aes"}) {
+  for (std::string app : {"ipv4", "dpi", "md5", "aes"})
     for (const char* cap_name : {"pcap/ndpi/skype.pcap", "pcap/ndpi/webex.pcap"}) {
       DYNAMIC_SECTION(app << " " << cap_name) {
-        std::string out = tmp_path(app + "_dgpu_out.pcap");
-        RunConfig c = pcap_config(app, cap_name, out);
-        c.log_path = tmp_path(app + "_dgpu.log");
-        c.devices = {"basic"};
-        c.kinds = {{"basic", DeviceKind::kDiscreteGpu}};
-        c.native_lanes = 0;  // every packet through the copy path
-        Summary s;
-        {
-          auto ctx = prepare_run(c);
-          REQUIRE(ctx.is_ok());
-          REQUIRE((*ctx)->devices.size() == 1);
-          CHECK((*ctx)->devices[0].kind == DeviceKind::kDiscreteGpu);
-          s = (*ctx)->pipeline->run();
-        }
-        check_books(s);
+        Summary s = check_against_reference(app, data_path(cap_name), [](RunConfig& c) {
+          c.devices = {"basic"};
+          c.kinds = {{"basic", DeviceKind::kDiscreteGpu}};
+          c.native_lanes = 0;  // every packet through the copy path
+        });
         REQUIRE(s.lanes.size() == 1);
+        CHECK(s.lanes[0].executor == "opencl (copied)");
         CHECK(s.lanes[0].packets > 0);
-        auto in = load_capture(data_path(cap_name));
-        REQUIRE(in.is_ok());
-        auto appobj = kernels::make_app(c.app, [&] {
-          auto o = c.app_opts;
-          o.key_capacity = c.flow_capacity;
-          return o;
-        }());
-        REQUIRE(appobj.is_ok());
-        Reference ref = native_reference(**appobj, *in, c);
-        auto got = load_capture(out);
-        REQUIRE(got.is_ok());
-        CHECK(s.dropped == ref.dropped);
-        CHECK(sorted(got->frames) == sorted(ref.out));
-        CHECK(sorted(log_lines_without_time(c.log_path)) == sorted(ref.log));
       }
     }
-  }
 }
 
 TEST_CASE("TTL exceeded: dropped, counted, and answered with ICMP Time Exceeded by the host") {
@@ -427,20 +437,7 @@ TEST_CASE("run to completion: one thread does everything, with the same output, 
     for (std::string app : {"ipv4", "aes"}) {
       for (const char* cap_name : {"pcap/ndpi/443-chrome.pcap", "pcap/ndpi/skype.pcap"}) {
         INFO(app << " " << cap_name);
-        std::string out = tmp_path(app + "_rtc_out.pcap");
-        RunConfig c = pcap_config(app, cap_name, out);
-        c.run_to_completion = true;
-        Summary s = run_to_end(c);
-        check_books(s);
-        auto in = load_capture(data_path(cap_name));
-        REQUIRE(in.is_ok());
-        auto appobj = kernels::make_app(c.app, [&] { auto o = c.app_opts; o.key_capacity = c.flow_capacity; return o; }());
-        REQUIRE(appobj.is_ok());
-        Reference ref = native_reference(**appobj, *in, c);
-        auto got = load_capture(out);
-        REQUIRE(got.is_ok());
-        CHECK(s.rx_packets == in->size());
-        CHECK(sorted(got->frames) == sorted(ref.out));
+        Summary s = check_against_reference(app, data_path(cap_name), [](RunConfig& c) { c.run_to_completion = true; });
         int busy = 0;
         for (const auto& l : s.lanes) busy += l.packets > 0;
         if (std::string(cap_name).find("skype") != std::string::npos) CHECK(busy == 3);  // many flows: every lane
