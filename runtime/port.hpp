@@ -6,6 +6,7 @@
 // receiving port; whoever finishes with a packet returns it with that port's release(). tx_burst
 // never takes ownership: it sends (or copies) the bytes and the caller releases afterwards. A DPDK
 // port sending mbufs of its own mempool takes an extra reference so that release() stays uniform.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,6 +26,38 @@ struct PortStats {
   uint64_t rx_too_long = 0;   // frames longer than a buffer slot (counted drop)
   uint64_t tx_failed = 0;     // packets the port refused on transmit (counted drop)
   uint64_t buffers_in_use = 0;// rx buffers handed out and not yet released (pool occupancy; 0 after a drain)
+};
+
+inline uint64_t frame_bytes(const Packet* pkts, uint16_t n) {
+  uint64_t b = 0;
+  for (uint16_t i = 0; i < n; ++i) b += pkts[i].len;
+  return b;
+}
+
+// A port's own counters. Each is written by one thread (rx by the thread that receives, tx by the one that
+// transmits) and read by any (the status line, telemetry): relaxed atomics, increments as load + store (a
+// plain move on x86, no locked instruction), loaded into a PortStats by stats().
+struct PortCounters {
+  class Counter {
+   public:
+    void add(uint64_t n) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+    uint64_t get() const { return v_.load(std::memory_order_relaxed); }
+
+   private:
+    std::atomic<uint64_t> v_{0};
+  };
+  Counter rx_packets, rx_bytes, tx_packets, tx_bytes, rx_no_buffer, rx_too_long, tx_failed;
+  PortStats load() const {
+    PortStats s;
+    s.rx_packets = rx_packets.get();
+    s.rx_bytes = rx_bytes.get();
+    s.tx_packets = tx_packets.get();
+    s.tx_bytes = tx_bytes.get();
+    s.rx_no_buffer = rx_no_buffer.get();
+    s.rx_too_long = rx_too_long.get();
+    s.tx_failed = tx_failed.get();
+    return s;
+  }
 };
 
 class Port {

@@ -70,7 +70,7 @@ class DpdkPort final : public Port {
     uint16_t out = 0;
     for (uint16_t i = 0; i < got; ++i) {
       if (m[i]->nb_segs != 1) {  // a frame longer than one mbuf: counted, not processed
-        ++stats_.rx_too_long;
+        stats_.rx_too_long.add(1);
         rte_pktmbuf_free(m[i]);
         continue;
       }
@@ -82,8 +82,8 @@ class DpdkPort final : public Port {
       p.buf_kind = kBufMbuf;
       p.rx_ns = now_ns;
       p.port = port_id_;
-      stats_.rx_packets++;
-      stats_.rx_bytes += p.len;
+      stats_.rx_packets.add(1);
+      stats_.rx_bytes.add(p.len);
     }
     return out;
   }
@@ -117,12 +117,12 @@ class DpdkPort final : public Port {
         sent += rte_eth_tx_burst(port_id_, 0, m + sent, static_cast<uint16_t>(ready - sent));
       }
       for (uint16_t i = sent; i < ready; ++i) rte_pktmbuf_free(m[i]);  // undo the extra ref / the copy
-      for (uint16_t i = 0; i < sent; ++i) stats_.tx_bytes += pkts[done + i].len;
-      stats_.tx_packets += sent;
+      stats_.tx_bytes.add(frame_bytes(pkts + done, sent));
+      stats_.tx_packets.add(sent);
       done = static_cast<uint16_t>(done + sent);
       if (sent < k) break;
     }
-    stats_.tx_failed += n - done;
+    stats_.tx_failed.add(n - done);
     return done;
   }
 
@@ -131,7 +131,7 @@ class DpdkPort final : public Port {
   }
 
   PortStats stats() const override {
-    PortStats s = stats_;
+    PortStats s = stats_.load();
     rte_eth_stats es{};
     if (rte_eth_stats_get(port_id_, &es) == 0) s.rx_no_buffer = es.imissed + es.rx_nombuf;
     // mbufs out of the pool (the PMD keeps its rx ring filled, so this is not 0 at rest: compare start and end).
@@ -145,7 +145,7 @@ class DpdkPort final : public Port {
   DpdkPortConfig cfg_;
   uint16_t port_id_ = 0;
   rte_mempool* pool_ = nullptr;
-  PortStats stats_;
+  PortCounters stats_;
 };
 
 }  // namespace

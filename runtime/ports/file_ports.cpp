@@ -62,12 +62,12 @@ class PcapPort final : public Port {
         pending_ = true;
       }
       if (rec_.frame.size() > pool_->slot_bytes() || rec_.frame.size() > 0xffff) {
-        ++stats_.rx_too_long;  // counted, never silently lost
+        stats_.rx_too_long.add(1);  // counted, never silently lost
         pending_ = false;
         continue;
       }
       if (pool_->alloc(&pkts[got], 1) != 1) {
-        ++stats_.rx_no_buffer;  // back-pressure: retry this frame on the next call
+        stats_.rx_no_buffer.add(1);  // back-pressure: retry this frame on the next call
         break;
       }
       Packet& p = pkts[got];
@@ -77,8 +77,8 @@ class PcapPort final : public Port {
       p.port = 0;
       p.drop = DropReason::kNone;
       p.flow_id = kNoFlow;
-      stats_.rx_packets++;
-      stats_.rx_bytes += p.len;
+      stats_.rx_packets.add(1);
+      stats_.rx_bytes.add(p.len);
       pending_ = false;
       ++got;
     }
@@ -88,16 +88,16 @@ class PcapPort final : public Port {
 
   uint16_t tx_burst(Packet* pkts, uint16_t n) override {
     if (!writer_) {
-      stats_.tx_packets += n;
-      for (uint16_t i = 0; i < n; ++i) stats_.tx_bytes += pkts[i].len;
+      stats_.tx_packets.add(n);
+      stats_.tx_bytes.add(frame_bytes(pkts, n));
       return n;
     }
     uint64_t ts = wall_ns();
     for (uint16_t i = 0; i < n; ++i) {
       writer_->write(ts, {pkts[i].data, pkts[i].len});
-      stats_.tx_bytes += pkts[i].len;
+      stats_.tx_bytes.add(pkts[i].len);
     }
-    stats_.tx_packets += n;
+    stats_.tx_packets.add(n);
     return n;
   }
 
@@ -109,7 +109,7 @@ class PcapPort final : public Port {
     if (writer_) writer_->flush();
   }
   PortStats stats() const override {
-    PortStats s = stats_;
+    PortStats s = stats_.load();
     s.buffers_in_use = pool_ ? pool_->in_use() : 0;
     return s;
   }
@@ -128,7 +128,7 @@ class PcapPort final : public Port {
   bool pending_ = false;
   bool rx_done_ = false;
   uint32_t loop_ = 0;
-  PortStats stats_;
+  PortCounters stats_;
 };
 
 class NullPort final : public Port {
@@ -137,16 +137,16 @@ class NullPort final : public Port {
   std::string describe() const override { return "null"; }
   uint16_t rx_burst(Packet*, uint16_t, uint64_t) override { return 0; }
   uint16_t tx_burst(Packet* pkts, uint16_t n) override {
-    stats_.tx_packets += n;
-    for (uint16_t i = 0; i < n; ++i) stats_.tx_bytes += pkts[i].len;
+    stats_.tx_packets.add(n);
+    stats_.tx_bytes.add(frame_bytes(pkts, n));
     return n;
   }
   void release(Packet*, uint16_t) override {}
   bool rx_done() const override { return true; }
-  PortStats stats() const override { return stats_; }
+  PortStats stats() const override { return stats_.load(); }
 
  private:
-  PortStats stats_;
+  PortCounters stats_;
 };
 
 }  // namespace

@@ -128,14 +128,14 @@ class Generator final : public GeneratorPort {
 
   uint16_t rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) override;
   uint16_t tx_burst(Packet* pkts, uint16_t n) override {
-    stats_.tx_packets += n;
-    for (uint16_t i = 0; i < n; ++i) stats_.tx_bytes += pkts[i].len;
+    stats_.tx_packets.add(n);
+    stats_.tx_bytes.add(frame_bytes(pkts, n));
     return n;
   }
   void release(Packet* pkts, uint16_t n) override { pool_->free(pkts, n); }
   bool rx_done() const override { return done_; }
   PortStats stats() const override {
-    PortStats s = stats_;
+    PortStats s = stats_.load();
     s.buffers_in_use = pool_ ? pool_->in_use() : 0;
     return s;
   }
@@ -205,7 +205,7 @@ class Generator final : public GeneratorPort {
   double consumed_ = 0;  // profile units handed out or skipped
   bool have_plan_ = false;
   Plan plan_;
-  PortStats stats_;
+  PortCounters stats_;
   GeneratorStats gstats_;
 };
 
@@ -646,7 +646,7 @@ uint16_t Generator::rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) {
     return 0;
   }
   const uint32_t have = pool_->alloc(pkts, static_cast<uint32_t>(want));
-  if (have < want) ++stats_.rx_no_buffer;  // back-pressure: the rest waits for the next call
+  if (have < want) stats_.rx_no_buffer.add(1);  // back-pressure: the rest waits for the next call
   uint16_t got = 0;
   while (got < have) {
     if (!have_plan_) {
@@ -673,8 +673,8 @@ uint16_t Generator::rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) {
     consumed_ += cost;
     have_plan_ = false;
     ++got;
-    stats_.rx_packets++;
-    stats_.rx_bytes += p.len;
+    stats_.rx_packets.add(1);
+    stats_.rx_bytes.add(p.len);
     gstats_.generated++;
     gstats_.size_raised += plan_.raised;
     gstats_.ttl_low += plan_.ttl_low;
