@@ -154,7 +154,7 @@ uint32_t FlowTable::lookup_or_insert(const FlowKey& key, uint32_t hash, uint64_t
   if (free_ids_.empty()) {
     // Full: try to make room by ageing a slice of the table, then look for the slot again.
     if (expire(now_ns, std::min<uint32_t>(capacity_, 1024)) == 0) {
-      ++full_events_;
+      full_events_.store(full_events_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       return kNoFlow;
     }
     return lookup_or_insert(key, hash, now_ns, inserted);

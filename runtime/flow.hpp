@@ -122,7 +122,7 @@ class FlowTable {
 
   uint32_t capacity() const { return capacity_; }
   uint32_t size() const { return size_; }
-  uint64_t full_events() const { return full_events_; }
+  uint64_t full_events() const { return full_events_.load(std::memory_order_relaxed); }  // any thread
   uint64_t expired_total() const { return expired_total_; }
   static size_t bytes_per_flow();
 
@@ -135,7 +135,7 @@ class FlowTable {
   uint64_t idle_ns_ = 0;
   uint32_t size_ = 0;
   uint32_t hand_ = 0;
-  uint64_t full_events_ = 0;
+  std::atomic<uint64_t> full_events_{0};  // written by the owner, read by the status line
   uint64_t expired_total_ = 0;
   // An index slot holds the flow's hash beside its id: a probe compares hashes without touching
   // the per-id arrays, and reads the key only on a hash match.

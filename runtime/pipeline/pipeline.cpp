@@ -708,8 +708,9 @@ Summary Pipeline::snapshot() const {
     ls.name = l->name();
     ls.executor = l->executor();
     static const char* kStates[] = {"running", "failed", "drained", "removed"};
-    ls.state = kStates[static_cast<int>(l->state())];
-    ls.failure = l->failure();
+    const LaneState state = l->state();  // acquire: a failed lane wrote its failure before its state
+    ls.state = kStates[static_cast<int>(state)];
+    if (state != LaneState::kRunning) ls.failure = l->failure();
     ls.batches = st.batches.load();
     ls.packets = st.packets.load();
     ls.events = st.events.load();

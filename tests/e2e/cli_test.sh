@@ -36,7 +36,7 @@ expect 2 "lanes.batch has the wrong type" run -c "$tmp/bad.toml"
   --summary-json "$tmp/summary.json" -q >"$tmp/run.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do grep -q "^hpr run: app" "$tmp/run.log" && break; sleep 0.1; done
-sleep 1
+sleep 2  # at least one status snapshot (every second) while packets are in flight
 kill -TERM $pid
 wait $pid
 code=$?
