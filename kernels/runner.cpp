@@ -4,12 +4,16 @@
 #include <cstring>
 
 namespace hpr::kernels {
+namespace {
+// What of `p` the app works on; a packet that already carries a drop reason gets an empty slice.
+Slice packet_slice(const App& app, const Packet& p) { return p.drop == DropReason::kNone ? app.slice(p) : Slice{}; }
+}  // namespace
 
 uint32_t gather_into(const App& app, std::span<const Packet> pkts, Desc* desc, uint8_t* buf, size_t buf_bytes) {
   uint32_t off = 0;
   for (size_t i = 0; i < pkts.size(); ++i) {
     const Packet& p = pkts[i];
-    Slice s = p.drop == DropReason::kNone ? app.slice(p) : Slice{};
+    Slice s = packet_slice(app, p);
     if (off + s.len > buf_bytes) s.len = 0;  // cannot happen when buf is sized by max_slice_bytes
     desc[i] = Desc{off, s.len, s.flags, p.flow_id, p.seq};
     if (s.len != 0) std::memcpy(buf + off, p.data + s.offset, s.len);
@@ -21,7 +25,7 @@ uint32_t gather_into(const App& app, std::span<const Packet> pkts, Desc* desc, u
 void reference_slices(const App& app, std::span<const Packet> pkts, Desc* desc, uint8_t** slices) {
   for (size_t i = 0; i < pkts.size(); ++i) {
     const Packet& p = pkts[i];
-    Slice s = p.drop == DropReason::kNone ? app.slice(p) : Slice{};
+    Slice s = packet_slice(app, p);
     desc[i] = Desc{0, s.len, s.flags, p.flow_id, p.seq};
     slices[i] = p.data + s.offset;
   }

@@ -20,9 +20,10 @@ void backoff(int& rounds) {
 
 // The policies want weights > 0: a lane of weight 0 (no new flows; the dispatcher disables it for the
 // policy) gets a token one.
+float policy_weight(float w) { return w > 0 ? w : 1e-6f; }
 std::vector<float> policy_weights(const std::vector<float>& w) {
   std::vector<float> out;
-  for (float x : w) out.push_back(x > 0 ? x : 1e-6f);
+  for (float x : w) out.push_back(policy_weight(x));
   return out;
 }
 
@@ -335,7 +336,7 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
       auto& ls = lane_states_[l];
       ls.queued = static_cast<uint32_t>(lanes_[l]->input().size());
       ls.capacity = static_cast<uint32_t>(lanes_[l]->input().capacity());
-      ls.weight = weights_[l] > 0 ? weights_[l] : 1e-6f;  // as policy_weights()
+      ls.weight = policy_weight(weights_[l]);
       ls.enabled = lanes_[l]->state() == LaneState::kRunning && weights_[l] > 0;
     }
     balance::LaneTable table{lane_states_, flow_pending_, now};
