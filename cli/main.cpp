@@ -19,10 +19,11 @@
 #include <optional>
 
 #include "cli/profile_cmd.hpp"
+#include "hpr/atomic_file.hpp"
 #include "hpr/data_dir.hpp"
 #include "kernels/registry.hpp"
 #include "runtime/opencl/devices.hpp"
-#include "runtime/pipeline/run_config.hpp"
+#include "pipeline/run_config.hpp"
 
 using namespace hpr;
 
@@ -308,11 +309,19 @@ int cmd_run(RunConfig cfg, bool quiet) {
   tel.update(s);
   fmt::print("\nSummary ({}):\n{}{}", c.app->name(), s.to_text(), (*extras)->report());
   if (!cfg.summary_json.empty()) {
-    std::ofstream(cfg.summary_json) << s.to_json() << "\n";
-    fmt::print("  summary written to {}\n", cfg.summary_json);
+    Status w = write_file_atomic(cfg.summary_json, s.to_json() + "\n", "telemetry.summary_json (--summary-json)");
+    if (w.is_ok())
+      fmt::print("  summary written to {}\n", cfg.summary_json);
+    else
+      s.output_errors.push_back(w.message());
   }
-  if (!cfg.log_path.empty()) fmt::print("  result log written to {}\n", cfg.log_path);
+  if (!cfg.log_path.empty() && std::none_of(s.output_errors.begin(), s.output_errors.end(), [&](const std::string& e) {
+        return e.find(cfg.log_path) != std::string::npos;
+      }))
+    fmt::print("  result log written to {}\n", cfg.log_path);
+  for (const auto& e : s.output_errors) fmt::print(stderr, "hpr run: output failed: {}\n", e);
   bool ok = s.unaccounted == 0 && s.rx_packets == s.tx_packets + s.dropped && s.reorders == 0;
+  if (!s.output_errors.empty()) return kExitResource;
   return ok ? kExitOk : kExitBooks;
 }
 

@@ -240,6 +240,8 @@ void RunExtras::finish(Summary& s) {
   s.energy_j = ps.energy_j;
   s.power_w = s.seconds > 0 ? ps.energy_j / s.seconds : 0;  // mean over the run
   s.power_source = ps.source;
+  if (adapt_)
+    if (Status st = adapt_->finish(); !st.is_ok()) s.output_errors.push_back(st.message());
 }
 
 std::string RunExtras::report() const { return adapt_ ? adapt_->report() : ""; }

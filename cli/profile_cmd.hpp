@@ -1,14 +1,14 @@
 #pragma once
-// `hpr profile` and the power / adaptive parts of `hpr run` (runtime/pipeline/profile.hpp, power.hpp,
+// `hpr profile` and the power / adaptive parts of `hpr run` (pipeline/profile.hpp, power.hpp,
 // adaptive_control.hpp), kept out of main.cpp.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 
-#include "runtime/pipeline/adaptive_control.hpp"
-#include "runtime/pipeline/power.hpp"
-#include "runtime/pipeline/profile.hpp"
-#include "runtime/pipeline/run_config.hpp"
+#include "pipeline/adaptive_control.hpp"
+#include "pipeline/power.hpp"
+#include "pipeline/profile.hpp"
+#include "pipeline/run_config.hpp"
 
 namespace hpr::cli {
 

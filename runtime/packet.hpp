@@ -1,10 +1,12 @@
 #pragma once
-// Packet descriptor and drop reasons: the unit every stage of the data path passes along
+// Packet descriptor: the unit every stage of the data path passes along
 // (architecture.md, "The data path"). A Packet is a view: its bytes live in a pooled buffer
 // (a DPDK mbuf or a PacketPool slot) that `buf` owns; descriptors are copied, bytes are not.
 #include <array>
 #include <cstdint>
 #include <string_view>
+
+#include "runtime/drop_reason.hpp"
 
 namespace hpr {
 
@@ -12,38 +14,6 @@ inline constexpr uint16_t kNoOffset = 0xffff;
 inline constexpr uint32_t kNoFlow = 0xffffffffu;
 
 enum class L3 : uint8_t { kNone = 0, kIPv4 = 4, kIPv6 = 6, kOther = 255 };
-
-// Why a packet left the data path without being transmitted. Every packet that enters is either
-// transmitted or counted under exactly one of these (the books must balance).
-enum class DropReason : uint8_t {
-  kNone = 0,
-  kTruncated,          // frame shorter than the headers it announces
-  kBadVersion,         // IP version field does not match the ethertype
-  kBadIhl,             // IPv4 IHL < 5 or header beyond the frame
-  kBadTotalLength,     // IPv4/IPv6 length beyond the frame or below the header
-  kBadChecksum,        // IPv4 header checksum wrong
-  kBadExtHeader,       // IPv6 extension header chain malformed or too long
-  kTtlExceeded,        // IPv4 TTL <= 1 (ICMP Time Exceeded produced on the host)
-  kNoRoute,            // IPv4 LPM miss and no default
-  kNotIPv4,            // the ipv4 app was told to drop non-IPv4 traffic
-  kFrameTooLong,       // longer than the buffer slot / port MTU
-  kUnsupportedLink,    // capture link type we cannot map to Ethernet
-  kQueueFull,          // a lane queue (or the egress queue) was full
-  kNoLane,             // no lane available (all failed)
-  kKeyMissing,         // AES: no key for this flow
-  kShaperQueueFull,    // egress shaper queue full
-  kTxFailed,           // port refused the packet
-  kPoolEmpty,          // no buffer for an incoming packet
-  kShaperDrain,        // still waiting in the egress shaper when the drain timeout ran out at stop
-  kCount
-};
-
-inline constexpr std::array<std::string_view, static_cast<size_t>(DropReason::kCount)> kDropReasonNames = {
-    "none",        "truncated",   "bad_version",  "bad_ihl",         "bad_total_length", "bad_checksum",
-    "bad_ext_header", "ttl_exceeded", "no_route", "not_ipv4",        "frame_too_long",   "unsupported_link",
-    "queue_full",  "no_lane",     "key_missing",  "shaper_queue_full", "tx_failed",      "pool_empty", "shaper_drain"};
-
-inline std::string_view drop_reason_name(DropReason r) { return kDropReasonNames[static_cast<size_t>(r)]; }
 
 // Packet flags.
 enum PacketFlag : uint8_t {

@@ -193,39 +193,48 @@ std::vector<std::string> list_captures(const std::string& dir) {
   return out;
 }
 
-Result<PcapWriter> PcapWriter::open(const std::string& path) {
+Result<PcapWriter> PcapWriter::open(const std::string& path, std::string_view what) {
+  auto f = AtomicFile::open(path, what);
+  if (!f) return f.status();
   PcapWriter w;
   w.dead_ = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, 65535, PCAP_TSTAMP_PRECISION_NANO);
   if (w.dead_ == nullptr) return error(Code::kInternal, "pcap_open_dead failed");
-  w.dumper_ = pcap_dump_open(w.dead_, path.c_str());
-  if (w.dumper_ == nullptr) {
-    return error(Code::kIoError, "cannot write capture '{}': {}", path, pcap_geterr(w.dead_));
-  }
+  w.file_.emplace(std::move(*f));
+  w.dumper_ = pcap_dump_fopen(w.dead_, w.file_->file());
+  if (w.dumper_ == nullptr) return error(Code::kIoError, "{} {}: {}", what, path, pcap_geterr(w.dead_));
   return w;
 }
 PcapWriter::PcapWriter(PcapWriter&& o) noexcept { *this = std::move(o); }
 PcapWriter& PcapWriter::operator=(PcapWriter&& o) noexcept {
   if (this != &o) {
-    if (dumper_ != nullptr) pcap_dump_close(dumper_);
     if (dead_ != nullptr) pcap_close(dead_);
     dead_ = std::exchange(o.dead_, nullptr);
     dumper_ = std::exchange(o.dumper_, nullptr);
+    file_ = std::move(o.file_);
+    o.file_.reset();
   }
   return *this;
 }
+// Not finished: file_ removes the temporary file. pcap_dump_close would fclose file_'s FILE.
 PcapWriter::~PcapWriter() {
-  if (dumper_ != nullptr) pcap_dump_close(dumper_);
   if (dead_ != nullptr) pcap_close(dead_);
 }
 void PcapWriter::write(uint64_t ts_ns, std::span<const uint8_t> frame) {
+  if (dumper_ == nullptr) return;
   pcap_pkthdr h{};
   h.ts.tv_sec = static_cast<time_t>(ts_ns / 1000000000ull);
   h.ts.tv_usec = static_cast<suseconds_t>(ts_ns % 1000000000ull);
   h.caplen = h.len = static_cast<bpf_u_int32>(frame.size());
   pcap_dump(reinterpret_cast<u_char*>(dumper_), &h, frame.data());
 }
-void PcapWriter::flush() {
-  if (dumper_ != nullptr) pcap_dump_flush(dumper_);
+Status PcapWriter::flush() {
+  if (!file_ || file_->file() == nullptr) return error(Code::kIoError, "capture writer is closed");
+  return file_->flush();
+}
+Status PcapWriter::finish() {
+  if (!file_ || file_->file() == nullptr) return error(Code::kIoError, "capture writer is closed");
+  dumper_ = nullptr;
+  return file_->commit();
 }
 
 }  // namespace hpr

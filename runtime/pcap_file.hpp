@@ -8,10 +8,12 @@
 // Cisco HDLC. Frames of other protocols inside those links keep EtherType 0 and parse as non-IP.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "hpr/atomic_file.hpp"
 #include "hpr/status.hpp"
 
 struct pcap;
@@ -68,21 +70,29 @@ Result<Capture> load_capture(const std::string& path);
 // Every capture file (.pcap, .pcapng, .cap) in a directory, sorted by name.
 std::vector<std::string> list_captures(const std::string& dir);
 
+// Writes a capture through an AtomicFile: the file appears under its name only when finish()
+// succeeds; every write is checked at flush().
 class PcapWriter {
  public:
-  // Ethernet link type, nanosecond time stamps, snaplen 65535. Errors: kIoError naming the path.
-  static Result<PcapWriter> open(const std::string& path);
+  // Ethernet link type, nanosecond time stamps, snaplen 65535. Errors: those of AtomicFile::open
+  // (a target that is not a regular file, a directory that cannot be written), naming `what`.
+  static Result<PcapWriter> open(const std::string& path, std::string_view what = "output.pcap");
   PcapWriter(PcapWriter&&) noexcept;
   PcapWriter& operator=(PcapWriter&&) noexcept;
   ~PcapWriter();
 
   void write(uint64_t ts_ns, std::span<const uint8_t> frame);
-  void flush();
+  // Pushes what was written to the file. Errors: kIoError (disk full, I/O error): the records
+  // written since the last good flush may be lost.
+  Status flush();
+  // Flushes and renames the file into place. Errors: kIoError.
+  Status finish();
 
  private:
   PcapWriter() = default;
   pcap* dead_ = nullptr;
-  pcap_dumper* dumper_ = nullptr;
+  std::optional<AtomicFile> file_;
+  pcap_dumper* dumper_ = nullptr;  // libpcap's writer over file_ (never pcap_dump_close'd: file_ owns the FILE)
 };
 
 }  // namespace hpr

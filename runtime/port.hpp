@@ -76,6 +76,12 @@ class Port {
   virtual bool rx_done() const { return false; }
   // Flush buffered output (capture files).
   virtual void flush() {}
+  // End of the run: finishes the output (a capture file is renamed into place). Errors: kIoError
+  // naming the file when a write failed (those packets were counted under tx_error).
+  virtual Status close() { return Status::ok(); }
+  // Why the packets tx_burst did not take were not sent: the port refused them (ring or queue
+  // full) or, once a write to an output file has failed, tx_error.
+  virtual DropReason unsent_reason() const { return DropReason::kTxFailed; }
   virtual PortStats stats() const = 0;
 };
 

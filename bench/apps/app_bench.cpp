@@ -3,7 +3,7 @@
 // and batch latency (median, p99). One CSV per app: <out>/<app>.csv; plot: bench/apps/plot_apps.py.
 //
 // Engines, all on the same packets in the same run:
-//   native  the pipeline's native executor (runtime/pipeline/executors.cpp): run_native in place on
+//   native  the pipeline's native executor (pipeline/executors.cpp): run_native in place on
 //           the frames (kernels::reference_slices) + finish, i.e. what a native lane does per batch.
 //   cl<i>   the pipeline's OpenCL executor on device i: buffers allocated once at start, mapped on
 //           host-unified devices (PoCL), gather into them, kernel, scatter back + finish. One batch
@@ -54,7 +54,7 @@
 #include "runtime/opencl/devices.hpp"
 #include "runtime/parser.hpp"
 #include "runtime/pcap_file.hpp"
-#include "runtime/pipeline/lane.hpp"
+#include "pipeline/lane.hpp"
 
 using namespace hpr;
 

@@ -1,5 +1,7 @@
 #include "profiler/table/config_table.hpp"
 
+#include "hpr/atomic_file.hpp"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -57,17 +59,7 @@ Status save_table(const std::string& path, const ConfigTable& t) {
             {"complete", t.complete},
             {"fingerprint", to_json(t.fingerprint)},
             {"points", t.points}};
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return error(Code::kIoError, "{}: cannot write: {}", tmp, std::strerror(errno));
-    out << j.dump(1) << '\n';
-    out.flush();
-    if (!out) return error(Code::kIoError, "{}: write failed: {}", tmp, std::strerror(errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return error(Code::kIoError, "rename {} -> {}: {}", tmp, path, std::strerror(errno));
-  return Status::ok();
+  return write_file_atomic(path, j.dump(1) + "\n", "configuration table");
 }
 
 Result<ConfigTable> load_table(const std::string& path, const Fingerprint& machine, bool allow_mismatch) {

@@ -45,7 +45,8 @@ struct ConfigTable {
   std::vector<sched::Configuration> points;
 };
 
-// Writes atomically (path.tmp, then rename). Errors: kIoError naming the path and errno text.
+// Writes atomically (hpr/atomic_file.hpp: a unique temporary file, then rename). Errors: kIoError naming
+// the path and errno text; kInvalidArgument when the path exists and is not a regular file.
 Status save_table(const std::string& path, const ConfigTable& t);
 
 // Reads and checks a table. Errors: kNotFound (no such file), kInvalidArgument (not JSON, wrong format or

@@ -33,7 +33,7 @@ class PcapPort final : public Port {
       p->rx_done_ = true;
     }
     if (!cfg.tx_path.empty()) {
-      auto w = PcapWriter::open(cfg.tx_path);
+      auto w = PcapWriter::open(cfg.tx_path, "output.pcap (--out pcap:)");
       if (!w) return w.status();
       p->writer_.emplace(std::move(*w));
     }
@@ -92,22 +92,32 @@ class PcapPort final : public Port {
       stats_.tx_bytes.add(frame_bytes(pkts, n));
       return n;
     }
+    if (write_failed_) return 0;  // counted as tx_error by the caller (unsent_reason)
     uint64_t ts = wall_ns();
-    for (uint16_t i = 0; i < n; ++i) {
-      writer_->write(ts, {pkts[i].data, pkts[i].len});
-      stats_.tx_bytes.add(pkts[i].len);
+    for (uint16_t i = 0; i < n; ++i) writer_->write(ts, {pkts[i].data, pkts[i].len});
+    // Flushed per burst so that a packet counted as sent is in the file: a full disk shows here.
+    if (Status st = writer_->flush(); !st.is_ok()) {
+      write_failed_ = true;
+      spdlog::error("{}; this and every later packet is counted as tx_error, the file is not written", st.message());
+      return 0;
     }
+    stats_.tx_bytes.add(frame_bytes(pkts, n));
     stats_.tx_packets.add(n);
     return n;
+  }
+  DropReason unsent_reason() const override { return write_failed_ ? DropReason::kTxError : DropReason::kTxFailed; }
+  Status close() override {
+    if (!writer_) return Status::ok();
+    if (write_failed_) return error(Code::kIoError, "output.pcap {}: writing failed, the file was not written", cfg_.tx_path);
+    Status st = writer_->finish();
+    writer_.reset();
+    return st;
   }
 
   void release(Packet* pkts, uint16_t n) override {
     if (pool_) pool_->free(pkts, n);
   }
   bool rx_done() const override { return rx_done_; }
-  void flush() override {
-    if (writer_) writer_->flush();
-  }
   PortStats stats() const override {
     PortStats s = stats_.load();
     s.buffers_in_use = pool_ ? pool_->in_use() : 0;
@@ -127,6 +137,7 @@ class PcapPort final : public Port {
   PcapRecord rec_;
   bool pending_ = false;
   bool rx_done_ = false;
+  bool write_failed_ = false;
   uint32_t loop_ = 0;
   PortCounters stats_;
 };

@@ -1,4 +1,4 @@
-// hpr profile, the adaptive scheduler on the live pipeline, and run power (runtime/pipeline/profile.hpp,
+// hpr profile, the adaptive scheduler on the live pipeline, and run power (pipeline/profile.hpp,
 // adaptive_control.hpp, power.hpp). No timing thresholds: only books, orders, files and names.
 #include <fmt/format.h>
 
@@ -10,10 +10,10 @@
 #include <random>
 
 #include "hpr/clock.hpp"
-#include "runtime/pipeline/adaptive_control.hpp"
-#include "runtime/pipeline/power.hpp"
-#include "runtime/pipeline/profile.hpp"
-#include "runtime/pipeline/run_config.hpp"
+#include "pipeline/adaptive_control.hpp"
+#include "pipeline/power.hpp"
+#include "pipeline/profile.hpp"
+#include "pipeline/run_config.hpp"
 
 using namespace hpr;
 namespace fs = std::filesystem;
@@ -302,6 +302,7 @@ TEST_CASE("adaptive run switches lanes on a rate step with zero reorders and bal
   CHECK(s.energy_j > 0);
   CHECK(s.to_json().find("\"source\": \"model\"") != std::string::npos);
   CHECK(s.to_text().find("source: model") != std::string::npos);
+  REQUIRE(ctl.finish().is_ok());  // the CSV is renamed into place at the end of the run
   std::ifstream csv(ao.csv_path);
   std::string header;
   std::getline(csv, header);

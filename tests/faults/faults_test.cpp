@@ -1,6 +1,6 @@
 // Fault injection (issue 8): for each fault, the daemon's data path goes on with what works, nothing is lost
 // without being counted (rx == tx + drops, unaccounted 0, no reorder), and the log says what happened.
-//   * an OpenCL call that fails: build, alloc, map, enqueue (HPR_FAULT_CL, runtime/pipeline/fault_injection.hpp);
+//   * an OpenCL call that fails: build, alloc, map, enqueue (HPR_FAULT_CL, pipeline/fault_injection.hpp);
 //   * a device that disappears mid-run ([faults.fail_after_batches]), also every lane at once;
 //   * a full queue (tiny lane queues, no backpressure);
 //   * a slow lane ([faults.slow_lane_us]);
@@ -17,8 +17,8 @@
 
 #include "profiler/power/power_meter.hpp"
 #include "profiler/table/config_table.hpp"
-#include "runtime/pipeline/fault_injection.hpp"
-#include "runtime/pipeline/power.hpp"
+#include "pipeline/fault_injection.hpp"
+#include "pipeline/power.hpp"
 #include "tests/pipeline/pipeline_fixture.hpp"
 
 using namespace hpr;

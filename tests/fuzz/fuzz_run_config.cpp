@@ -1,6 +1,6 @@
 // The `hpr run` TOML configuration: load_run_config (toml++ and every key reader) then validate(), on a file
 // of arbitrary bytes. Errors are expected; crashes, sanitizer reports or uncaught exceptions are bugs.
-#include "runtime/pipeline/run_config.hpp"
+#include "pipeline/run_config.hpp"
 #include "tests/fuzz/fuzz_targets.hpp"
 
 namespace hpr::fuzz {

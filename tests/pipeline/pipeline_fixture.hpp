@@ -16,7 +16,7 @@
 #include "runtime/flow.hpp"
 #include "runtime/parser.hpp"
 #include "runtime/pcap_file.hpp"
-#include "runtime/pipeline/run_config.hpp"
+#include "pipeline/run_config.hpp"
 
 namespace hpr::test {
 

@@ -56,7 +56,7 @@ std::string write_capture(const std::string& name, const std::vector<std::vector
   REQUIRE(w.is_ok());
   uint64_t ts = 1'000'000'000;
   for (const auto& f : frames) w->write(ts += 1000, f);
-  w->flush();
+  REQUIRE(w->finish().is_ok());
   return p;
 }
 

@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+
+#include <csignal>
 #include <filesystem>
 #include <thread>
 
@@ -13,6 +16,7 @@ using namespace hpr;
 TEST_CASE("pcap port reads every frame, writes them back, and returns every buffer") {
   std::string in = data_path("pcap/ndpi/dns_doh.pcap");
   std::string out = (std::filesystem::temp_directory_path() / "hpr_ports_test.pcap").string();
+  std::filesystem::remove(out);
   auto cap = load_capture(in);
   REQUIRE(cap.is_ok());
   {
@@ -27,6 +31,8 @@ TEST_CASE("pcap port reads every frame, writes them back, and returns every buff
       total += n;
     }
     CHECK(total + (*port)->stats().rx_too_long == 2 * cap->size());
+    CHECK(!std::filesystem::exists(out));  // renamed into place by close(), not before
+    REQUIRE((*port)->close().is_ok());
   }
   auto back = load_capture(out);
   REQUIRE(back.is_ok());
@@ -107,4 +113,56 @@ TEST_CASE("MPMC ring loses nothing with two producers and two consumers") {
   c2.join();
   uint64_t n = 2ull * kPer;
   CHECK(sum.load() == n * (n - 1) / 2);
+}
+
+TEST_CASE("a capture that cannot be written counts tx_error, fails at close and leaves no file") {
+  namespace fs = std::filesystem;
+  std::string in = data_path("pcap/ndpi/dns_doh.pcap");
+  fs::path dir = fs::temp_directory_path() / "hpr_ports_full";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string out = (dir / "out.pcap").string();
+  // A file-size limit stands in for a full disk (EFBIG instead of ENOSPC): no mount needed.
+  rlimit old{};
+  getrlimit(RLIMIT_FSIZE, &old);
+  auto prev = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 4096;
+  REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
+  uint64_t sent = 0, unsent = 0;
+  Status closed;
+  {
+    auto port = make_pcap_port({.rx_path = in, .tx_path = out, .pool_slots = 64});
+    REQUIRE(port.is_ok());
+    Packet pkts[32];
+    while (!(*port)->rx_done()) {
+      uint16_t n = (*port)->rx_burst(pkts, 32, 1);
+      uint16_t s = (*port)->tx_burst(pkts, n);
+      sent += s;
+      if (s < n) {
+        CHECK((*port)->unsent_reason() == DropReason::kTxError);
+        unsent += n - s;
+      }
+      (*port)->release(pkts, n);
+    }
+    CHECK((*port)->stats().tx_packets == sent);
+    closed = (*port)->close();
+  }
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, prev);
+  CHECK(unsent > 0);
+  CHECK(closed.code() == Code::kIoError);
+  CHECK(closed.message().find(out) != std::string::npos);
+  CHECK(!fs::exists(out));
+  CHECK(fs::is_empty(dir));  // no temporary file left behind
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a capture target that is not a regular file is refused") {
+  auto dev = make_pcap_port({.tx_path = "/dev/null"});
+  REQUIRE(!dev.is_ok());
+  CHECK(dev.status().message().find("/dev/null") != std::string::npos);
+  CHECK(dev.status().message().find("not a regular file") != std::string::npos);
+  auto dir = make_pcap_port({.tx_path = std::filesystem::temp_directory_path().string()});
+  REQUIRE(!dir.is_ok());
 }

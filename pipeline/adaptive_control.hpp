@@ -18,13 +18,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "hpr/atomic_file.hpp"
 #include "hpr/status.hpp"
 #include "profiler/table/config_table.hpp"
-#include "runtime/pipeline/pipeline.hpp"
-#include "runtime/pipeline/power.hpp"
+#include "pipeline/pipeline.hpp"
+#include "pipeline/power.hpp"
 #include "scheduler/adaptive/adaptive_scheduler.hpp"
 
 namespace hpr {
@@ -40,7 +42,7 @@ struct IntervalStats {
   double tx_bps = 0;
   uint64_t lost_packets = 0;  // dropped for want of capacity: queue_full, no_lane, pool_empty
   double rx_pps = 0, tx_pps = 0;
-  uint64_t latency_p50_ns = 0, latency_p99_ns = 0;  // rx to tx, log2 buckets (upper bounds)
+  uint64_t latency_p50_ns = 0, latency_p99_ns = 0;  // rx to tx (histogram bucket midpoints, within ±3.2 %)
   std::vector<double> lane_util;                    // busy fraction of the interval
   std::vector<double> lane_bps;                     // lane packets × mean tx frame bits / interval
   std::vector<uint64_t> lane_packets;
@@ -85,6 +87,8 @@ class AdaptiveControl {
   static Result<std::unique_ptr<AdaptiveControl>> create(const AdaptiveOptions& opt, const prof::Fingerprint& machine,
                                                          Pipeline& pipeline, RunPower* power);
   ~AdaptiveControl();
+  // End of the run: the per-quantum CSV is renamed into place. Errors: kIoError naming the file.
+  Status finish();
   // One quantum. `s` is a snapshot taken now; `power` the power sample of the same interval.
   void on_quantum(const Summary& s, const PowerSample& power, uint64_t now_ns);
   uint64_t switches() const { return switches_; }
@@ -118,7 +122,7 @@ class AdaptiveControl {
   uint64_t pending_ns_ = 0;
   uint64_t step_ns_ = 0;
   std::vector<std::string> log_;
-  FILE* csv_ = nullptr;
+  std::optional<AtomicFile> csv_;
 };
 
 }  // namespace hpr

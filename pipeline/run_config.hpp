@@ -11,8 +11,8 @@
 #include "hpr/status.hpp"
 #include "kernels/registry.hpp"
 #include "runtime/opencl/devices.hpp"
-#include "runtime/pipeline/pipeline.hpp"
-#include "runtime/pipeline/power.hpp"
+#include "pipeline/pipeline.hpp"
+#include "pipeline/power.hpp"
 #include "runtime/port.hpp"
 #include "runtime/ports/generator_profile.hpp"
 
@@ -84,7 +84,7 @@ struct RunConfig {
   double duration_s = 0;
 
   PowerConfig power;               // [power] rapl_root, rapl, nvml
-  // Adaptive mode ([adaptive]; runtime/pipeline/adaptive_control.hpp): on when table is set.
+  // Adaptive mode ([adaptive]; pipeline/adaptive_control.hpp): on when table is set.
   std::string adapt_table;         // table written by `hpr profile`
   std::string adapt_policy = "energy";  // energy | latency | throughput | latency-target
   double adapt_latency_target_us = 0;

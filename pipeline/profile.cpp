@@ -1,4 +1,4 @@
-#include "runtime/pipeline/profile.hpp"
+#include "pipeline/profile.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "hpr/clock.hpp"
-#include "runtime/pipeline/adaptive_control.hpp"
+#include "pipeline/adaptive_control.hpp"
 
 namespace hpr {
 namespace {

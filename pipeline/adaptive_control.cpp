@@ -1,4 +1,4 @@
-#include "runtime/pipeline/adaptive_control.hpp"
+#include "pipeline/adaptive_control.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -8,23 +8,10 @@
 #include <cstring>
 
 #include "runtime/opencl/devices.hpp"
-#include "runtime/pipeline/run_config.hpp"
+#include "pipeline/run_config.hpp"
 
 namespace hpr {
 namespace {
-
-uint64_t bucket_percentile(const std::vector<uint64_t>& d, double p) {
-  uint64_t total = 0;
-  for (auto x : d) total += x;
-  if (total == 0) return 0;
-  auto want = static_cast<uint64_t>(p / 100.0 * static_cast<double>(total));
-  uint64_t acc = 0;
-  for (size_t i = 0; i < d.size(); ++i) {
-    acc += d[i];
-    if (acc > want) return i == 0 ? 0 : (1ull << i);
-  }
-  return 1ull << (d.size() - 1);
-}
 
 std::string mask_text(uint32_t mask) {
   std::string s;
@@ -65,8 +52,8 @@ IntervalStats interval_stats(const Summary& prev, const Summary& cur) {
   std::vector<uint64_t> d(cur.latency_buckets.size(), 0);
   for (size_t i = 0; i < d.size(); ++i)
     d[i] = cur.latency_buckets[i] - (i < prev.latency_buckets.size() ? prev.latency_buckets[i] : 0);
-  st.latency_p50_ns = bucket_percentile(d, 50);
-  st.latency_p99_ns = bucket_percentile(d, 99);
+  st.latency_p50_ns = LogLinear::percentile(d, 50);
+  st.latency_p99_ns = LogLinear::percentile(d, 99);
   for (size_t i = 0; i < cur.lanes.size(); ++i) {
     const auto& c = cur.lanes[i];
     double busy_c = c.utilisation * cur.seconds, busy_p = 0;
@@ -147,17 +134,23 @@ Result<std::unique_ptr<AdaptiveControl>> AdaptiveControl::create(const AdaptiveO
   c->sched_ = std::make_unique<sched::AdaptiveScheduler>(std::move(*s));
   c->weights_.assign(pipeline.lane_count(), 0.f);
   if (!opt.csv_path.empty()) {
-    c->csv_ = std::fopen(opt.csv_path.c_str(), "w");
-    if (c->csv_ == nullptr) return error(Code::kIoError, "cannot write {}: {}", opt.csv_path, std::strerror(errno));
-    std::fprintf(c->csv_,
+    auto f = AtomicFile::open(opt.csv_path, "adaptive.csv (--adapt-csv)");
+    if (!f) return f.status();
+    c->csv_.emplace(std::move(*f));
+    std::fprintf(c->csv_->file(),
                  "t_s,offered_bps,achieved_bps,tx_bps,lost_pkts,capacity_bps,power_w,power_source,devices,batches,"
                  "lat_p50_us,lat_p99_us,epoch,reason,changed\n");
   }
   return c;
 }
 
-AdaptiveControl::~AdaptiveControl() {
-  if (csv_ != nullptr) std::fclose(csv_);
+AdaptiveControl::~AdaptiveControl() = default;
+
+Status AdaptiveControl::finish() {
+  if (!csv_) return Status::ok();
+  Status st = csv_->commit();
+  csv_.reset();
+  return st;
 }
 
 void AdaptiveControl::apply(const sched::Decision& d) {
@@ -251,16 +244,15 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
     steps_.back().adaptation_ms = static_cast<double>(now_ns - step_ns_) / 1e6;
     adapting_ = false;
   }
-  if (csv_ != nullptr) {
+  if (csv_) {
     std::string batches;
     for (size_t i = 0; i < weights_.size(); ++i)
       batches += fmt::format("{}{}", i ? "/" : "", ((d.device_mask >> i) & 1U) ? d.batch[i] : 0);
-    std::fprintf(csv_, "%.3f,%.0f,%.0f,%.0f,%llu,%.0f,%.2f,%s,%s,%s,%.1f,%.1f,%llu,%s,%d\n", t_s, st.offered_bps,
+    std::fprintf(csv_->file(), "%.3f,%.0f,%.0f,%.0f,%llu,%.0f,%.2f,%s,%s,%s,%.1f,%.1f,%llu,%s,%d\n", t_s, st.offered_bps,
                  st.achieved_bps, st.tx_bps, static_cast<unsigned long long>(st.lost_packets), m.capacity_bps,
                  power.watts, power.source.c_str(), mask_text(d.device_mask).c_str(), batches.c_str(),
                  static_cast<double>(st.latency_p50_ns) / 1e3, static_cast<double>(st.latency_p99_ns) / 1e3,
                  static_cast<unsigned long long>(d.epoch), sched::reason_name(d.reason), d.changed ? 1 : 0);
-    std::fflush(csv_);
   }
 }
 

@@ -21,9 +21,9 @@
 
 #include "hpr/status.hpp"
 #include "profiler/table/config_table.hpp"
-#include "runtime/pipeline/pipeline.hpp"
-#include "runtime/pipeline/power.hpp"
-#include "runtime/pipeline/run_config.hpp"
+#include "pipeline/pipeline.hpp"
+#include "pipeline/power.hpp"
+#include "pipeline/run_config.hpp"
 
 namespace hpr {
 

@@ -1,4 +1,4 @@
-#include "runtime/pipeline/lane.hpp"
+#include "pipeline/lane.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -46,7 +46,7 @@ void Lane::fail(const Status& st) {
 bool Lane::reap(bool wait) {
   done_.clear();
   auto on_batch = [&](std::span<const Packet> pk, const kernels::BatchView& v) {
-    stats_.events.fetch_add(app_.count_events(v), std::memory_order_relaxed);
+    bump(stats_.events, app_.count_events(v));
     if (log_on_) {
       std::string lines;
       app_.append_log(pk, v, [&](uint32_t i) { return log_prefix_(pk[i]); }, lines);
@@ -71,9 +71,9 @@ bool Lane::reap(bool wait) {
       else std::this_thread::yield();
     }
   }
-  stats_.batches.fetch_add(1, std::memory_order_relaxed);
-  stats_.packets.fetch_add(done_.size(), std::memory_order_relaxed);
-  stats_.batch_pkts_sum.fetch_add(done_.size(), std::memory_order_relaxed);
+  bump(stats_.batches, 1);
+  bump(stats_.packets, done_.size());
+  bump(stats_.batch_pkts_sum, done_.size());
   for (const auto& p : done_) stats_.batch_latency.add(now - p.rx_ns);
   return true;
 }
@@ -140,7 +140,7 @@ bool Lane::poll() {
   while (exec_->outstanding() > 0 && reap(false)) did = true;
   if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) return true;
   if (exec_->outstanding() == 0 && busy_since_ != 0) {
-    stats_.busy_ns.fetch_add(monotonic_ns() - busy_since_, std::memory_order_relaxed);
+    bump(stats_.busy_ns, monotonic_ns() - busy_since_);
     busy_since_ = 0;
   }
   return did;

@@ -21,7 +21,7 @@
 
 #include "kernels/app.hpp"
 #include "kernels/runner.hpp"
-#include "runtime/pipeline/counters.hpp"
+#include "pipeline/counters.hpp"
 #include "runtime/ring.hpp"
 
 namespace hpr {

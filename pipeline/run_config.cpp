@@ -1,8 +1,8 @@
-#include "runtime/pipeline/run_config.hpp"
+#include "pipeline/run_config.hpp"
 
 #include <spdlog/spdlog.h>
 
-#include "runtime/pipeline/fault_injection.hpp"
+#include "pipeline/fault_injection.hpp"
 
 #include <algorithm>
 #include <filesystem>

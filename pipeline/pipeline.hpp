@@ -21,11 +21,12 @@
 #include <thread>
 #include <vector>
 
+#include "hpr/atomic_file.hpp"
 #include "kernels/app.hpp"
 #include "runtime/flow.hpp"
 #include "runtime/parser.hpp"
-#include "runtime/pipeline/counters.hpp"
-#include "runtime/pipeline/lane.hpp"
+#include "pipeline/counters.hpp"
+#include "pipeline/lane.hpp"
 #include "runtime/port.hpp"
 #include "scheduler/balance/balancer.hpp"
 #include "scheduler/shaper/shaper.hpp"
@@ -138,10 +139,13 @@ struct Summary {
   // The flow-to-lane policy and its counters (final summary only: the dispatcher owns them while it runs).
   std::string balancer;
   std::optional<balance::BalancerStats> balance;
-  std::vector<uint64_t> latency_buckets;  // rx-to-tx histogram (log2 ns buckets), for per-interval deltas
-  // Power, filled in by the caller (runtime/pipeline/power.hpp); shown when power_source is not empty.
+  std::vector<uint64_t> latency_buckets;  // rx-to-tx histogram (hpr/histogram.hpp LogLinear layout), for per-interval deltas
+  // Power, filled in by the caller (pipeline/power.hpp); shown when power_source is not empty.
   double power_w = 0, energy_j = 0;
   std::string power_source;
+  // Output that could not be written (result log, output file), one message each (final summary
+  // only). Non-empty: what the summary counts as sent may not all be on disk; hpr exits with 3.
+  std::vector<std::string> output_errors;
   std::string to_json() const;
   std::string to_text() const;
 };
@@ -254,7 +258,10 @@ class Pipeline {
   std::mutex weights_mu_;
   std::vector<float> pending_weights_;
   std::atomic<bool> weights_dirty_{false};
-  FILE* log_ = nullptr;
+  std::optional<AtomicFile> log_;  // result log, renamed into place at the end of the run
+  uint64_t log_errors_ = 0;
+  std::vector<std::string> output_errors_;
+  void write_log();
   std::vector<std::string> left_out_;
 };
 

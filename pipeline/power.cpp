@@ -1,4 +1,4 @@
-#include "runtime/pipeline/power.hpp"
+#include "pipeline/power.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "hpr/clock.hpp"
-#include "runtime/pipeline/fault_injection.hpp"
-#include "runtime/pipeline/lane.hpp"
+#include "pipeline/fault_injection.hpp"
+#include "pipeline/lane.hpp"
 
 namespace hpr {
 namespace {

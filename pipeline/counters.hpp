@@ -1,0 +1,30 @@
+#pragma once
+// Counters of the data path. Each is written by one thread and read by others (status line,
+// Prometheus, summary): the writer adds with a relaxed load and store (no locked read-modify-write
+// on the hot path), readers load relaxed and sum (VPP's per-thread counters).
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "hpr/histogram.hpp"
+#include "runtime/drop_reason.hpp"
+
+namespace hpr {
+
+// Adds to a single-writer counter.
+inline void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+struct DropCounters {
+  std::array<std::atomic<uint64_t>, kDropReasonCount> by_reason{};
+  void add(DropReason r, uint64_t n = 1) { bump(by_reason[static_cast<size_t>(r)], n); }
+  uint64_t get(DropReason r) const { return by_reason[static_cast<size_t>(r)].load(std::memory_order_relaxed); }
+  uint64_t total() const {
+    uint64_t t = 0;
+    for (const auto& c : by_reason) t += c.load(std::memory_order_relaxed);
+    return t;
+  }
+};
+
+}  // namespace hpr

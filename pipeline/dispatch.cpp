@@ -1,0 +1,188 @@
+// The dispatcher: rx burst, parse and classify, lane choice, hand-off to the lane queues.
+#include "pipeline/pipeline.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "hpr/clock.hpp"
+#include "pipeline/pipeline_internal.hpp"
+#include "runtime/balance_glue.hpp"
+
+namespace hpr {
+using detail::backoff;
+using detail::kNoLane;
+using detail::policy_weight;
+using detail::policy_weights;
+
+void Pipeline::drop_at_dispatch(Packet* p, uint16_t n, DropReason r) {
+  drops_dispatch_.add(r, n);
+  rx_->release(p, n);
+}
+
+// Puts p on lane `li`; false when the queue is full (and backpressure is off).
+bool Pipeline::enqueue(Packet& p, uint8_t li) {
+  int rounds = 0;
+  while (!lanes_[li]->input().push(p)) {
+    if (!cfg_.backpressure || lanes_[li]->state() != LaneState::kRunning) return false;
+    wait_step(rounds);
+  }
+  return true;
+}
+
+// Takes a drained lane out of the set; returns what it handed back and what was pushed to its queue
+// after it drained itself, oldest first.
+void Pipeline::wait_step(int& rounds) {
+  if (cfg_.run_to_completion && service()) return;
+  backoff(rounds);
+}
+
+// Run-to-completion: one round of every lane and of egress, on the dispatcher's thread.
+bool Pipeline::service() {
+  bool did = false;
+  for (auto& l : lanes_) did |= l->poll();
+  did |= egress_poll();
+  return did;
+}
+
+void Pipeline::dispatch_loop() {
+  int idle = 0;
+  while (!stop_rx_.load(std::memory_order_relaxed)) {
+    handle_failed_lanes();
+    if (weights_dirty_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> g(weights_mu_);
+      weights_ = pending_weights_;
+      (void)balancer_->set_lane_weights(policy_weights(weights_));  // validated in set_lane_weights
+      weights_dirty_.store(false, std::memory_order_relaxed);
+    }
+    uint64_t now = monotonic_ns();
+    if (cfg_.max_duration_ns != 0 && now - start_ns_ >= cfg_.max_duration_ns) break;
+    uint16_t n = dispatch_burst(now);
+    bool did = n > 0;
+    if (cfg_.run_to_completion) did |= service();
+    if (n == 0 && rx_->rx_done()) break;
+    if (did) idle = 0;
+    else backoff(idle);
+  }
+  handle_failed_lanes();
+  if (cfg_.run_to_completion) {
+    // Drain on this thread what the lane and egress threads would: lanes until they are empty
+    // (re-routing what a lane that fails now hands back), then egress and the shaper.
+    for (auto& l : lanes_) l->request_stop();
+    int rounds = 0;
+    for (;;) {
+      bool did = service();
+      did = handle_failed_lanes() || did;
+      bool all = true;
+      for (auto& l : lanes_) all &= l->finished();
+      if (all && !did) break;
+      if (!did) backoff(rounds);
+    }
+    lanes_done_.store(true, std::memory_order_release);
+    egress_loop();
+  }
+  dispatch_done_.store(true, std::memory_order_release);
+}
+
+// One rx burst: classify, choose lanes, enqueue in arrival order. Returns the packets received.
+uint16_t Pipeline::dispatch_burst(uint64_t now) {
+  // Arrays that live as long as the pipeline: constructing 256 descriptors per burst cost more
+  // than classifying them.
+  Packet* pkts = burst_->pkts;
+  balance::PacketMeta* metas = burst_->metas;
+  uint16_t* chosen = burst_->chosen;
+  uint8_t* what = burst_->what;
+  enum : uint8_t { kDropped, kFlow, kNoFlowPkt };
+  const uint16_t burst = std::min<uint16_t>(cfg_.rx_burst, Burst::kMax);
+  uint16_t n = rx_->rx_burst(pkts, burst, now);
+  if (n == 0) return 0;
+  // Pass 1: classify; flows go to the balancer in one call per burst.
+  uint16_t nm = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    Packet& p = pkts[i];
+    if (parse(p, cfg_.parse) != DropReason::kNone) {
+      drop_at_dispatch(&p, 1, p.drop);
+      what[i] = kDropped;
+      continue;
+    }
+    what[i] = kNoFlowPkt;
+    p.hash = 0;
+    p.flow_id = kNoFlow;
+    if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
+    FlowKey k = flow_key(p).canonical();
+    p.hash = flow_hash(k);
+    bool inserted = false;
+    p.flow_id = flows_->lookup_or_insert(k, p.hash, now, &inserted);
+    bump(flows_seen_, inserted);
+    if (p.flow_id == kNoFlow) continue;
+    what[i] = kFlow;
+    flow_pending_[p.flow_id] = flows_->in_flight(p.flow_id).load(std::memory_order_acquire);
+    metas[nm++] = {to_five_tuple(k), p.hash, p.flow_id, p.len, p.service, 0};
+  }
+  if (nm > 0) {
+    for (size_t l = 0; l < lanes_.size(); ++l) {
+      auto& ls = lane_states_[l];
+      ls.queued = static_cast<uint32_t>(lanes_[l]->input().size());
+      ls.capacity = static_cast<uint32_t>(lanes_[l]->input().capacity());
+      ls.weight = policy_weight(weights_[l]);
+      ls.enabled = lanes_[l]->state() == LaneState::kRunning && weights_[l] > 0;
+    }
+    balance::LaneTable table{lane_states_, flow_pending_, now};
+    balancer_->assign({metas, nm}, table, {chosen, nm});
+  }
+  // Pass 2: enqueue in arrival order.
+  uint16_t j = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    if (what[i] == kDropped) continue;
+    Packet& p = pkts[i];
+    FlowState* fs = nullptr;
+    uint8_t lane;
+    if (what[i] == kFlow) {
+      fs = &flows_->state(p.flow_id);
+      lane = static_cast<uint8_t>(chosen[j++]);
+      // Whatever the policy wanted, a flow with packets in flight stays where they are.
+      auto stay = [&] {
+        if (fs->lane != kNoLane && flows_->in_flight(p.flow_id).load(std::memory_order_acquire) > 0) lane = fs->lane;
+      };
+      stay();
+      // The state is read once per decision: a lane that fails after it was seen running takes
+      // this packet into its queue, which it hands back in order. One that has failed has its
+      // packets (maybe this flow's) re-routed first, which this one would otherwise overtake;
+      // they may have moved the flow.
+      LaneState ls = lane < lanes_.size() ? lanes_[lane]->state() : LaneState::kRemoved;
+      while (ls == LaneState::kFailed || ls == LaneState::kDrained) {
+        handle_failed_lanes();
+        stay();
+        ls = lanes_[lane]->state();
+      }
+      if (ls != LaneState::kRunning) lane = pick_lane(p.hash);
+      fs->lane = lane;
+      p.seq = fs->next_seq++;
+      fs->packets++;
+      fs->bytes += p.len;
+    } else {
+      lane = pick_lane(p.hash);
+    }
+    if (lane == kNoLane) {
+      if (fs != nullptr) fs->next_seq--;
+      drop_at_dispatch(&p, 1, DropReason::kNoLane);
+      continue;
+    }
+    p.lane = lane;
+    if (fs != nullptr) flows_->in_flight(p.flow_id).fetch_add(1, std::memory_order_acq_rel);
+    if (!enqueue(p, lane)) {
+      if (fs != nullptr) {
+        flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
+        fs->next_seq--;  // keep the flow's sequence contiguous: this packet never existed for egress
+      }
+      bump(lanes_[lane]->stats().queue_full, 1);
+      drop_at_dispatch(&p, 1, DropReason::kQueueFull);
+    }
+  }
+  if (now - last_expire_ns_ > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
+    flows_->expire(now, 4096);
+    last_expire_ns_ = now;
+  }
+  return n;
+}
+
+// Sends what egress decided to send, counts what the port refused, and returns every buffer.
+}  // namespace hpr

@@ -1,0 +1,338 @@
+#include "pipeline/pipeline.hpp"
+
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+#include "hpr/clock.hpp"
+#include "pipeline/pipeline_internal.hpp"
+#include "runtime/balance_glue.hpp"
+
+namespace hpr {
+using detail::backoff;
+using detail::kNoLane;
+using detail::policy_weight;
+using detail::policy_weights;
+
+Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app,
+                                                   Port& rx, Port& tx) {
+  if (cfg.lanes.empty()) return error(Code::kInvalidArgument, "no lanes: enable at least one device or native worker");
+  if (cfg.lanes.size() >= kNoLane) return error(Code::kInvalidArgument, "at most {} lanes", kNoLane - 1);
+  std::unique_ptr<Pipeline> p(new Pipeline());
+  auto ft = FlowTable::create(cfg.flow_capacity, cfg.flow_idle_ns);
+  if (!ft) return ft.status();
+  p->flows_ = std::move(*ft);
+  p->expected_seq_.assign(p->flows_->capacity(), 0);
+  std::vector<LaneSpec> started;
+  for (auto& spec : cfg.lanes) {
+    if (spec.lane.batch_size == 0) return error(Code::kInvalidArgument, "lane {}: batch size must be at least 1", spec.lane.name);
+    if (spec.lane.queue_size == 0) return error(Code::kInvalidArgument, "lane {}: queue size must be at least 1", spec.lane.name);
+    ExecutorConfig ec{std::max(spec.lane.max_batch, spec.lane.batch_size), spec.in_flight};
+    std::unique_ptr<Executor> ex;
+    if (spec.kind == LaneSpec::Kind::kNative) {
+      ex = make_native_executor(*app, ec);
+    } else {
+      auto e = make_cl_executor(*app, spec.program, spec.host_unified, ec);
+      if (!e) {
+        // A device whose queues or buffers cannot be created is left out; the other lanes go on.
+        spdlog::warn("lane {} left out: {}", spec.lane.name, e.status().message());
+        p->left_out_.push_back(spec.lane.name + ": " + e.status().message());
+        continue;
+      }
+      ex = std::move(*e);
+    }
+    p->lanes_.push_back(std::make_unique<Lane>(spec.lane, *app, std::move(ex), cfg.completion_ring));
+    p->egress_handled_.push_back(std::make_unique<std::atomic<uint64_t>>(0));
+    started.push_back(std::move(spec));
+  }
+  if (started.empty()) return error(Code::kUnavailable, "no lane could be started: {}", fmt::join(p->left_out_, "; "));
+  cfg.lanes = std::move(started);
+  // The balancer: one slot per flow-table id, one lane per lane, weights from the lanes.
+  balance::BalancerConfig bc = cfg.balancer_cfg;
+  bc.lanes = static_cast<uint32_t>(cfg.lanes.size());
+  for (const auto& spec : cfg.lanes) p->weights_.push_back(static_cast<float>(spec.lane.weight));
+  bc.lane_weights = policy_weights(p->weights_);
+  bc.flow_slots = p->flows_->capacity();
+  bc.burst_max = 256;
+  auto bal = balance::make_balancer(cfg.balancer, bc);
+  if (!bal) return error(bal.status().code(), "lanes.balancer: {}", bal.status().message());
+  p->balancer_ = std::move(*bal);
+  p->lane_states_.resize(cfg.lanes.size());
+  p->flow_pending_.assign(p->flows_->capacity(), 0);
+  if (cfg.shaping.enabled) {
+    const ShapingConfig& sc = cfg.shaping;
+    const bool by_class = sc.by == ShapeBy::kClass;
+    if (by_class && sc.classes.empty())
+      return error(Code::kInvalidArgument, "shaper.class: shaper.by = class needs at least one class");
+    shaper::ShaperConfig shc;
+    shc.num_queues = by_class                  ? static_cast<uint32_t>(sc.classes.size())
+                     : sc.by == ShapeBy::kFlow ? p->flows_->capacity() + 1  // +1: packets without a flow
+                                               : 65536;
+    shc.pool_slots = sc.waiting_packets;
+    shc.queue_limit_pkts = sc.queue_packets;
+    uint32_t max_packet = sc.burst_bytes;  // larger frames could never conform: the smallest burst
+    if (by_class) {
+      max_packet = 65535;
+      for (const auto& k : sc.classes) max_packet = std::min(max_packet, k.burst_bytes);
+    }
+    shc.max_packet_bytes = std::min<uint32_t>(max_packet, 65535);
+    shc.adaptive = sc.adaptive;
+    auto sh = shaper::EventShaper::create(shc);
+    if (!sh) return error(sh.status().code(), "shaper: {}", sh.status().message());
+    p->shaper_ = std::make_unique<shaper::EventShaper>(std::move(*sh));
+    const uint64_t now = monotonic_ns();
+    auto profile = [](uint64_t rate, uint32_t burst, uint32_t alpha) {
+      return shaper::ShapingProfile{rate, burst, alpha != 0 ? alpha : burst / 4};
+    };
+    if (!by_class) {
+      auto prof = p->shaper_->add_profile(profile(sc.rate_bytes_per_s, sc.burst_bytes, sc.alpha_bytes));
+      if (!prof) return error(prof.status().code(), "shaper: {}", prof.status().message());
+      HPR_RETURN_IF_ERROR(p->shaper_->configure_all(*prof, now));
+    }
+    for (size_t i = 0; by_class && i < sc.classes.size(); ++i) {
+      const ShapingClass& k = sc.classes[i];
+      auto prof = p->shaper_->add_profile(profile(k.rate_bytes_per_s, k.burst_bytes, k.alpha_bytes));
+      if (!prof) return error(prof.status().code(), "shaper.class[{}] ({}): {}", i, k.name, prof.status().message());
+      HPR_RETURN_IF_ERROR(p->shaper_->configure_queue(static_cast<uint32_t>(i), *prof, now));
+      ClassMatch m;
+      m.any_dscp = k.dscp.empty();
+      for (uint8_t d : k.dscp) m.dscp_mask |= 1ull << (d & 63);
+      m.ports = k.ports;
+      p->class_match_.push_back(std::move(m));
+      p->shaper_classes_.push_back({.name = k.name, .rate_bytes_per_s = k.rate_bytes_per_s});
+    }
+  }
+  if (!cfg.log_path.empty()) {
+    auto f = AtomicFile::open(cfg.log_path, "app.log (--log)");
+    if (!f) return f.status();
+    p->log_.emplace(std::move(*f));
+    // "<rx ns> <src>:<sport> > <dst>:<dport> proto <n>"
+    for (auto& l : p->lanes_)
+      l->set_logging(true, [](const Packet& pk) { return fmt::format("{} {}", pk.rx_ns, flow_text(pk)); });
+  }
+  p->cfg_ = std::move(cfg);
+  p->burst_ = std::make_unique<Burst>();
+  p->init_egress();
+  if (p->cfg_.run_to_completion)
+    for (auto& l : p->lanes_) l->on_completions_full([pp = p.get()] { pp->egress_poll(); });
+  p->app_ = std::move(app);
+  p->rx_ = &rx;
+  p->tx_ = &tx;
+  return p;
+}
+
+Pipeline::~Pipeline() {
+  stop_rx_ = true;
+  if (dispatcher_.joinable()) dispatcher_.join();
+  for (auto& l : lanes_) l->request_stop();
+  for (auto& l : lanes_) l->join();
+  lanes_done_ = true;
+  if (egress_.joinable()) egress_.join();
+}
+
+uint8_t Pipeline::pick_lane(uint32_t hash) const {
+  // Weighted choice among running lanes by the flow hash (deterministic per flow).
+  double total = 0;
+  for (size_t i = 0; i < lanes_.size(); ++i)
+    if (lanes_[i]->state() == LaneState::kRunning) total += weights_[i];
+  if (total <= 0) {  // every running lane has weight 0: any running lane rather than a drop
+    for (size_t i = 0; i < lanes_.size(); ++i)
+      if (lanes_[i]->state() == LaneState::kRunning) return static_cast<uint8_t>(i);
+    return kNoLane;
+  }
+  double x = static_cast<double>(hash) / 4294967296.0 * total;
+  uint8_t last = kNoLane;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    if (lanes_[i]->state() != LaneState::kRunning) continue;
+    last = static_cast<uint8_t>(i);
+    x -= weights_[i];
+    if (x < 0) return last;
+  }
+  return last;
+}
+
+std::vector<Packet> Pipeline::retire(Lane& lane) {
+  std::vector<Packet> out = std::move(lane.orphans());
+  Packet p;
+  while (lane.input().pop(p)) out.push_back(p);
+  lane.mark_removed();
+  bump(lane_failures_, 1);
+  return out;
+}
+
+// Re-routes the packets of lanes that failed, once egress has sent everything they completed
+// (so the re-routed packets of a flow cannot overtake its earlier ones). Returns true when it
+// re-routed anything.
+bool Pipeline::handle_failed_lanes() {
+  bool any = false;
+  for (size_t li = 0; li < lanes_.size(); ++li) {
+    Lane& lane = *lanes_[li];
+    LaneState st = lane.state();
+    if (st == LaneState::kRunning || st == LaneState::kRemoved) continue;
+    int rounds = 0;
+    while (lane.state() == LaneState::kFailed) backoff(rounds);  // the lane is handing back its packets
+    lane.join();
+    while (egress_handled_[li]->load(std::memory_order_acquire) != lane.stats().packets.load(std::memory_order_acquire))
+      wait_step(rounds);
+    std::vector<Packet> orphans = retire(lane);
+    spdlog::warn("lane {} removed; re-routing {} packets to the remaining lanes", lane.name(), orphans.size());
+    for (auto& o : orphans) {
+      uint8_t to = kNoLane;
+      if (o.flow_id != kNoFlow) {
+        FlowState& fs = flows_->state(o.flow_id);
+        if (fs.lane == li || fs.lane == kNoLane) fs.lane = pick_lane(o.hash);
+        to = fs.lane;
+      } else {
+        to = pick_lane(o.hash);
+      }
+      bool ok = to != kNoLane;
+      if (ok) {
+        int r = 0;
+        while (!lanes_[to]->input().push(o)) wait_step(r);  // never drop a re-routed packet for room
+      } else {
+        if (o.flow_id != kNoFlow) flows_->in_flight(o.flow_id).fetch_sub(1, std::memory_order_release);
+        drop_at_dispatch(&o, 1, DropReason::kNoLane);
+      }
+    }
+    any = true;
+  }
+  return any;
+}
+
+Status Pipeline::set_lane_weights(const std::vector<float>& w) {
+  if (w.size() != lanes_.size())
+    return error(Code::kInvalidArgument, "{} lane weights given for {} lanes", w.size(), lanes_.size());
+  for (float x : w)
+    if (!(x >= 0)) return error(Code::kInvalidArgument, "lane weights must be >= 0");
+  std::lock_guard<std::mutex> g(weights_mu_);
+  pending_weights_ = w;
+  weights_dirty_.store(true, std::memory_order_release);
+  return Status::ok();
+}
+
+// Waits for room or for egress: in run-to-completion mode by doing the lanes' and egress' work
+// (nobody else will), otherwise by backing off.
+Summary Pipeline::run() {
+  start_ns_ = monotonic_ns();
+  if (!cfg_.run_to_completion) {
+    for (auto& l : lanes_) l->start();
+    egress_ = std::thread([this] { egress_loop(); });
+  }
+  dispatcher_ = std::thread([this] { dispatch_loop(); });
+  uint64_t last = start_ns_;
+  while (!dispatch_done_.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    uint64_t now = monotonic_ns();
+    if (cfg_.status_interval_ns != 0 && now - last >= cfg_.status_interval_ns && on_status_) {
+      on_status_(snapshot(), static_cast<double>(now - last) / 1e9);
+      last = now;
+    }
+    if (log_) write_log();
+  }
+  dispatcher_.join();
+  for (auto& l : lanes_) l->request_stop();
+  for (auto& l : lanes_) l->join();
+  // A lane that failed while draining, after the dispatcher had ended, still holds what it handed
+  // back, and no dispatcher is left to re-route it: count it (no_lane) rather than lose it.
+  for (auto& l : lanes_) {
+    if (l->state() != LaneState::kDrained) continue;
+    std::vector<Packet> left = retire(*l);
+    spdlog::warn("lane {} failed while draining; {} packets it held are counted as no_lane", l->name(), left.size());
+    for (auto& o : left) {
+      if (o.flow_id != kNoFlow) flows_->in_flight(o.flow_id).fetch_sub(1, std::memory_order_release);
+      drop_at_dispatch(&o, 1, DropReason::kNoLane);
+    }
+  }
+  lanes_done_.store(true, std::memory_order_release);
+  if (egress_.joinable()) egress_.join();
+  end_ns_ = monotonic_ns();
+  if (log_) {
+    write_log();
+    if (Status st = log_->commit(); !st.is_ok()) output_errors_.push_back(st.message());
+    log_.reset();
+  }
+  if (Status st = tx_->close(); !st.is_ok()) output_errors_.push_back(st.message());
+  Summary s = snapshot();
+  s.output_errors = output_errors_;
+  return s;
+}
+
+void Pipeline::write_log() {
+  for (auto& l : lanes_) {
+    auto s = l->log_drain();
+    if (!s.empty() && std::fwrite(s.data(), 1, s.size(), log_->file()) != s.size() && log_errors_++ == 0)
+      spdlog::error("app.log (--log) {}: write failed: {}", log_->path(), std::strerror(errno));
+  }
+}
+
+Summary Pipeline::snapshot() const {
+  Summary s;
+  uint64_t end = end_ns_ != 0 ? end_ns_ : monotonic_ns();
+  s.seconds = static_cast<double>(end - start_ns_) / 1e9;
+  PortStats rs = rx_->stats();
+  s.rx_packets = rs.rx_packets + rs.rx_too_long;
+  s.rx_bytes = rs.rx_bytes;
+  if (rx_->kind() == "dpdk") s.port_missed = rs.rx_no_buffer;
+  s.rx_buffers_in_use = rs.buffers_in_use;
+  s.tx_packets = tx_packets_.load();
+  s.tx_bytes = tx_bytes_.load();
+  for (size_t r = 1; r < static_cast<size_t>(DropReason::kCount); ++r) {
+    auto reason = static_cast<DropReason>(r);
+    uint64_t c = drops_dispatch_.get(reason) + drops_egress_.get(reason);
+    if (reason == DropReason::kFrameTooLong) c += rs.rx_too_long;
+    if (c != 0) s.drops.emplace_back(std::string(drop_reason_name(reason)), c);
+    s.dropped += c;
+  }
+  s.reorders = reorders_.load();
+  s.unaccounted = end_ns_ != 0 && s.rx_packets > s.tx_packets + s.dropped ? s.rx_packets - s.tx_packets - s.dropped : 0;
+  s.flows_seen = flows_seen_.load();
+  s.flow_table_full = flows_->full_events();
+  s.lane_failures = lane_failures_.load();
+  s.host_frames = host_frames_.load();
+  s.event_name = std::string(app_->event_name());
+  s.balancer = cfg_.balancer;
+  if (end_ns_ != 0) s.balance = balancer_->stats();  // the dispatcher has ended: no writer left
+  if (shaper_) {
+    std::lock_guard<std::mutex> g(shaper_mu_);
+    s.shaping = true;
+    s.shaped_queues = shaper_stats_.queues_configured;
+    s.shaper_heap = shaper_stats_.heap_size;
+    s.shaper_waiting = shaper_stats_.waiting_pkts;
+    s.shaper_reschedules = shaper_stats_.reschedules;
+    s.shaper_delayed = shaper_delayed_.load();
+    s.shaper_throttled = shaper_stats_.queues_throttled;
+    s.shaper_heap_high_water = shaper_stats_.heap_high_water;
+    s.shaper_unclassified = shaper_unclassified_;
+    s.shaper_classes = shaper_classes_;
+  }
+  s.latency_p50_ns = latency_.percentile_ns(50);
+  s.latency_p99_ns = latency_.percentile_ns(99);
+  {
+    auto c = latency_.counts();
+    s.latency_buckets.assign(c.begin(), c.end());
+  }
+  for (const auto& l : lanes_) {
+    auto& st = const_cast<Lane&>(*l).stats();
+    LaneSummary ls;
+    ls.name = l->name();
+    ls.executor = l->executor();
+    static const char* kStates[] = {"running", "failed", "drained", "removed"};
+    const LaneState state = l->state();  // acquire: a failed lane wrote its failure before its state
+    ls.state = kStates[static_cast<int>(state)];
+    if (state != LaneState::kRunning) ls.failure = l->failure();
+    ls.batches = st.batches.load();
+    ls.packets = st.packets.load();
+    ls.events = st.events.load();
+    ls.queue_full = st.queue_full.load();
+    s.events += ls.events;
+    ls.mean_batch = ls.batches != 0 ? static_cast<double>(st.batch_pkts_sum.load()) / static_cast<double>(ls.batches) : 0;
+    ls.utilisation = s.seconds > 0 ? static_cast<double>(st.busy_ns.load()) / 1e9 / s.seconds : 0;
+    ls.p50_ns = st.batch_latency.percentile_ns(50);
+    ls.p99_ns = st.batch_latency.percentile_ns(99);
+    s.lanes.push_back(std::move(ls));
+  }
+  return s;
+}
+
+}  // namespace hpr

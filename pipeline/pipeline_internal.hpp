@@ -1,0 +1,27 @@
+#pragma once
+// Helpers shared by the pipeline's translation units (pipeline.cpp, dispatch.cpp, egress.cpp).
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace hpr::detail {
+
+inline constexpr uint8_t kNoLane = 0xff;
+
+// Spin, then yield, then sleep a little: a poller that found no work.
+inline void backoff(int& rounds) {
+  if (++rounds > 64) std::this_thread::sleep_for(std::chrono::microseconds(rounds > 1024 ? 50 : 5));
+  else std::this_thread::yield();
+}
+
+// The policies want weights > 0: a lane of weight 0 (no new flows; the dispatcher disables it for the
+// policy) gets a token one.
+inline float policy_weight(float w) { return w > 0 ? w : 1e-6f; }
+inline std::vector<float> policy_weights(const std::vector<float>& w) {
+  std::vector<float> out;
+  for (float x : w) out.push_back(policy_weight(x));
+  return out;
+}
+
+}  // namespace hpr::detail

@@ -1,0 +1,115 @@
+// The run summary as text and JSON.
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeline/pipeline.hpp"
+
+namespace hpr {
+
+std::string Summary::to_json() const {
+  nlohmann::json j;
+  j["seconds"] = seconds;
+  j["rx"] = {{"packets", rx_packets}, {"bytes", rx_bytes}, {"port_missed", port_missed}};
+  j["tx"] = {{"packets", tx_packets}, {"bytes", tx_bytes}};
+  j["dropped"] = dropped;
+  for (const auto& [r, c] : drops) j["drops"][r] = c;
+  j["reorders"] = reorders;
+  if (!output_errors.empty()) j["output_errors"] = output_errors;
+  j["unaccounted"] = unaccounted;
+  j["flows"] = flows_seen;
+  j["flow_table_full"] = flow_table_full;
+  j["lane_failures"] = lane_failures;
+  j["host_frames"] = host_frames;
+  j["rx_buffers_in_use"] = rx_buffers_in_use;
+  j["app_events"] = {{"name", event_name}, {"count", events}};
+  j["latency_ns"] = {{"p50", latency_p50_ns}, {"p99", latency_p99_ns}};
+  if (!power_source.empty()) j["power"] = {{"watts", power_w}, {"energy_j", energy_j}, {"source", power_source}};
+  if (balance)
+    j["balancer"] = {{"policy", balancer},
+                     {"moves", balance->moves},
+                     {"blocked_moves", balance->blocked_moves},
+                     {"would_reorder", balance->would_reorder},
+                     {"migrations", balance->migrations},
+                     {"adjustments", balance->adjustments}};
+  if (shaping) {
+    j["shaper"] = {{"queues", shaped_queues},
+                   {"throttled", shaper_throttled},
+                   {"heap", shaper_heap},
+                   {"heap_high_water", shaper_heap_high_water},
+                   {"waiting", shaper_waiting},
+                   {"reschedules", shaper_reschedules},
+                   {"delayed_packets", shaper_delayed}};
+    if (!shaper_classes.empty()) {
+      j["shaper"]["unclassified"] = shaper_unclassified;
+      for (const auto& c : shaper_classes)
+        j["shaper"]["classes"].push_back({{"name", c.name},
+                                          {"rate_bps", c.rate_bytes_per_s * 8},
+                                          {"packets", c.packets},
+                                          {"bytes", c.bytes},
+                                          {"dropped", c.dropped},
+                                          {"waiting", c.waiting},
+                                          {"throttled", c.throttled},
+                                          {"alpha_bytes", c.alpha_bytes}});
+    }
+  }
+  for (const auto& l : lanes) {
+    j["lanes"].push_back({{"name", l.name},
+                          {"executor", l.executor},
+                          {"state", l.state},
+                          {"failure", l.failure},
+                          {"batches", l.batches},
+                          {"packets", l.packets},
+                          {"events", l.events},
+                          {"queue_full", l.queue_full},
+                          {"mean_batch", l.mean_batch},
+                          {"utilisation", l.utilisation},
+                          {"batch_latency_ns", {{"p50", l.p50_ns}, {"p99", l.p99_ns}}}});
+  }
+  return j.dump(2);
+}
+
+std::string Summary::to_text() const {
+  std::string s;
+  double mpps = seconds > 0 ? static_cast<double>(rx_packets) / seconds / 1e6 : 0;
+  double gbps = seconds > 0 ? static_cast<double>(tx_bytes) * 8 / seconds / 1e9 : 0;
+  s += fmt::format("  time        {:.3f} s\n", seconds);
+  s += fmt::format("  received    {} packets ({} bytes), {:.3f} Mpps\n", rx_packets, rx_bytes, mpps);
+  if (port_missed) s += fmt::format("  port missed {} packets (dropped by the input port before hpr received them)\n", port_missed);
+  s += fmt::format("  transmitted {} packets ({} bytes), {:.3f} Gbit/s\n", tx_packets, tx_bytes, gbps);
+  s += fmt::format("  dropped     {}\n", dropped);
+  for (const auto& [r, c] : drops) s += fmt::format("    {:<18} {}\n", r, c);
+  s += fmt::format("  books       received = transmitted + dropped: {} ({} unaccounted)\n",
+                   unaccounted == 0 && rx_packets == tx_packets + dropped ? "balanced" : "NOT BALANCED", unaccounted);
+  s += fmt::format("  reorders    {}\n", reorders);
+  s += fmt::format("  flows       {}{}\n", flows_seen, flow_table_full ? fmt::format(" (table full {} times)", flow_table_full) : "");
+  s += fmt::format("  {:<11} {}\n", event_name, events);
+  s += fmt::format("  latency     p50 {:.1f} us, p99 {:.1f} us (rx to tx, 16 buckets per octave)\n", latency_p50_ns / 1e3,
+                   latency_p99_ns / 1e3);
+  if (!power_source.empty()) s += fmt::format("  power       {:.1f} W, energy {:.1f} J (source: {})\n", power_w, energy_j, power_source);
+  if (shaping) {
+    s += fmt::format("  shaper      {} queues, {} packets delayed, {} reschedules, heap {} now (most {})\n",
+                     shaped_queues, shaper_delayed, shaper_reschedules, shaper_heap, shaper_heap_high_water);
+    for (const auto& c : shaper_classes)
+      s += fmt::format("    class {:<12} {:>12.0f} bit/s  {} packets {} bytes sent, {} dropped\n", c.name,
+                       static_cast<double>(c.rate_bytes_per_s) * 8, c.packets, c.bytes, c.dropped);
+    if (!shaper_classes.empty()) s += fmt::format("    unclassified {} packets (sent unshaped)\n", shaper_unclassified);
+  }
+  if (balance)
+    s += fmt::format("  balancer    {}: {} flow moves, {} refused (would have reordered {} packets), {} migrations\n",
+                     balancer, balance->moves, balance->blocked_moves, balance->would_reorder, balance->migrations);
+  if (host_frames) s += fmt::format("  host frames {} (ICMP sent by the host)\n", host_frames);
+  s += fmt::format("  rx buffers  {} still in use\n", rx_buffers_in_use);
+  s += "  lanes:\n";
+  for (const auto& l : lanes) {
+    s += fmt::format(
+        "    {:<28} {:>10} pkts {:>8} batches  mean batch {:>7.1f}  busy {:>5.1f}%  batch p50 {:.1f} us p99 {:.1f} us  "
+        "{}{}{}\n",
+        l.name, l.packets, l.batches, l.mean_batch, l.utilisation * 100, l.p50_ns / 1e3, l.p99_ns / 1e3, l.state,
+        l.queue_full ? fmt::format("  queue full {}", l.queue_full) : "",
+        l.failure.empty() ? "" : " (" + l.failure + ")");
+  }
+  return s;
+}
+
+}  // namespace hpr
