@@ -24,6 +24,7 @@
 #include "kernels/registry.hpp"
 #include "runtime/opencl/devices.hpp"
 #include "pipeline/run_config.hpp"
+#include "pipeline/settings.hpp"
 
 using namespace hpr;
 
@@ -346,49 +347,22 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "Process packets: port in -> classify -> lanes (devices, native) -> port out.\n"
                                         "With no options: the IPv4 app on generated IMIX traffic, all devices + 1 native lane.");
   std::string config_path;
-  RunConfig rc;
-  std::string in, out, devices, sizes;
   bool quiet = false;
   run->add_option("-c,--config", config_path, "TOML configuration file (flags override it); see config/hpr.toml");
-  run->add_option("--app", rc.app, "Application: ipv4, dpi, md5, aes");
-  run->add_option("--in", in, "Input: pcap:PATH | dpdk:ETHDEV | gen (generator)");
-  run->add_option("--out", out, "Output: pcap:PATH | dpdk:ETHDEV | null");
-  run->add_option("--loops", rc.input.loops, "Input pcap: read the file this many times (0: forever)");
-  run->add_option("--vdev", rc.vdevs, "DPDK virtual device, e.g. net_pcap0,rx_pcap=in.pcap (repeatable)");
-  run->add_option("--eal", rc.eal_args, "DPDK EAL argument (repeatable; replaces the defaults --no-huge --no-pci ...)");
-  run->add_option("--devices", devices, "OpenCL devices: all | none | comma-separated name substrings");
-  run->add_option("--kind", dev_kinds, "Override a device's kind: NAME_SUBSTRING=cpu|igpu|dgpu|accelerator");
-  run->add_option("--native", rc.native_lanes, "Native CPU lanes (count)");
-  run->add_option("--batch", rc.batch, "Batch size per lane (packets, 1..65536)");
-  run->add_option("--timeout-us", rc.batch_timeout_us, "Close a partial batch after this many microseconds");
-  run->add_option("--queue", rc.queue, "Lane queue size (packets)");
-  run->add_option("--in-flight", rc.in_flight, "OpenCL batches in flight per lane");
-  std::vector<std::string> weights;
-  run->add_option("--weight", weights,
-                  "Lane weight (share of new flows): LANE_NAME_SUBSTRING=W, e.g. native=2 (repeatable; default: "
-                  "compute units per device, 1 per native lane)");
-  run->add_option("--balancer", rc.balancer, "Flow-to-lane policy: rr crc16 crc32 hrw whrw (default) ahrw subflow fcfs afs laps");
-  run->add_option("--routes", rc.app_opts.routes, "ipv4: route table (pyasn .dat[.gz] or 'prefix/len nexthop' text)");
-  run->add_option("--ports", rc.app_opts.ports, "ipv4: number of output ports (next hop = origin AS mod ports)");
-  run->add_option("--rules", rc.app_opts.rules, "dpi: Snort/Suricata rule file or directory");
-  run->add_option("--keys", rc.app_opts.keys, "aes: key file (default: keys derived from --master-key)");
-  run->add_option("--master-key", rc.app_opts.master_key, "aes: 32 hex digits");
-  run->add_option("--log", rc.log_path, "Result log: DPI alerts / MD5 digests, one line per packet");
-  run->add_option("--packets", rc.input.gen_packets, "Generator: packets to send (0: unlimited)");
-  run->add_option("--rate-pps", rc.input.gen_rate_pps, "Generator: offered rate in packets/s (0: as fast as possible)");
-  run->add_option(
-      "--rate-model", rc.input.gen_rate_model,
-      "Generator: Holt-Winters offered rate of LAPS eq. 1 with Table IV's four services: laps-set1 | laps-set2");
-  run->add_option("--rate-scale", rc.input.gen_rate_scale, "Generator: multiplies the --rate-model rates (Mpps)");
-  run->add_option("--flows", rc.input.gen_flows, "Generator: number of flows (1..1000000)");
-  run->add_option("--zipf", rc.input.gen_zipf, "Generator: Zipf exponent of flow popularity (0: uniform)");
-  run->add_option("--sizes", sizes, "Generator: imix | fixed:N | uniform:A-B (frame bytes)");
-  run->add_option("--seed", rc.input.gen_seed, "Generator: random seed");
-  run->add_option("--duration", rc.duration_s, "Stop after this many seconds (0: when the input ends or on SIGINT)");
-  run->add_option("--prometheus", rc.prometheus, "Serve Prometheus metrics on ADDR:PORT (e.g. 127.0.0.1:9464; a bare PORT means 127.0.0.1)");
-  run->add_option("--summary-json", rc.summary_json, "Write the run summary as JSON to this file");
+  // Every other flag comes from the settings table (pipeline/settings.cpp), which also reads the file.
+  std::vector<std::vector<std::string>> run_args(run_settings().size());
+  for (size_t i = 0; i < run_settings().size(); ++i) {
+    const Setting& st = run_settings()[i];
+    if (st.flag.empty()) continue;
+    std::string help(st.help);
+    if (!st.key.empty()) help += fmt::format(" [{}]", st.key);
+    if (st.arg == Setting::Arg::kSwitch)
+      run->add_flag(std::string(st.flag), help);
+    else
+      run->add_option(std::string(st.flag), run_args[i], help)->allow_extra_args(false);
+  }
   run->add_flag("-q,--quiet", quiet, "No status line every second");
-  cli::add_run_flags(*run);
+
   auto* profile = cli::add_profile_command(app);
   auto* bench = app.add_subcommand(
       "bench", "List the benchmarks, or run one: hpr bench NAME [ARGS...] (built by scripts/bench.sh)");
@@ -396,18 +370,13 @@ int main(int argc, char** argv) {
   bench->add_option("name", bench_name, "Benchmark to run (none: list them)");
   bench->allow_extras();
   bench->prefix_command();
-  std::string backpressure, rtc;
-  run->add_option("--backpressure", backpressure, "on (default): wait when a lane queue is full (the input port's ring fills); off: drop as queue_full");
-  run->add_option("--run-to-completion", rtc, "on: one thread does rx, classification, every lane and tx (for few cores); off (default): a thread per lane and one for egress");
-  std::string shape_by;
-  double shape_rate_bps = 0;
-  run->add_option("--shape-rate", shape_rate_bps, "Egress shaping on: each bucket's rate in bits/s (token bucket, event-driven refill)");
-  run->add_option("--shape-burst", rc.shaping.burst_bytes, "Egress shaping: bucket size in bytes (>= 2048)");
-  run->add_option("--shape-by", shape_by,
-                  "Egress shaping: one bucket per flow (default), per output port, or per class ([[shaper.class]] in "
-                  "the file): flow|port|class");
-
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every argument error exits 2 as documented (not CLI11's own codes).
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitConfig;
+  }
 
   if (dev->parsed()) return cmd_devices(dev_json, dev_kinds);
   if (profile->parsed()) return cli::run_profile_command();
@@ -422,106 +391,15 @@ int main(int argc, char** argv) {
       }
       cfg = *f;
     }
-    // Flags override the file: copy what was given on the command line.
-    auto given = [&](const char* name) { return run->count(name) > 0; };
-    if (given("--app")) cfg.app = rc.app;
-    auto endpoint = [&](const std::string& spec, EndpointConfig& e, bool input) -> Status {
-      if (spec == "gen" || spec == "generator") e.kind = "generator";
-      else if (spec == "null") e.kind = "null";
-      else if (spec.rfind("pcap:", 0) == 0) { e.kind = "pcap"; e.pcap = spec.substr(5); }
-      else if (spec.rfind("dpdk:", 0) == 0) { e.kind = "dpdk"; e.dpdk_port = spec.substr(5); }
-      else return error(Code::kInvalidArgument, "{} '{}': use pcap:PATH, dpdk:ETHDEV{}", input ? "--in" : "--out", spec, input ? " or gen" : " or null");
-      return Status::ok();
-    };
-    for (auto [spec, e, inp] : {std::tuple{&in, &cfg.input, true}, std::tuple{&out, &cfg.output, false}}) {
-      if (spec->empty()) continue;
-      if (Status s = endpoint(*spec, *e, inp); !s.is_ok()) {
-        fmt::print(stderr, "hpr run: {}\n", s.message());
+    // Flags override the file.
+    for (size_t i = 0; i < run_settings().size(); ++i) {
+      const Setting& st = run_settings()[i];
+      if (st.flag.empty() || run->count(std::string(st.flag)) == 0) continue;
+      if (Status a = st.apply(cfg, SettingValue{.args = run_args[i]}); !a.is_ok()) {
+        fmt::print(stderr, "hpr run: {}\n", a.message());
         return kExitConfig;
       }
     }
-    if (given("--loops")) cfg.input.loops = rc.input.loops;
-    if (given("--vdev")) cfg.vdevs = rc.vdevs;
-    if (given("--eal")) cfg.eal_args = rc.eal_args;
-    if (!devices.empty()) {
-      cfg.devices.clear();
-      for (size_t a = 0, b; a <= devices.size(); a = b + 1) {
-        b = devices.find(',', a);
-        if (b == std::string::npos) b = devices.size();
-        if (b > a) cfg.devices.push_back(devices.substr(a, b - a));
-      }
-    }
-    for (const auto& o : dev_kinds) {
-      auto eq = o.find('=');
-      auto k = eq == std::string::npos ? Result<DeviceKind>(error(Code::kInvalidArgument, "--kind wants NAME=KIND"))
-                                       : parse_device_kind(o.substr(eq + 1));
-      if (!k) {
-        fmt::print(stderr, "hpr run: {}\n", k.status().message());
-        return kExitConfig;
-      }
-      cfg.kinds[o.substr(0, eq)] = *k;
-    }
-    if (given("--native")) cfg.native_lanes = rc.native_lanes;
-    if (given("--batch")) cfg.batch = rc.batch;
-    if (given("--timeout-us")) cfg.batch_timeout_us = rc.batch_timeout_us;
-    if (given("--queue")) cfg.queue = rc.queue;
-    if (given("--in-flight")) cfg.in_flight = rc.in_flight;
-    if (given("--balancer")) cfg.balancer = rc.balancer;
-    for (const auto& w : weights) {
-      auto eq = w.find('=');
-      char* end = nullptr;
-      double x = eq == std::string::npos ? -1 : std::strtod(w.c_str() + eq + 1, &end);
-      if (eq == std::string::npos || end == w.c_str() + eq + 1 || *end != '\0') {
-        fmt::print(stderr, "hpr run: --weight wants LANE=NUMBER (e.g. native=2), got '{}'\n", w);
-        return kExitConfig;
-      }
-      cfg.lane_weights[w.substr(0, eq)] = x;
-    }
-    if (!backpressure.empty()) {
-      if (backpressure != "on" && backpressure != "off") {
-        fmt::print(stderr, "hpr run: --backpressure must be on or off\n");
-        return kExitConfig;
-      }
-      cfg.backpressure = backpressure == "on";
-    }
-    if (!rtc.empty()) {
-      if (rtc != "on" && rtc != "off") {
-        fmt::print(stderr, "hpr run: --run-to-completion must be on or off\n");
-        return kExitConfig;
-      }
-      cfg.run_to_completion = rtc == "on";
-    }
-    if (given("--routes")) cfg.app_opts.routes = rc.app_opts.routes;
-    if (given("--ports")) cfg.app_opts.ports = rc.app_opts.ports;
-    if (given("--rules")) cfg.app_opts.rules = rc.app_opts.rules;
-    if (given("--keys")) cfg.app_opts.keys = rc.app_opts.keys;
-    if (given("--master-key")) cfg.app_opts.master_key = rc.app_opts.master_key;
-    if (given("--log")) cfg.log_path = rc.log_path;
-    if (given("--packets")) cfg.input.gen_packets = rc.input.gen_packets;
-    if (given("--rate-pps")) cfg.input.gen_rate_pps = rc.input.gen_rate_pps;
-    if (given("--rate-model")) cfg.input.gen_rate_model = rc.input.gen_rate_model;
-    if (given("--rate-scale")) cfg.input.gen_rate_scale = rc.input.gen_rate_scale;
-    if (given("--flows")) cfg.input.gen_flows = rc.input.gen_flows;
-    if (given("--zipf")) cfg.input.gen_zipf = rc.input.gen_zipf;
-    if (!sizes.empty()) cfg.input.gen_sizes = sizes;
-    if (given("--seed")) cfg.input.gen_seed = rc.input.gen_seed;
-    if (given("--duration")) cfg.duration_s = rc.duration_s;
-    if (given("--prometheus")) cfg.prometheus = rc.prometheus;
-    if (given("--summary-json")) cfg.summary_json = rc.summary_json;
-    if (given("--shape-rate")) {
-      cfg.shaping.enabled = true;
-      cfg.shaping.rate_bytes_per_s = static_cast<uint64_t>(shape_rate_bps / 8);
-      if (cfg.shaping.burst_bytes == 0) cfg.shaping.burst_bytes = 16384;
-    }
-    if (given("--shape-burst")) cfg.shaping.burst_bytes = rc.shaping.burst_bytes;
-    if (!shape_by.empty()) {
-      if (shape_by != "flow" && shape_by != "port" && shape_by != "class") {
-        fmt::print(stderr, "hpr run: --shape-by must be flow, port or class\n");
-        return kExitConfig;
-      }
-      cfg.shaping.by = shape_by == "flow" ? ShapeBy::kFlow : shape_by == "port" ? ShapeBy::kPort : ShapeBy::kClass;
-    }
-    cli::apply_run_flags(*run, cfg);
     return cmd_run(cfg, quiet);
   }
   return kExitConfig;

@@ -26,9 +26,6 @@ void on_profile_signal(int) {
 }
 
 // run flags
-std::string g_rate_steps, g_rapl_root, g_table, g_policy, g_adapt_csv;
-double g_latency_target_us = 0, g_quantum_ms = 40;
-bool g_allow_mismatch = false, g_no_learn = false;
 double g_print_interval_s = 1;
 
 std::string bar(double frac, int width) {
@@ -144,34 +141,6 @@ int run_profile_command() {
              r->seconds, r->budget_hit ? " (time budget reached)" : "", r->power_source, o.out_path,
              r->complete ? "complete" : "incomplete: what was measured is kept");
   return 0;
-}
-
-void add_run_flags(CLI::App& run) {
-  run.add_option("--rate-steps", g_rate_steps,
-                 "Generator: offered-rate steps DUR_S:PPS,DUR_S:PPS,... (run ends after the last)");
-  run.add_option("--rapl-root", g_rapl_root, "Power: powercap sysfs root for RAPL (default /sys/class/powercap)");
-  run.add_option("--table", g_table, "Adaptive mode: configuration table written by `hpr profile`");
-  run.add_option("--policy", g_policy, "Adaptive mode: energy | latency | throughput | latency-target");
-  run.add_option("--latency-target-us", g_latency_target_us,
-                 "Adaptive mode: p99 latency target for --policy latency-target");
-  run.add_flag("--allow-table-mismatch", g_allow_mismatch,
-               "Adaptive mode: use a table profiled on another machine/setup");
-  run.add_option("--quantum-ms", g_quantum_ms, "Adaptive mode: decision quantum (ms, default 40)");
-  run.add_flag("--no-learn", g_no_learn, "Adaptive mode: table lookups only (no batch search, no table updates)");
-  run.add_option("--adapt-csv", g_adapt_csv, "Adaptive mode: per-quantum CSV (rates, power, lanes, batches, latency)");
-}
-
-void apply_run_flags(CLI::App& run, RunConfig& cfg) {
-  auto given = [&](const char* n) { return run.count(n) > 0; };
-  if (given("--rate-steps")) cfg.input.gen_rate_steps = g_rate_steps;
-  if (given("--rapl-root")) cfg.power.rapl_root = g_rapl_root;
-  if (given("--table")) cfg.adapt_table = g_table;
-  if (given("--policy")) cfg.adapt_policy = g_policy;
-  if (given("--latency-target-us")) cfg.adapt_latency_target_us = g_latency_target_us;
-  if (given("--allow-table-mismatch")) cfg.adapt_allow_mismatch = true;
-  if (given("--quantum-ms")) cfg.adapt_quantum_ms = g_quantum_ms;
-  if (given("--adapt-csv")) cfg.adapt_csv = g_adapt_csv;
-  if (given("--no-learn")) cfg.adapt_learn = false;
 }
 
 void adjust_run_config(RunConfig& cfg) {

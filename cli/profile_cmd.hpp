@@ -16,10 +16,6 @@ namespace hpr::cli {
 CLI::App* add_profile_command(CLI::App& app);
 int run_profile_command();
 
-// The `hpr run` flags of this area: --rate-steps, --rapl-root, --table, --policy, --latency-target-us,
-// --allow-table-mismatch, --quantum-ms, --adapt-csv. apply_run_flags copies the given ones into `cfg`.
-void add_run_flags(CLI::App& run);
-void apply_run_flags(CLI::App& run, RunConfig& cfg);
 // Before prepare_run: in adaptive mode the pipeline's status interval becomes the quantum.
 void adjust_run_config(RunConfig& cfg);
 

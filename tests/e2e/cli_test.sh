@@ -22,14 +22,24 @@ expect() {
   echo "ok: hpr $* -> $code ($(head -c 120 "$tmp/err" | tr '\n' ' '))"
 }
 expect 2 "app.name: unknown app 'nat'" run --app nat
+# issue 16: argument errors exit 2 (not CLI11's own codes), numbers range-checked, directories refused.
+expect 2 "was not expected: --bogus" run --bogus
+expect 2 "lanes.queue (--queue): 1000000000 is not in 1..1048576" run --queue 1000000000 --devices none
+expect 2 "run.duration_s (--duration): -1 is not in" run --duration -1 --devices none
+expect 2 "run.duration_s (--duration): nan is not in" run --duration nan --devices none
+expect 2 "input.rate_steps (--rate-steps): '2e10:10'" run --rate-steps 2e10:10 --devices none
+expect 2 "not a regular file" run -c "$tmp"
+expect 2 "exists and is not a regular file" run --devices none --packets 100 -q --out pcap:/dev/null
+expect 2 "telemetry.summary_json (--summary-json) $tmp: exists and is not a regular file" run --devices none --packets 100 -q --summary-json "$tmp"
+expect 3 "app.log (--log) $tmp/no/such/dir" run --devices none --packets 100 -q --app md5 --log "$tmp/no/such/dir/log"
 expect 2 "lanes.queue" run --queue 0 --devices none
-expect 2 "--weight wants LANE=NUMBER" run --weight native --devices none
+expect 2 "--weight: want NAME=VALUE" run --weight native --devices none
 expect 3 "app.routes (--routes)" run --routes "$tmp/none.txt" --devices none
 printf '0.0.0.0/0 1\n' >"$tmp/routes.txt"
 expect 3 "lanes.devices: no OpenCL device matches 'TeslaV100'" run --devices TeslaV100 --routes "$tmp/routes.txt"
 expect 3 "configuration file '$tmp/none.toml' does not exist" run -c "$tmp/none.toml"
 printf '[lanes]\nbatch = "big"\n' >"$tmp/bad.toml"
-expect 2 "lanes.batch has the wrong type" run -c "$tmp/bad.toml"
+expect 2 "lanes.batch (--batch): want an integer" run -c "$tmp/bad.toml"
 
 # SIGTERM with packets in flight: rx stops, queues and batches drain, the summary balances, exit 0.
 "$hpr" run --in gen --packets 0 --flows 1000 --out null --devices none --native 2 --routes "$tmp/routes.txt" \

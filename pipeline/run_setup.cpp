@@ -1,0 +1,212 @@
+// Assembling a run from a RunConfig: the app, the devices that get a lane, the ports, the pipeline.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include <arpa/inet.h>
+
+#include "kernels/ipv4/ipv4_app.hpp"
+#include "pipeline/fault_injection.hpp"
+#include "pipeline/run_config.hpp"
+#include "runtime/ports/dpdk_port.hpp"
+#include "runtime/ports/file_ports.hpp"
+#include "runtime/ports/generator.hpp"
+
+namespace hpr {
+
+namespace {
+
+Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_input) {
+  if (e.kind == "pcap") {
+    PcapPortConfig pc;
+    (is_input ? pc.rx_path : pc.tx_path) = e.pcap;
+    pc.loops = e.loops;
+    return make_pcap_port(pc);
+  }
+  if (e.kind == "dpdk") return make_dpdk_port({.name = e.dpdk_port});
+  if (e.kind == "null") return make_null_port();
+  GeneratorConfig g;
+  g.max_packets = e.gen_packets;
+  g.seed = e.gen_seed;
+  g.flows = e.gen_flows;
+  if (e.gen_zipf > 0) {
+    g.popularity = Popularity::kZipf;
+    g.zipf_s = e.gen_zipf;
+  }
+  if (e.gen_rate_pps > 0) {
+    g.rate.mode = RateMode::kConstant;
+    g.rate.rate = e.gen_rate_pps;
+  }
+  if (!e.gen_rate_steps.empty()) {
+    auto steps = parse_rate_steps(e.gen_rate_steps);
+    if (!steps) return steps.status();
+    g.rate.mode = RateMode::kSteps;
+    g.rate.steps = std::move(*steps);
+  }
+  if (!e.gen_rate_model.empty()) {
+    if (e.gen_rate_model != "laps-set1" && e.gen_rate_model != "laps-set2")
+      return error(Code::kInvalidArgument, "input.rate_model: '{}' is not laps-set1 or laps-set2 (LAPS Table IV)",
+                   e.gen_rate_model);
+    if (!(e.gen_rate_scale > 0))
+      return error(Code::kInvalidArgument, "input.rate_scale: {} must be > 0", e.gen_rate_scale);
+    g.rate.mode = RateMode::kHoltWinters;
+    g.rate.services = e.gen_rate_model == "laps-set1" ? laps_table4_set1() : laps_table4_set2();
+    g.rate.rate_scale = e.gen_rate_scale;
+  }
+  g.template_capture = e.gen_template;
+  g.patterns = e.gen_patterns;
+  g.pattern_match_rate = e.gen_match_rate;
+  g.ttl_low_share = e.gen_ttl_low_share;
+  g.ipv6_share = e.gen_ipv6_share;
+  const std::string& sz = e.gen_sizes;
+  unsigned a = 0, b = 0;
+  if (sz == "imix") {
+    g.size_mode = SizeMode::kImix;
+  } else if (std::sscanf(sz.c_str(), "fixed:%u", &a) == 1) {
+    g.size_mode = SizeMode::kFixed;
+    g.size_bytes = a;
+  } else if (std::sscanf(sz.c_str(), "uniform:%u-%u", &a, &b) == 2) {
+    g.size_mode = SizeMode::kUniform;
+    g.size_min_bytes = a;
+    g.size_max_bytes = b;
+  } else {
+    return error(Code::kInvalidArgument, "input.sizes: '{}' is not imix, fixed:N or uniform:A-B", sz);
+  }
+  return make_generator_port(g);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
+  HPR_RETURN_IF_ERROR(validate(c));
+  auto ctx = std::make_unique<RunContext>();
+  kernels::AppOptions ao = c.app_opts;
+  ao.key_capacity = c.flow_capacity;  // AES keys are indexed by flow id
+  auto app = kernels::make_app(c.app, ao);
+  if (!app) return app.status();
+  ctx->app = std::move(*app);
+
+  // Devices first: a configuration that names a device that does not exist starts nothing.
+  std::vector<DeviceInfo> chosen;
+  bool none = c.devices.size() == 1 && c.devices[0] == "none";
+  if (!none) {
+    auto devs = discover_devices(c.kinds);
+    if (!devs) return devs.status();
+    bool all = c.devices.size() == 1 && c.devices[0] == "all";
+    if (all) {
+      chosen = *devs;
+    } else {
+      for (const auto& want : c.devices) {
+        bool found = false;
+        for (const auto& d : *devs)
+          if (d.name.find(want) != std::string::npos) {
+            chosen.push_back(d);
+            found = true;
+          }
+        if (!found) {
+          std::string have;
+          for (const auto& d : *devs) have += fmt::format("\n  {}", d.name);
+          return error(Code::kNotFound, "lanes.devices: no OpenCL device matches '{}'; devices here:{}", want,
+                       have.empty() ? " none" : have);
+        }
+      }
+    }
+  }
+
+  bool needs_dpdk = c.input.kind == "dpdk" || c.output.kind == "dpdk";
+  if (needs_dpdk) HPR_RETURN_IF_ERROR(dpdk_init(c.eal_args.empty() ? dpdk_default_args(c.vdevs) : c.eal_args));
+  auto rx = make_endpoint(c.input, true);
+  if (!rx) return rx.status();
+  ctx->rx = std::move(*rx);
+  auto tx = make_endpoint(c.output, false);
+  if (!tx) return tx.status();
+  ctx->tx = std::move(*tx);
+
+  PipelineConfig pc;
+  pc.flow_capacity = c.flow_capacity;
+  pc.flow_idle_ns = static_cast<uint64_t>(c.flow_idle_s * 1e9);
+  pc.backpressure = c.backpressure;
+  pc.run_to_completion = c.run_to_completion;
+  pc.balancer = c.balancer;
+  if (c.app == "ipv4" && c.icmp_time_exceeded) {
+    in_addr a{};
+    if (inet_pton(AF_INET, c.router_addr.c_str(), &a) != 1)
+      return error(Code::kInvalidArgument, "app.router_addr: '{}' is not an IPv4 address", c.router_addr);
+    uint32_t router = ntohl(a.s_addr);
+    pc.on_drop = [router](const Packet& p, std::vector<uint8_t>& scratch) -> std::span<const uint8_t> {
+      if (p.drop != DropReason::kTtlExceeded) return {};
+      scratch.resize(2048);
+      auto n = kernels::ipv4::build_icmp_time_exceeded(p, router, scratch);
+      if (!n) return {};
+      return {scratch.data(), *n};
+    };
+  }
+  pc.shaping = c.shaping;
+  pc.log_path = c.log_path;
+  pc.max_duration_ns = static_cast<uint64_t>(c.duration_s * 1e9);
+  pc.status_interval_ns = static_cast<uint64_t>(c.status_interval_s * 1e9);
+  pc.parse.verify_ipv4_checksum = c.app != "ipv4";  // the ipv4 app checks it itself
+  auto lane_cfg = [&](const std::string& name) {
+    LaneConfig lc;
+    lc.name = name;
+    lc.batch_size = c.batch;
+    lc.max_batch = std::max(c.max_batch, c.batch);
+    lc.batch_timeout_ns = c.batch_timeout_us * 1000;
+    lc.queue_size = c.queue;
+    for (const auto& [pat, n] : c.fail_after)
+      if (name.find(pat) != std::string::npos) lc.fail_after_batches = n;
+    for (const auto& [pat, us] : c.slow_lane_us)
+      if (name.find(pat) != std::string::npos) lc.slow_batch_ns = us * 1000;
+    return lc;
+  };
+  auto weigh = [&](LaneConfig& lc, double dflt) {
+    lc.weight = dflt;
+    for (const auto& [pat, w] : c.lane_weights)
+      if (lc.name.find(pat) != std::string::npos) lc.weight = w;
+  };
+  const fault::ClFault cl_fault = fault::cl_fault_from_env();
+  for (const auto& d : chosen) {
+    auto prog = cl_fault.point == fault::ClPoint::kBuild && cl_fault.applies_to(d.name)
+                    ? Result<std::shared_ptr<kernels::AppProgram>>(
+                          error(Code::kUnavailable, "fault injected (HPR_FAULT_CL): clBuildProgram failed: CL_BUILD_PROGRAM_FAILURE"))
+                    : kernels::AppProgram::create(*ctx->app, d.device);
+    if (!prog) {
+      // A device that cannot build the program or start is left out; the rest go on.
+      spdlog::warn("device '{}' left out: {}", d.name, prog.status().message());
+      ctx->left_out.push_back(d.name + ": " + prog.status().message());
+      continue;
+    }
+    LaneSpec s;
+    s.kind = LaneSpec::Kind::kOpenCL;
+    s.program = std::move(*prog);
+    // Memory path: mapped where the device shares host memory, copied through pinned staging where it does
+    // not or where its kind is dgpu (a kind override, [devices.kinds], also selects the discrete path).
+    s.host_unified = d.host_unified && d.kind != DeviceKind::kDiscreteGpu;
+    s.lane = lane_cfg(fmt::format("cl{}:{}", d.index, d.name));
+    weigh(s.lane, d.compute_units);
+    s.in_flight = c.in_flight;
+    pc.lanes.push_back(std::move(s));
+    ctx->devices.push_back(d);
+  }
+  for (uint32_t i = 0; i < c.native_lanes; ++i) {
+    LaneSpec s;
+    s.kind = LaneSpec::Kind::kNative;
+    s.lane = lane_cfg(fmt::format("native{}", i));
+    weigh(s.lane, 1);
+    pc.lanes.push_back(std::move(s));
+  }
+  if (pc.lanes.empty()) return error(Code::kUnavailable, "no lane could be started (every device was left out and lanes.native = 0)");
+  if (std::none_of(pc.lanes.begin(), pc.lanes.end(), [](const LaneSpec& s) { return s.lane.weight > 0; }))
+    return error(Code::kInvalidArgument, "lanes.weights: every lane has weight 0, so no lane would take a flow");
+  auto p = Pipeline::create(std::move(pc), ctx->app, *ctx->rx, *ctx->tx);
+  if (!p) return p.status();
+  ctx->pipeline = std::move(*p);
+  // Devices whose lane could not start (queues, buffers) are left out too.
+  for (const auto& why : ctx->pipeline->left_out()) {
+    ctx->left_out.push_back(why);
+    std::erase_if(ctx->devices, [&](const DeviceInfo& d) { return why.starts_with(fmt::format("cl{}:", d.index)); });
+  }
+  return ctx;
+}
+
+}  // namespace hpr

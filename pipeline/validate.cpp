@@ -1,0 +1,163 @@
+// Checks of a whole RunConfig (settings that depend on each other); single values are range-checked
+// where they are read (settings.cpp).
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <set>
+
+#include "kernels/registry.hpp"
+#include "pipeline/run_config.hpp"
+#include "scheduler/balance/balancer.hpp"
+
+namespace hpr {
+namespace {
+
+Status validate_shaping(const ShapingConfig& sc) {
+  constexpr uint32_t kLargestFrame = 2048;
+  if (sc.by != ShapeBy::kClass) {
+    if (sc.rate_bytes_per_s == 0)
+      return error(Code::kInvalidArgument, "shaper.rate_bps: give the rate of each bucket in bits/s (at least 8)");
+    if (sc.burst_bytes < kLargestFrame)
+      return error(Code::kInvalidArgument, "shaper.burst_bytes: {} is below the largest frame ({} bytes)",
+                   sc.burst_bytes, kLargestFrame);
+    if (sc.alpha_bytes > sc.burst_bytes)
+      return error(Code::kInvalidArgument, "shaper.alpha_bytes: {} is above shaper.burst_bytes ({})", sc.alpha_bytes,
+                   sc.burst_bytes);
+    if (!sc.classes.empty())
+      return error(Code::kInvalidArgument, "shaper.class: classes are used only with shaper.by = \"class\" (by is {})",
+                   sc.by == ShapeBy::kFlow ? "flow" : "port");
+  } else {
+    if (sc.classes.empty())
+      return error(Code::kInvalidArgument, "shaper.class: shaper.by = \"class\" needs at least one [[shaper.class]]");
+    if (sc.classes.size() > 4096)
+      return error(Code::kInvalidArgument, "shaper.class: {} classes, at most 4096", sc.classes.size());
+    std::set<std::string> names;
+    for (size_t i = 0; i < sc.classes.size(); ++i) {
+      const ShapingClass& k = sc.classes[i];
+      if (k.name.empty()) return error(Code::kInvalidArgument, "shaper.class[{}].name: give the class a name", i);
+      if (!names.insert(k.name).second)
+        return error(Code::kInvalidArgument, "shaper.class[{}].name: '{}' is used twice", i, k.name);
+      if (k.rate_bytes_per_s == 0)
+        return error(Code::kInvalidArgument, "shaper.class[{}].rate_bps must be > 0 (at least 8 bits/s; class '{}')", i,
+                     k.name);
+      if (k.burst_bytes < kLargestFrame)
+        return error(Code::kInvalidArgument,
+                     "shaper.class[{}].burst_bytes: {} is below the largest frame ({} bytes; class '{}')", i,
+                     k.burst_bytes, kLargestFrame, k.name);
+      if (k.alpha_bytes > k.burst_bytes)
+        return error(Code::kInvalidArgument,
+                     "shaper.class[{}].alpha_bytes: {} is above its burst_bytes ({}; class '{}')", i, k.alpha_bytes,
+                     k.burst_bytes, k.name);
+      for (uint8_t d : k.dscp)
+        if (d > 63) return error(Code::kInvalidArgument, "shaper.class[{}].dscp: {} is not a DSCP value (0..63)", i, d);
+      if (k.dscp.empty() && k.ports.empty() && i + 1 < sc.classes.size())
+        return error(
+            Code::kInvalidArgument,
+            "shaper.class[{}] ('{}') has no dscp and no out_port, so it matches every packet and the classes after "
+            "it never match: list it last (as the default class)",
+            i, k.name);
+    }
+  }
+  if (sc.queue_packets == 0 || sc.queue_packets > 4095)
+    return error(Code::kInvalidArgument, "shaper.queue_packets: {} is not in 1..4095", sc.queue_packets);
+  if (sc.waiting_packets == 0) return error(Code::kInvalidArgument, "shaper.waiting_packets must be at least 1");
+  if (sc.adaptive.enabled) {
+    if (!(sc.adaptive.gamma > 1.0 && sc.adaptive.gamma <= 1000))
+      return error(Code::kInvalidArgument, "shaper.adaptive.gamma: {} must be in (1, 1000]", sc.adaptive.gamma);
+    if (sc.adaptive.delta_th > 254)
+      return error(Code::kInvalidArgument, "shaper.adaptive.delta_th: {} must be in 0..254 (reschedules per period)",
+                   sc.adaptive.delta_th);
+    if (sc.adaptive.period_ns == 0) return error(Code::kInvalidArgument, "shaper.adaptive.period_s must be > 0");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status validate(const RunConfig& c) {
+  auto names = kernels::app_names();
+  if (std::find(names.begin(), names.end(), c.app) == names.end()) {
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    return error(Code::kInvalidArgument, "app.name: unknown app '{}' (known: {})", c.app, known);
+  }
+  if (c.input.kind != "pcap" && c.input.kind != "dpdk" && c.input.kind != "generator")
+    return error(Code::kInvalidArgument, "input.kind: '{}' is not one of pcap, dpdk, generator", c.input.kind);
+  if (c.output.kind != "pcap" && c.output.kind != "dpdk" && c.output.kind != "null")
+    return error(Code::kInvalidArgument, "output.kind: '{}' is not one of pcap, dpdk, null", c.output.kind);
+  if (c.input.kind == "pcap" && c.input.pcap.empty()) return error(Code::kInvalidArgument, "input.pcap: a capture path is needed for pcap input");
+  if (c.output.kind == "pcap" && c.output.pcap.empty()) return error(Code::kInvalidArgument, "output.pcap: a path is needed for pcap output");
+  if (c.input.kind == "dpdk" && c.input.dpdk_port.empty()) return error(Code::kInvalidArgument, "input.dpdk_port: name the ethdev (e.g. net_pcap0)");
+  if (c.output.kind == "dpdk" && c.output.dpdk_port.empty()) return error(Code::kInvalidArgument, "output.dpdk_port: name the ethdev (e.g. net_null0)");
+  if (c.input.kind == "dpdk" && c.output.kind == "dpdk" && c.input.dpdk_port == c.output.dpdk_port)
+    return error(Code::kInvalidArgument,
+                 "output.dpdk_port: '{}' is also the input; one ethdev cannot be opened twice: use two ports (e.g. "
+                 "--vdev net_pcap0,... in and --vdev net_null0 out)",
+                 c.output.dpdk_port);
+  // Output files are written through AtomicFile, which refuses non-regular targets: say so before the run.
+  for (auto [key, path] : {std::pair<const char*, const std::string*>{"telemetry.summary_json (--summary-json)", &c.summary_json},
+                           {"app.log (--log)", &c.log_path},
+                           {"adaptive.csv (--adapt-csv)", &c.adapt_csv}}) {
+    struct stat st {};
+    if (!path->empty() && ::stat(path->c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      return error(Code::kInvalidArgument, "{} {}: exists and is not a regular file; name a file to write", key, *path);
+  }
+  auto finite_in = [](double x, double lo, double hi) { return x >= lo && x <= hi; };  // false for NaN
+  if (!finite_in(c.duration_s, 0, 3.2e7))
+    return error(Code::kInvalidArgument, "run.duration_s (--duration): {} is not in 0..3.2e7 seconds", c.duration_s);
+  if (!finite_in(c.input.gen_rate_pps, 0, 1e10))
+    return error(Code::kInvalidArgument, "input.rate_pps (--rate-pps): {} is not in 0..1e10", c.input.gen_rate_pps);
+  if (!finite_in(c.input.gen_zipf, 0, 10))
+    return error(Code::kInvalidArgument, "input.zipf (--zipf): {} is not in 0..10", c.input.gen_zipf);
+  if (!finite_in(c.flow_idle_s, 0.001, 86400))
+    return error(Code::kInvalidArgument, "flows.idle_s: {} is not in 0.001..86400 seconds", c.flow_idle_s);
+  if (!finite_in(c.status_interval_s, 0, 3600))
+    return error(Code::kInvalidArgument, "telemetry.status_interval_s: {} is not in 0..3600 seconds (0: none)",
+                 c.status_interval_s);
+  if (c.queue > (1u << 20))
+    return error(Code::kInvalidArgument, "lanes.queue (--queue): {} is above 1048576 packets", c.queue);
+  if (c.batch == 0) return error(Code::kInvalidArgument, "lanes.batch: the batch size must be at least 1");
+  if (c.batch > 65536) return error(Code::kInvalidArgument, "lanes.batch: {} is above the maximum 65536", c.batch);
+  if (c.queue == 0) return error(Code::kInvalidArgument, "lanes.queue: the queue size must be at least 1");
+  if (c.in_flight == 0) return error(Code::kInvalidArgument, "lanes.in_flight: at least 1 batch must be allowed in flight");
+  if (c.flow_capacity == 0) return error(Code::kInvalidArgument, "flows.capacity: must be at least 1");
+  if (c.shaping.enabled) HPR_RETURN_IF_ERROR(validate_shaping(c.shaping));
+  for (const auto& [pat, w] : c.lane_weights)
+    if (!(w >= 0) || w > 1e6)
+      return error(Code::kInvalidArgument, "lanes.weights.\"{}\": {} is not a weight 0..1e6 (share of new flows)", pat,
+                   w);
+  if (c.max_batch > 65536) return error(Code::kInvalidArgument, "lanes.max_batch: {} is above the maximum 65536", c.max_batch);
+  {
+    auto names = balance::balancer_names();
+    if (std::find(names.begin(), names.end(), c.balancer) == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + std::string(n);
+      return error(Code::kInvalidArgument, "lanes.balancer: unknown policy '{}' (known: {})", c.balancer, known);
+    }
+  }
+  if (c.native_lanes == 0 && c.devices.size() == 1 && c.devices[0] == "none")
+    return error(Code::kInvalidArgument, "lanes: no lanes (lanes.native = 0 and lanes.devices = none)");
+  return Status::ok();
+}
+
+Result<std::vector<RateStep>> parse_rate_steps(const std::string& spec) {
+  std::vector<RateStep> out;
+  for (size_t a = 0, b; a < spec.size(); a = b + 1) {
+    b = spec.find(',', a);
+    if (b == std::string::npos) b = spec.size();
+    std::string item = spec.substr(a, b - a);
+    double dur = 0, pps = 0;
+    char tail = 0;
+    if (std::sscanf(item.c_str(), "%lf:%lf%c", &dur, &pps, &tail) != 2 || !(dur >= 1e-6 && dur <= 3.2e7) ||
+        !(pps >= 0 && pps <= 1e10))
+      return error(Code::kInvalidArgument,
+                   "input.rate_steps (--rate-steps): '{}' is not DURATION_S:PPS (duration 1e-6..3.2e7 s, rate "
+                   "0..1e10 packets/s)",
+                   item);
+    out.push_back({static_cast<uint64_t>(dur * 1e9), pps});
+  }
+  if (out.empty()) return error(Code::kInvalidArgument, "input.rate_steps: no step in '{}'", spec);
+  return out;
+}
+
+}  // namespace hpr
