@@ -1,10 +1,6 @@
 // hpr: the command-line front end. Subcommands: devices, run, profile (cli/profile_cmd.cpp), bench.
 // Exit codes: 0 ok; 1 the run finished but its books did not balance or a reorder happened;
 // 2 bad configuration or arguments; 3 a resource was missing or failed (file, device, port).
-#include <prometheus/counter.h>
-#include <prometheus/exposer.h>
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -25,6 +21,7 @@
 #include "runtime/opencl/devices.hpp"
 #include "pipeline/run_config.hpp"
 #include "pipeline/settings.hpp"
+#include "pipeline/telemetry.hpp"
 
 using namespace hpr;
 
@@ -152,105 +149,6 @@ int cmd_bench(const std::string& name, const std::vector<std::string>& args) {
   return kExitConfig;
 }
 
-struct Telemetry {
-  std::unique_ptr<prometheus::Exposer> exposer;
-  std::shared_ptr<prometheus::Registry> registry;
-  prometheus::Gauge* rx = nullptr;
-  prometheus::Gauge* tx = nullptr;
-  prometheus::Gauge* dropped = nullptr;
-  prometheus::Gauge* reorders = nullptr;
-  prometheus::Gauge* p99 = nullptr;
-  prometheus::Family<prometheus::Gauge>* lane_util = nullptr;
-  prometheus::Family<prometheus::Gauge>* drops = nullptr;
-  prometheus::Family<prometheus::Gauge>* power = nullptr;
-  struct Shaper {  // egress shaper (registered when shaping is on)
-    prometheus::Gauge *queues, *throttled, *heap, *heap_high_water, *waiting, *reschedules, *delayed, *unclassified;
-    prometheus::Family<prometheus::Gauge>*class_packets, *class_bytes, *class_dropped, *class_waiting, *class_throttled;
-  };
-  std::optional<Shaper> shaper;
-  std::string listen;  // address actually listened on
-
-  Status start(std::string addr, bool shaping) {
-    // Least privilege: a bare port ("9464" or ":9464") listens on loopback only; another interface must be
-    // named explicitly ("0.0.0.0:9464"). civetweb would otherwise bind every interface.
-    if (addr.find_first_not_of("0123456789:") == std::string::npos) {
-      auto port = addr.substr(addr.find_last_of(':') == std::string::npos ? 0 : addr.find_last_of(':') + 1);
-      addr = "127.0.0.1:" + port;
-    }
-    listen = addr;
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(addr);
-    } catch (const std::exception& e) {
-      return error(Code::kUnavailable, "telemetry.prometheus: cannot listen on {}: {}", addr, e.what());
-    }
-    registry = std::make_shared<prometheus::Registry>();
-    auto g = [&](const char* n, const char* h) -> prometheus::Gauge* {
-      return &prometheus::BuildGauge().Name(n).Help(h).Register(*registry).Add({});
-    };
-    rx = g("hpr_rx_packets_total", "Packets received by the input port");
-    tx = g("hpr_tx_packets_total", "Packets transmitted by the output port");
-    dropped = g("hpr_dropped_packets_total", "Packets dropped, all reasons");
-    reorders = g("hpr_reorders_total", "Packets that left a flow out of order (must be 0)");
-    p99 = g("hpr_latency_p99_seconds", "rx-to-tx latency, 99th percentile");
-    lane_util = &prometheus::BuildGauge().Name("hpr_lane_utilisation").Help("Fraction of time a lane had work").Register(*registry);
-    drops = &prometheus::BuildGauge().Name("hpr_drops_total").Help("Drops by reason").Register(*registry);
-    power = &prometheus::BuildGauge().Name("hpr_power_watts").Help("Power of the run's devices, by source (rapl, nvml, model, mixed)").Register(*registry);
-    if (shaping) {
-      auto fam = [&](const char* n, const char* h) {
-        return &prometheus::BuildGauge().Name(n).Help(h).Register(*registry);
-      };
-      shaper = Shaper{
-          g("hpr_shaper_queues", "Egress shaper: token buckets configured"),
-          g("hpr_shaper_throttled_queues", "Egress shaper: buckets out of tokens now (their queue waits on the heap)"),
-          g("hpr_shaper_heap_size", "Egress shaper: reschedule heap nodes now"),
-          g("hpr_shaper_heap_high_water", "Egress shaper: largest heap size seen"),
-          g("hpr_shaper_waiting_packets", "Egress shaper: packets waiting for tokens now"),
-          g("hpr_shaper_reschedules_total", "Egress shaper: queues disabled until their reschedule time"),
-          g("hpr_shaper_delayed_packets_total", "Egress shaper: packets that waited for tokens"),
-          g("hpr_shaper_unclassified_packets_total",
-            "Egress shaper by class: packets that matched no class (sent unshaped)"),
-          fam("hpr_shaper_class_packets_total", "Egress shaper: packets sent, by class"),
-          fam("hpr_shaper_class_bytes_total", "Egress shaper: bytes sent, by class"),
-          fam("hpr_shaper_class_dropped_total",
-              "Egress shaper: packets dropped (class queue full or frame too long), by class"),
-          fam("hpr_shaper_class_waiting_packets", "Egress shaper: packets waiting for tokens now, by class"),
-          fam("hpr_shaper_class_throttled", "Egress shaper: 1 while the class's bucket is out of tokens, by class"),
-      };
-    }
-    exposer->RegisterCollectable(registry);
-    return Status::ok();
-  }
-  void update(const Summary& s) {
-    if (!exposer) return;
-    rx->Set(static_cast<double>(s.rx_packets));
-    tx->Set(static_cast<double>(s.tx_packets));
-    dropped->Set(static_cast<double>(s.dropped));
-    reorders->Set(static_cast<double>(s.reorders));
-    p99->Set(static_cast<double>(s.latency_p99_ns) / 1e9);
-    for (const auto& l : s.lanes) lane_util->Add({{"lane", l.name}}).Set(l.utilisation);
-    for (const auto& [r, c] : s.drops) drops->Add({{"reason", r}}).Set(static_cast<double>(c));
-    if (!s.power_source.empty()) power->Add({{"source", s.power_source}}).Set(s.power_w);
-    if (shaper && s.shaping) {
-      auto set = [](prometheus::Gauge* g, uint64_t v) { g->Set(static_cast<double>(v)); };
-      set(shaper->queues, s.shaped_queues);
-      set(shaper->throttled, s.shaper_throttled);
-      set(shaper->heap, s.shaper_heap);
-      set(shaper->heap_high_water, s.shaper_heap_high_water);
-      set(shaper->waiting, s.shaper_waiting);
-      set(shaper->reschedules, s.shaper_reschedules);
-      set(shaper->delayed, s.shaper_delayed);
-      set(shaper->unclassified, s.shaper_unclassified);
-      for (const auto& c : s.shaper_classes) {
-        set(&shaper->class_packets->Add({{"class", c.name}}), c.packets);
-        set(&shaper->class_bytes->Add({{"class", c.name}}), c.bytes);
-        set(&shaper->class_dropped->Add({{"class", c.name}}), c.dropped);
-        set(&shaper->class_waiting->Add({{"class", c.name}}), c.waiting);
-        set(&shaper->class_throttled->Add({{"class", c.name}}), c.throttled ? 1 : 0);
-      }
-    }
-  }
-};
-
 int cmd_run(RunConfig cfg, bool quiet) {
   std::signal(SIGINT, on_signal);  // from the start: loading tables and building programs takes seconds
   std::signal(SIGTERM, on_signal);
@@ -270,7 +168,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
     fmt::print(stderr, "hpr run: {}\n", extras.status().message());
     return exit_code_for(extras.status());
   }
-  Telemetry tel;
+  PrometheusExporter tel;
   if (!cfg.prometheus.empty()) {
     if (Status s = tel.start(cfg.prometheus, cfg.shaping.enabled); !s.is_ok()) {
       fmt::print(stderr, "hpr run: {}\n", s.message());
@@ -280,7 +178,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
   fmt::print("hpr run: app {} | in {} | out {} | lanes:", c.app->name(), c.rx->describe(), c.tx->describe());
   for (const auto& d : c.devices) fmt::print(" [{} {}]", d.name, kind_name(d.kind));
   fmt::print(" [native x{}] | batch {}{} | {}\n", cfg.native_lanes, cfg.batch,
-             cfg.run_to_completion ? " | run to completion (one thread)" : "", cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listen + "/metrics");
+             cfg.run_to_completion ? " | run to completion (one thread)" : "", cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listening() + "/metrics");
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
   fmt::print("  {}\n", (*extras)->describe());
   Summary prev;
@@ -289,16 +187,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
     bool due = (*extras)->on_status(s);
     tel.update(s);
     if (quiet || !due) return;
-    double dt = s.seconds - prev.seconds;
-    std::string lanes;
-    for (const auto& l : s.lanes) lanes += fmt::format(" {}:b{:.0f}/u{:.0f}%", l.name.substr(0, 12), l.mean_batch, l.utilisation * 100);
-    std::string shaped = s.shaping ? fmt::format(" | shaper heap {} waiting {} resched/s {:.0f}", s.shaper_heap, s.shaper_waiting,
-                                                 static_cast<double>(s.shaper_reschedules - prev.shaper_reschedules) / dt)
-                                   : "";
-    fmt::print("[{:6.1f}s] in {:7.3f} Mpps out {:7.3f} Mpps | drops {} | p50 {:.0f} us p99 {:.0f} us | power {:.1f} W ({}) |{}{}\n",
-               s.seconds, static_cast<double>(s.rx_packets - prev.rx_packets) / dt / 1e6,
-               static_cast<double>(s.tx_packets - prev.tx_packets) / dt / 1e6, s.dropped, s.latency_p50_ns / 1e3,
-               s.latency_p99_ns / 1e3, s.power_w, s.power_source, lanes, shaped);
+    fmt::print("{}\n", status_line(prev, s));
     std::fflush(stdout);
     prev = s;
   });

@@ -27,6 +27,7 @@
 #include "runtime/parser.hpp"
 #include "pipeline/counters.hpp"
 #include "pipeline/lane.hpp"
+#include "pipeline/summary.hpp"
 #include "runtime/port.hpp"
 #include "scheduler/balance/balancer.hpp"
 #include "scheduler/shaper/shaper.hpp"
@@ -98,56 +99,6 @@ struct PipelineConfig {
   // Host-side handling of packets the app dropped (e.g. ICMP Time Exceeded for kTtlExceeded).
   // Returns a frame to transmit, or an empty span.
   std::function<std::span<const uint8_t>(const Packet&, std::vector<uint8_t>& scratch)> on_drop;
-};
-
-struct LaneSummary {
-  std::string name, executor, state, failure;
-  uint64_t batches = 0, packets = 0, events = 0;
-  uint64_t queue_full = 0;  // dropped at this lane's full queue (part of the queue_full reason)
-  double mean_batch = 0, utilisation = 0;
-  uint64_t p50_ns = 0, p99_ns = 0;
-};
-
-struct Summary {
-  double seconds = 0;
-  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
-  uint64_t port_missed = 0;  // DPDK input: packets the port dropped before hpr received them (imissed, no mbuf)
-  uint64_t dropped = 0;
-  std::vector<std::pair<std::string, uint64_t>> drops;  // reason → count (non-zero only)
-  uint64_t reorders = 0, unaccounted = 0;
-  uint64_t flows_seen = 0, flow_table_full = 0, lane_failures = 0, host_frames = 0;
-  uint64_t events = 0;
-  std::string event_name;
-  // Egress shaper (when on).
-  bool shaping = false;
-  uint64_t shaped_queues = 0, shaper_heap = 0, shaper_waiting = 0, shaper_reschedules = 0, shaper_delayed = 0;
-  uint64_t shaper_throttled = 0, shaper_heap_high_water = 0;
-  uint64_t shaper_unclassified = 0;  // ShapeBy::kClass: packets that matched no class (sent unshaped)
-  struct ShaperClass {
-    std::string name;
-    uint64_t rate_bytes_per_s = 0;
-    uint64_t packets = 0, bytes = 0;  // sent (handed to the output port)
-    uint64_t dropped = 0;             // shaper_queue_full or frame_too_long
-    uint64_t waiting = 0;             // packets waiting for tokens now
-    uint32_t alpha_bytes = 0;         // reschedule threshold now (grows and decays with shaper.adaptive)
-    bool throttled = false;           // waiting for tokens now
-  };
-  std::vector<ShaperClass> shaper_classes;
-  uint64_t rx_buffers_in_use = 0;  // rx port buffers not yet released (pool/generator: 0 after the drain)
-  uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
-  std::vector<LaneSummary> lanes;
-  // The flow-to-lane policy and its counters (final summary only: the dispatcher owns them while it runs).
-  std::string balancer;
-  std::optional<balance::BalancerStats> balance;
-  std::vector<uint64_t> latency_buckets;  // rx-to-tx histogram (hpr/histogram.hpp LogLinear layout), for per-interval deltas
-  // Power, filled in by the caller (pipeline/power.hpp); shown when power_source is not empty.
-  double power_w = 0, energy_j = 0;
-  std::string power_source;
-  // Output that could not be written (result log, output file), one message each (final summary
-  // only). Non-empty: what the summary counts as sent may not all be on disk; hpr exits with 3.
-  std::vector<std::string> output_errors;
-  std::string to_json() const;
-  std::string to_text() const;
 };
 
 class Pipeline {

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pipeline/pipeline.hpp"
+#include "pipeline/summary.hpp"
 
 namespace hpr {
 
@@ -110,6 +110,24 @@ std::string Summary::to_text() const {
         l.failure.empty() ? "" : " (" + l.failure + ")");
   }
   return s;
+}
+
+std::string status_line(const Summary& prev, const Summary& s) {
+  double dt = s.seconds - prev.seconds;
+  if (!(dt > 0)) dt = 1e-9;
+  std::string lanes;
+  for (const auto& l : s.lanes)
+    lanes += fmt::format(" {}:b{:.0f}/u{:.0f}%", l.name.substr(0, 12), l.mean_batch, l.utilisation * 100);
+  std::string shaped =
+      s.shaping ? fmt::format(" | shaper heap {} waiting {} resched/s {:.0f}", s.shaper_heap, s.shaper_waiting,
+                              static_cast<double>(s.shaper_reschedules - prev.shaper_reschedules) / dt)
+                : "";
+  return fmt::format(
+      "[{:6.1f}s] in {:7.3f} Mpps out {:7.3f} Mpps | drops {} | p50 {:.0f} us p99 {:.0f} us | power {:.1f} W ({}) |{}{}",
+      s.seconds, static_cast<double>(s.rx_packets - prev.rx_packets) / dt / 1e6,
+      static_cast<double>(s.tx_packets - prev.tx_packets) / dt / 1e6, s.dropped,
+      static_cast<double>(s.latency_p50_ns) / 1e3, static_cast<double>(s.latency_p99_ns) / 1e3, s.power_w,
+      s.power_source, lanes, shaped);
 }
 
 }  // namespace hpr

@@ -10,12 +10,13 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #include <nmmintrin.h>
+
+#include "runtime/checksum.hpp"
 #endif
 
 namespace hpr {
 namespace {
 
-inline uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
 constexpr std::array<uint32_t, 256> make_crc32c_table() {
   std::array<uint32_t, 256> t{};
@@ -88,8 +89,8 @@ FlowKey flow_key(const Packet& p) {
   k.proto = p.l4;
   bool has_ports = (p.l4 == 6 || p.l4 == 17 || p.l4 == 132) && p.l4_off != kNoOffset && (p.flags & kFlagFragment) == 0;
   if (has_ports && p.l4_off + 4u <= p.len) {
-    k.sport = be16(p.data + p.l4_off);
-    k.dport = be16(p.data + p.l4_off + 2);
+    k.sport = load_be16(p.data + p.l4_off);
+    k.dport = load_be16(p.data + p.l4_off + 2);
   }
   return k;
 }

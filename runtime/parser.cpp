@@ -3,10 +3,10 @@
 #include <bit>
 #include <cstring>
 
+#include "runtime/checksum.hpp"
+
 namespace hpr {
 namespace {
-
-inline uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
 
 constexpr uint16_t kEthIPv4 = 0x0800;
 constexpr uint16_t kEthIPv6 = 0x86dd;
@@ -59,11 +59,11 @@ DropReason parse_ipv4(Packet& p, uint32_t off, const ParseOptions& opt) {
   if ((h[0] >> 4) != 4) return fail(p, DropReason::kBadVersion);
   uint32_t ihl = static_cast<uint32_t>(h[0] & 0x0f) * 4;
   if (ihl < 20 || len < off + ihl) return fail(p, DropReason::kBadIhl);
-  uint32_t total = be16(h + 2);
+  uint32_t total = load_be16(h + 2);
   if (total < ihl || len < off + total) return fail(p, DropReason::kBadTotalLength);
-  if (opt.verify_ipv4_checksum && ipv4_header_checksum(h, ihl) != 0) return fail(p, DropReason::kBadChecksum);
+  if (opt.verify_ipv4_checksum && ip_checksum(h, ihl) != 0) return fail(p, DropReason::kBadChecksum);
   if (ihl > 20) p.flags |= kFlagIpOptions;
-  uint16_t frag = be16(h + 6);
+  uint16_t frag = load_be16(h + 6);
   bool more = (frag & 0x2000) != 0;
   uint16_t frag_off = frag & 0x1fff;
   if (more || frag_off != 0) p.flags |= kFlagFragment;
@@ -77,7 +77,7 @@ DropReason parse_ipv6(Packet& p, uint32_t off) {
   if (len < off + 40) return fail(p, DropReason::kTruncated);
   const uint8_t* h = p.data + off;
   if ((h[0] >> 4) != 6) return fail(p, DropReason::kBadVersion);
-  uint32_t plen = be16(h + 4);
+  uint32_t plen = load_be16(h + 4);
   uint32_t end = off + 40 + plen;
   if (end > len) return fail(p, DropReason::kBadTotalLength);
   p.l3 = L3::kIPv6;
@@ -95,7 +95,7 @@ DropReason parse_ipv6(Packet& p, uint32_t off) {
         if (end < cur + 8) return fail(p, DropReason::kBadExtHeader);
         ext = 8;
         p.flags |= kFlagFragment;
-        if ((be16(p.data + cur + 2) & 0xfff8) != 0) first_fragment = false;
+        if ((load_be16(p.data + cur + 2) & 0xfff8) != 0) first_fragment = false;
         break;
       case 51:  // AH: (len + 2) * 4 bytes
         if (end < cur + 8) return fail(p, DropReason::kBadExtHeader);
@@ -120,29 +120,6 @@ DropReason parse_ipv6(Packet& p, uint32_t off) {
 
 }  // namespace
 
-uint16_t ipv4_header_checksum(const uint8_t* hdr, uint32_t len) {
-  // RFC 1071 §2: the ones' complement sum is independent of byte order, so sum native 32-bit words
-  // and swap the folded result once (measured: 4x fewer operations than a byte-pair loop).
-  uint64_t sum = 0;
-  uint32_t i = 0;
-  for (; i + 4 <= len; i += 4) {
-    uint32_t w;
-    std::memcpy(&w, hdr + i, 4);
-    sum += w;
-  }
-  if (i + 2 <= len) {
-    uint16_t w;
-    std::memcpy(&w, hdr + i, 2);
-    sum += w;
-    i += 2;
-  }
-  if (i < len) sum += hdr[i];  // a trailing byte is the high byte of its big-endian word: the low byte here
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  auto folded = static_cast<uint16_t>(~sum);
-  if constexpr (std::endian::native == std::endian::little) folded = static_cast<uint16_t>(folded << 8 | folded >> 8);
-  return folded;
-}
-
 DropReason parse(Packet& p, const ParseOptions& opt) {
   p.l3_off = p.l4_off = p.payload_off = kNoOffset;
   p.payload_len = 0;
@@ -152,12 +129,12 @@ DropReason parse(Packet& p, const ParseOptions& opt) {
   p.drop = DropReason::kNone;
   if (p.len < 14) return fail(p, DropReason::kTruncated);
   uint32_t off = 12;
-  uint16_t et = be16(p.data + off);
+  uint16_t et = load_be16(p.data + off);
   for (int tags = 0; et == 0x8100 || et == 0x88a8 || et == 0x9100; ++tags) {
     if (tags == kMaxVlanTags || p.len < off + 6) return fail(p, DropReason::kTruncated);
     p.flags |= kFlagVlan;
     off += 4;
-    et = be16(p.data + off);
+    et = load_be16(p.data + off);
   }
   off += 2;
   if (et == kEthIPv4) {

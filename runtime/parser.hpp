@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 
+#include "runtime/checksum.hpp"  // ip_checksum: 0 over a header whose stored checksum is right
 #include "runtime/packet.hpp"
 
 namespace hpr {
@@ -24,7 +25,5 @@ DropReason parse(Packet& p, const ParseOptions& opt = {});
 // Batch form: parses every packet; returns how many got a drop reason.
 uint32_t parse_batch(std::span<Packet> pkts, const ParseOptions& opt = {});
 
-// RFC 1071 ones' complement sum over an IPv4 header; 0 when the stored checksum is right.
-uint16_t ipv4_header_checksum(const uint8_t* hdr, uint32_t len);
 
 }  // namespace hpr

@@ -46,6 +46,7 @@
 #include "hpr/clock.hpp"
 #include "hpr/data_dir.hpp"
 #include "hpr/stats.hpp"
+#include "runtime/checksum.hpp"
 #include "kernels/dpi/dpi_app.hpp"
 #include "kernels/dpi/hs_peer.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
@@ -94,10 +95,6 @@ struct Frames {
   }
 };
 
-void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
 
 Frames make_frames(const std::string& size, uint32_t distinct, uint32_t total, const std::vector<uint8_t>& stream,
                    const std::function<uint32_t(std::mt19937&)>& dst, std::mt19937& rng) {
@@ -121,22 +118,22 @@ Frames make_frames(const std::string& size, uint32_t distinct, uint32_t total, c
     const uint16_t ip_len = len - kL3, udp_len = len - kL3 - 20;
     const uint32_t src = 0x0a000000u | (i & 0xffffffu), d = dst(rng);
     h[0] = 0x45;  // version 4, IHL 5
-    put16(h + 2, ip_len);
-    put16(h + 4, static_cast<uint16_t>(i));  // id
+    store_be16(h + 2, ip_len);
+    store_be16(h + 4, static_cast<uint16_t>(i));  // id
     h[6] = 0x40;                             // DF
     h[8] = 64;                               // TTL
     h[9] = 17;                               // UDP
-    put16(h + 12, static_cast<uint16_t>(src >> 16));
-    put16(h + 14, static_cast<uint16_t>(src));
-    put16(h + 16, static_cast<uint16_t>(d >> 16));
-    put16(h + 18, static_cast<uint16_t>(d));
-    put16(h + 10, kernels::ipv4::ip_checksum(h, 20));
+    store_be16(h + 12, static_cast<uint16_t>(src >> 16));
+    store_be16(h + 14, static_cast<uint16_t>(src));
+    store_be16(h + 16, static_cast<uint16_t>(d >> 16));
+    store_be16(h + 18, static_cast<uint16_t>(d));
+    store_be16(h + 10, ip_checksum(h, 20));
     std::memcpy(f.ip[i].data(), h, 20);
     uint8_t* u = h + 20;
     const uint16_t sport = static_cast<uint16_t>(1024 + i % 60000);
-    put16(u, sport);
-    put16(u + 2, 8080);
-    put16(u + 4, udp_len);  // checksum 0: none
+    store_be16(u, sport);
+    store_be16(u + 2, 8080);
+    store_be16(u + 4, udp_len);  // checksum 0: none
     for (uint32_t j = kHeaders; j < len; ++j) {
       e[j] = stream[pos];
       pos = pos + 1 == stream.size() ? 0 : pos + 1;

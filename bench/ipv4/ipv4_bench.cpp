@@ -27,6 +27,7 @@
 #include "runtime/parser.hpp"
 #include "runtime/pcap_file.hpp"
 
+using namespace hpr;
 using namespace hpr::kernels::ipv4;
 
 namespace {

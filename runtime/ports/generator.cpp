@@ -1,5 +1,7 @@
 #include "runtime/ports/generator.hpp"
 
+#include "runtime/checksum.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -21,64 +23,6 @@ constexpr uint32_t kMaxTemplates = 65536;
 constexpr uint32_t kMaxPatternBytes = 8000;
 constexpr uint16_t kTcpPorts[] = {80, 443, 22, 25, 8080};
 constexpr uint16_t kUdpPorts[] = {53, 123, 443, 4789, 5060};
-
-inline void put16(uint8_t* p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-inline void put32(uint8_t* p, uint32_t v) {
-  put16(p, static_cast<uint16_t>(v >> 16));
-  put16(p + 2, static_cast<uint16_t>(v));
-}
-inline uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-
-inline uint64_t csum_add(const uint8_t* p, uint32_t len, uint64_t sum) {
-  uint32_t i = 0;
-  for (; i + 1 < len; i += 2) sum += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
-  if (i < len) sum += static_cast<uint32_t>(p[i] << 8);
-  return sum;
-}
-// RFC 1071 sum over a long buffer, 8 bytes at a time in host order with end-around carry (the
-// ones' complement sum is byte-order independent: swap the folded result). Returns the folded sum
-// as a big-endian-valued 16-bit number, ready to add to csum_add sums.
-inline uint32_t csum_bulk(const uint8_t* p, uint32_t len) {
-  static_assert(std::endian::native == std::endian::little);
-  uint64_t sum = 0;
-  auto add = [&sum](uint64_t v) {
-    sum += v;
-    sum += sum < v;
-  };
-  for (; len >= 8; p += 8, len -= 8) {
-    uint64_t v;
-    std::memcpy(&v, p, 8);
-    add(v);
-  }
-  if (len >= 4) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    add(v);
-    p += 4;
-    len -= 4;
-  }
-  if (len >= 2) {
-    uint16_t v;
-    std::memcpy(&v, p, 2);
-    add(v);
-    p += 2;
-    len -= 2;
-  }
-  if (len != 0) add(*p);  // the odd byte is the high byte of a big-endian word: low byte here
-  sum = (sum & 0xffffffffu) + (sum >> 32);
-  sum = (sum & 0xffffffffu) + (sum >> 32);
-  sum = (sum & 0xffff) + (sum >> 16);
-  sum = (sum & 0xffff) + (sum >> 16);
-  sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint32_t>(__builtin_bswap16(static_cast<uint16_t>(sum)));
-}
-inline uint16_t csum_fold(uint64_t sum) {
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum);
-}
 
 bool share_ok(double x) { return std::isfinite(x) && x >= 0 && x <= 1; }
 
@@ -491,9 +435,9 @@ void Generator::write_headers(const Plan& pl, uint8_t* d, uint16_t& l3_off, uint
       // another one nor lands on a connection of the capture (neighbouring ports are common there).
       const uint64_t v = static_cast<uint64_t>(g - 1) * t.group_size + t.group_idx;
       const auto addr_xor = static_cast<uint16_t>(0x5a5a + v / 64512);
-      put16(d + l4_off, static_cast<uint16_t>(1024 + v % 64512));
+      store_be16(d + l4_off, static_cast<uint16_t>(1024 + v % 64512));
       uint8_t* src_tail = d + l3_off + (family == 4 ? 14 : 22);
-      put16(src_tail, static_cast<uint16_t>(get16(src_tail) ^ addr_xor));
+      store_be16(src_tail, static_cast<uint16_t>(load_be16(src_tail) ^ addr_xor));
     }
     return;
   }
@@ -509,18 +453,18 @@ void Generator::write_headers(const Plan& pl, uint8_t* d, uint16_t& l3_off, uint
   if (!v6) {
     ip[0] = 0x45;
     ip[1] = 0;
-    put16(ip + 4, 0);       // id: set per packet
-    put16(ip + 6, 0x4000);  // DF
+    store_be16(ip + 4, 0);       // id: set per packet
+    store_be16(ip + 6, 0x4000);  // DF
     ip[8] = cfg_.ttl;
     ip[9] = proto;
-    put16(ip + 10, 0);
-    put32(ip + 12, 0x0a000000u | static_cast<uint32_t>(h2 & 0xffffff));
-    put32(ip + 16, 0x01000000u + static_cast<uint32_t>(((h2 >> 32) * 0xDF000000ull) >> 32));
+    store_be16(ip + 10, 0);
+    store_be32(ip + 12, 0x0a000000u | static_cast<uint32_t>(h2 & 0xffffff));
+    store_be32(ip + 16, 0x01000000u + static_cast<uint32_t>(((h2 >> 32) * 0xDF000000ull) >> 32));
     l4_off = 34;
   } else {
     d[12] = 0x86;
     d[13] = 0xdd;
-    put32(ip, 0x60000000u);
+    store_be32(ip, 0x60000000u);
     ip[6] = proto;
     ip[7] = cfg_.ttl;
     ip[8] = 0xfd;
@@ -535,21 +479,21 @@ void Generator::write_headers(const Plan& pl, uint8_t* d, uint16_t& l3_off, uint
   }
   uint8_t* l4 = d + l4_off;
   const uint16_t sport = static_cast<uint16_t>(1024 + (h4 & 0xffff) % 64512);
-  put16(l4, sport);
+  store_be16(l4, sport);
   if (tcp) {
-    put16(l4 + 2, kTcpPorts[(h4 >> 16) % 5]);
-    put32(l4 + 4, static_cast<uint32_t>(h4 >> 32));
-    put32(l4 + 8, static_cast<uint32_t>(h3 >> 32));
+    store_be16(l4 + 2, kTcpPorts[(h4 >> 16) % 5]);
+    store_be32(l4 + 4, static_cast<uint32_t>(h4 >> 32));
+    store_be32(l4 + 8, static_cast<uint32_t>(h3 >> 32));
     l4[12] = 0x50;  // data offset 5
     l4[13] = 0x18;  // ACK|PSH
-    put16(l4 + 14, 65535);
-    put16(l4 + 16, 0);
-    put16(l4 + 18, 0);
+    store_be16(l4 + 14, 65535);
+    store_be16(l4 + 16, 0);
+    store_be16(l4 + 18, 0);
     hdr_len = static_cast<uint16_t>(l4_off + 20);
   } else {
-    put16(l4 + 2, kUdpPorts[(h4 >> 16) % 5]);
-    put16(l4 + 4, 0);
-    put16(l4 + 6, 0);
+    store_be16(l4 + 2, kUdpPorts[(h4 >> 16) % 5]);
+    store_be16(l4 + 4, 0);
+    store_be16(l4 + 6, 0);
     hdr_len = static_cast<uint16_t>(l4_off + 8);
   }
 }
@@ -569,28 +513,27 @@ void Generator::write(const Plan& p, uint8_t* d) const {
   if (p.frame_len > ip_end) std::memset(d + ip_end, 0, p.frame_len - ip_end);  // Ethernet padding
   const uint8_t ttl = p.ttl_low ? 1 : cfg_.ttl;
   const uint32_t l4_len = ip_end - l4_off;
-  if (proto == 17) put16(d + l4_off + 4, static_cast<uint16_t>(l4_len));
+  if (proto == 17) store_be16(d + l4_off + 4, static_cast<uint16_t>(l4_len));
   if (family == 4) {
-    put16(ip + 2, p.ip_len);
-    put16(ip + 4, ip_id_);
+    store_be16(ip + 2, p.ip_len);
+    store_be16(ip + 4, ip_id_);
     ip[8] = ttl;
-    put16(ip + 10, 0);
-    put16(ip + 10, csum_fold(csum_add(ip, (ip[0] & 0x0fu) * 4u, 0)));
+    store_be16(ip + 10, 0);
+    store_be16(ip + 10, ip_checksum(ip, (ip[0] & 0x0fu) * 4u));
   } else {
-    put16(ip + 4, static_cast<uint16_t>(p.ip_len - 40));
+    store_be16(ip + 4, static_cast<uint16_t>(p.ip_len - 40));
     ip[7] = ttl;
   }
   uint8_t* l4 = d + l4_off;
   uint8_t* ck = l4 + (proto == 6 ? 16 : 6);
-  put16(ck, 0);
+  store_be16(ck, 0);
   if (cfg_.l4_checksums) {
-    uint64_t sum = family == 4 ? csum_add(ip + 12, 8, 0) : csum_add(ip + 8, 32, 0);
+    uint32_t sum = family == 4 ? ones_sum(ip + 12, 8) : ones_sum(ip + 8, 32);  // pseudo header
     sum += proto;
     sum += l4_len;
-    sum += csum_bulk(l4, l4_len);
-    uint16_t c = csum_fold(sum);
+    auto c = static_cast<uint16_t>(~ones_sum(l4, l4_len, sum));
     if (proto == 17 && c == 0) c = 0xffff;
-    put16(ck, c);
+    store_be16(ck, c);
   }
 }
 

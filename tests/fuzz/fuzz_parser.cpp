@@ -52,7 +52,7 @@ int parser(const uint8_t* data, size_t size) {
     if (id != kNoFlow) check(table->find(c, h) == id);
     table->expire(now_ns, 8);
   }
-  if (size >= 20) (void)ipv4_header_checksum(buf.get(), static_cast<uint32_t>(size < 60 ? size : 60));
+  if (size >= 20) (void)ip_checksum(buf.get(), static_cast<uint32_t>(size < 60 ? size : 60));
   // Batch form over the same frame, twice.
   std::vector<Packet> batch(2);
   for (auto& p : batch) {

@@ -318,7 +318,7 @@ TEST_CASE("every generated packet parses cleanly with valid checksums", "[genera
     ttl1 += ttl == 1;
     if (p.l3 == L3::kIPv4) {
       ++v4;
-      CHECK(ipv4_header_checksum(ip, 20) == 0);
+      CHECK(ip_checksum(ip, 20) == 0);
       CHECK((ip[2] << 8 | ip[3]) == p.len - 14);
     } else {
       ++v6;
@@ -672,7 +672,7 @@ TEST_CASE("headers from a real capture", "[generator][templates]") {
     if (p.l3 == L3::kIPv4) {
       ++v4;
       const uint8_t* ip = p.data + p.l3_off;
-      CHECK(ipv4_header_checksum(ip, (ip[0] & 15u) * 4) == 0);
+      CHECK(ip_checksum(ip, (ip[0] & 15u) * 4) == 0);
     } else {
       ++v6;
     }

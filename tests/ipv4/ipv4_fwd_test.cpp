@@ -9,6 +9,7 @@
 #include "kernels/ipv4/ipv4_hdr.hpp"
 #include "kernels/runner.hpp"
 
+using namespace hpr;
 using namespace hpr::kernels::ipv4;
 using hpr::DropReason;
 using hpr::ipv4_test::Frame;

@@ -63,7 +63,7 @@ inline Frame make_ipv4_frame(const HeaderSpec& s) {
     h[16 + i] = static_cast<uint8_t>(s.dst >> (24 - 8 * i));
   }
   for (size_t i = 20; i < ih; ++i) h[i] = 0x01;
-  const uint16_t c = kernels::ipv4::ip_checksum(h, ih);
+  const uint16_t c = ip_checksum(h, ih);
   h[10] = static_cast<uint8_t>(c >> 8); h[11] = static_cast<uint8_t>(c);
   f.pkt.len = static_cast<uint16_t>(f.bytes.size());
   f.pkt.l3 = L3::kIPv4;
@@ -76,7 +76,7 @@ inline void refresh(Frame& f) { f.pkt.data = f.bytes.data(); f.pkt.len = static_
 inline void fix_checksum(Frame& f) {
   uint8_t* h = f.bytes.data() + f.pkt.l3_off;
   h[10] = h[11] = 0;
-  const uint16_t c = kernels::ipv4::ip_checksum(h, (h[0] & 0xfu) * 4u);
+  const uint16_t c = ip_checksum(h, (h[0] & 0xfu) * 4u);
   h[10] = static_cast<uint8_t>(c >> 8); h[11] = static_cast<uint8_t>(c);
 }
 

@@ -28,7 +28,7 @@ inline std::vector<uint8_t> ipv4_frame(uint8_t proto = 17, uint16_t payload = 10
     ip[12 + i] = static_cast<uint8_t>(src >> (24 - 8 * i));
     ip[16 + i] = static_cast<uint8_t>(dst >> (24 - 8 * i));
   }
-  uint16_t c = ipv4_header_checksum(ip, ihl);
+  uint16_t c = ip_checksum(ip, ihl);
   ip[10] = static_cast<uint8_t>(c >> 8);
   ip[11] = static_cast<uint8_t>(c);
   uint8_t* t = ip + ihl;
@@ -52,7 +52,7 @@ inline void fix_ipv4_checksum(std::vector<uint8_t>& f, uint32_t l3 = 14) {
   uint8_t* ip = f.data() + l3;
   uint32_t ihl = (ip[0] & 0xf) * 4u;
   ip[10] = ip[11] = 0;
-  uint16_t c = ipv4_header_checksum(ip, ihl);
+  uint16_t c = ip_checksum(ip, ihl);
   ip[10] = static_cast<uint8_t>(c >> 8);
   ip[11] = static_cast<uint8_t>(c);
 }

@@ -1,0 +1,68 @@
+#pragma once
+// What a run reports: the live snapshot and the final summary (books, drops by reason, latency, lanes,
+// balancer, shaper, power), as text, JSON and the one-line status shown every interval.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scheduler/balance/balancer.hpp"
+
+namespace hpr {
+
+struct LaneSummary {
+  std::string name, executor, state, failure;
+  uint64_t batches = 0, packets = 0, events = 0;
+  uint64_t queue_full = 0;  // dropped at this lane's full queue (part of the queue_full reason)
+  double mean_batch = 0, utilisation = 0;
+  uint64_t p50_ns = 0, p99_ns = 0;
+};
+
+struct Summary {
+  double seconds = 0;
+  uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
+  uint64_t port_missed = 0;  // DPDK input: packets the port dropped before hpr received them (imissed, no mbuf)
+  uint64_t dropped = 0;
+  std::vector<std::pair<std::string, uint64_t>> drops;  // reason → count (non-zero only)
+  uint64_t reorders = 0, unaccounted = 0;
+  uint64_t flows_seen = 0, flow_table_full = 0, lane_failures = 0, host_frames = 0;
+  uint64_t events = 0;
+  std::string event_name;
+  // Egress shaper (when on).
+  bool shaping = false;
+  uint64_t shaped_queues = 0, shaper_heap = 0, shaper_waiting = 0, shaper_reschedules = 0, shaper_delayed = 0;
+  uint64_t shaper_throttled = 0, shaper_heap_high_water = 0;
+  uint64_t shaper_unclassified = 0;  // ShapeBy::kClass: packets that matched no class (sent unshaped)
+  struct ShaperClass {
+    std::string name;
+    uint64_t rate_bytes_per_s = 0;
+    uint64_t packets = 0, bytes = 0;  // sent (handed to the output port)
+    uint64_t dropped = 0;             // shaper_queue_full or frame_too_long
+    uint64_t waiting = 0;             // packets waiting for tokens now
+    uint32_t alpha_bytes = 0;         // reschedule threshold now (grows and decays with shaper.adaptive)
+    bool throttled = false;           // waiting for tokens now
+  };
+  std::vector<ShaperClass> shaper_classes;
+  uint64_t rx_buffers_in_use = 0;  // rx port buffers not yet released (pool/generator: 0 after the drain)
+  uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
+  std::vector<LaneSummary> lanes;
+  // The flow-to-lane policy and its counters (final summary only: the dispatcher owns them while it runs).
+  std::string balancer;
+  std::optional<balance::BalancerStats> balance;
+  std::vector<uint64_t> latency_buckets;  // rx-to-tx histogram (hpr/histogram.hpp LogLinear layout), for per-interval deltas
+  // Power, filled in by the caller (pipeline/power.hpp); shown when power_source is not empty.
+  double power_w = 0, energy_j = 0;
+  std::string power_source;
+  // Output that could not be written (result log, output file), one message each (final summary
+  // only). Non-empty: what the summary counts as sent may not all be on disk; hpr exits with 3.
+  std::vector<std::string> output_errors;
+  std::string to_json() const;
+  std::string to_text() const;
+};
+
+// "[  3.0s] in 1.234 Mpps out ... | drops N | p50 .. us p99 .. us | power ..": rates over the interval
+// from `prev` to `now`.
+std::string status_line(const Summary& prev, const Summary& now);
+
+}  // namespace hpr

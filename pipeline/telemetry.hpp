@@ -1,0 +1,54 @@
+#pragma once
+// Prometheus metrics of a run (prometheus-cpp pull exporter): the rates, drops by reason, latency,
+// lane utilisation, power by source, and the shaper's gauges when shaping. Fed from the pipeline's
+// status snapshots (Summary). A bare port ("9464") listens on loopback only; another interface must
+// be named ("0.0.0.0:9464"), and that is logged as a warning.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "hpr/status.hpp"
+#include "pipeline/pipeline.hpp"
+
+namespace prometheus {
+class Exposer;
+class Registry;
+class Gauge;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace hpr {
+
+class PrometheusExporter {
+ public:
+  PrometheusExporter();
+  ~PrometheusExporter();
+  // Errors: kInvalidArgument for an address that is not ADDR:PORT or PORT, kUnavailable when it cannot listen.
+  Status start(std::string addr, bool shaping);
+  // Sets every metric from a snapshot; nothing when not started.
+  void update(const Summary& s);
+  // The address listened on, with the port the kernel chose for port 0.
+  const std::string& listening() const { return listen; }
+
+ private:
+  std::unique_ptr<prometheus::Exposer> exposer;
+  std::shared_ptr<prometheus::Registry> registry;
+  prometheus::Gauge* rx = nullptr;
+  prometheus::Gauge* tx = nullptr;
+  prometheus::Gauge* dropped = nullptr;
+  prometheus::Gauge* reorders = nullptr;
+  prometheus::Gauge* p99 = nullptr;
+  prometheus::Family<prometheus::Gauge>* lane_util = nullptr;
+  prometheus::Family<prometheus::Gauge>* drops = nullptr;
+  prometheus::Family<prometheus::Gauge>* power = nullptr;
+  struct Shaper {  // egress shaper (registered when shaping is on)
+    prometheus::Gauge *queues, *throttled, *heap, *heap_high_water, *waiting, *reschedules, *delayed, *unclassified;
+    prometheus::Family<prometheus::Gauge>*class_packets, *class_bytes, *class_dropped, *class_waiting, *class_throttled;
+  };
+  std::optional<Shaper> shaper;
+  std::string listen;  // address actually listened on
+
+};
+
+}  // namespace hpr
