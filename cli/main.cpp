@@ -78,8 +78,16 @@ int cmd_devices(bool json, const std::vector<std::string>& kind_overrides) {
     return kExitOk;
   }
   if (devs->empty()) {
-    fmt::print("No OpenCL device found. Install a driver: pocl-opencl-icd (CPUs), intel-opencl-icd (Intel GPUs),\n"
-               "or NVIDIA's driver; `clinfo -l` lists what the ICD loader sees. hpr still runs on native lanes.\n");
+    std::error_code ec;
+    bool icd = std::filesystem::exists("/etc/OpenCL/vendors") && !std::filesystem::is_empty("/etc/OpenCL/vendors", ec);
+    if (icd)
+      fmt::print("No OpenCL device found, although drivers are registered in /etc/OpenCL/vendors. A driver may have\n"
+                 "failed to start: PoCL needs a writable cache (POCL_CACHE_DIR, or $XDG_CACHE_HOME / $HOME/.cache),\n"
+                 "and POCL_DEVICES limits what it shows. `clinfo -l` lists what the ICD loader sees. hpr still runs\n"
+                 "on native lanes.\n");
+    else
+      fmt::print("No OpenCL device found. Install a driver: pocl-opencl-icd (CPUs), intel-opencl-icd (Intel GPUs),\n"
+                 "or NVIDIA's driver; `clinfo -l` lists what the ICD loader sees. hpr still runs on native lanes.\n");
     return kExitOk;
   }
   fmt::print("{:<3} {:<34} {:<6} {:>4} {:>6} {:>9} {:>9}  {:<10} {:<9} {}\n", "#", "device", "kind", "CUs", "MHz",

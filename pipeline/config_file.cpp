@@ -231,7 +231,8 @@ Status read_named_tables(const toml::table& t, RunConfig& c) {
 Result<RunConfig> load_run_config(const std::string& path) {
   std::error_code ec;
   auto st = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(st)) return error(Code::kNotFound, "configuration file '{}' does not exist", path);
+  if (st.type() == std::filesystem::file_type::not_found)
+    return error(Code::kNotFound, "configuration file '{}' does not exist", path);
   if (ec) return error(Code::kNotFound, "configuration file '{}': {}", path, ec.message());
   if (!std::filesystem::is_regular_file(st))
     return error(Code::kInvalidArgument, "configuration file {}: not a regular file (a directory?)", path);

@@ -100,7 +100,13 @@ void link_to_ethernet(int dlt, const uint8_t* p, uint32_t n, uint32_t& strip, ui
 }  // namespace
 
 Result<PcapReader> PcapReader::open(const std::string& path) {
-  if (!std::filesystem::exists(path)) return hpr::error(Code::kNotFound, "capture file '{}' does not exist", path);
+  std::error_code ec;
+  auto st = std::filesystem::status(path, ec);
+  if (st.type() == std::filesystem::file_type::not_found)
+    return hpr::error(Code::kNotFound, "capture file '{}' does not exist", path);
+  if (ec) return hpr::error(Code::kNotFound, "capture file '{}': {}", path, ec.message());
+  if (std::filesystem::is_directory(st))
+    return hpr::error(Code::kInvalidArgument, "capture file '{}' is a directory; name a capture file", path);
   char errbuf[PCAP_ERRBUF_SIZE] = {};
   pcap_t* h = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, errbuf);
   if (h == nullptr) return hpr::error(Code::kInvalidArgument, "cannot read capture '{}': {}", path, errbuf);

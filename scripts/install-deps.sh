@@ -27,15 +27,19 @@ if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#BUILD_PKGS[@]} packages present"
   exit 0
 fi
+as_root=()
 if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps: missing packages: ${missing[*]}" >&2
-  echo "install-deps: run as root (or: sudo $0) to install them" >&2
-  exit 1
+  if command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)  # a user with sudo: ask for it only to install
+  else
+    echo "install-deps: missing packages: ${missing[*]}" >&2
+    echo "install-deps: run as root (there is no sudo here) to install them" >&2
+    exit 1
+  fi
 fi
 echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
 # wireshark-common asks whether non-root users may capture; answer no.
-echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "wireshark-common wireshark-common/install-setuid boolean false" | "${as_root[@]}" debconf-set-selections
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "install-deps: done"

@@ -63,6 +63,9 @@ Status save_table(const std::string& path, const ConfigTable& t) {
 }
 
 Result<ConfigTable> load_table(const std::string& path, const Fingerprint& machine, bool allow_mismatch) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return error(Code::kInvalidArgument, "configuration table {}: is a directory; name the table file", path);
   std::ifstream in(path);
   if (!in) return error(Code::kNotFound, "configuration table {}: cannot open ({})", path, std::strerror(errno));
   json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -96,6 +99,10 @@ Result<ConfigTable> load_table(const std::string& path, const Fingerprint& machi
     }
     if (Status s = sched::validate(c); !s.is_ok())
       return error(Code::kInvalidArgument, "{}: points[{}]: {}", path, i, s.message());
+    for (auto b : c.batch)
+      if (b > kMaxTableBatch)
+        return error(Code::kInvalidArgument, "{}: points[{}]: batch {} is above the largest lane batch {}; re-run `hpr profile`",
+                     path, i, b, kMaxTableBatch);
     t.points.push_back(c);
   }
   return t;

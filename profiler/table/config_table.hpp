@@ -18,6 +18,9 @@
 
 namespace hpr::prof {
 
+// The largest batch a lane takes (lanes.batch / lanes.max_batch): a table point above it is refused.
+inline constexpr uint32_t kMaxTableBatch = 65536;
+
 inline constexpr int kTableFormatVersion = 1;
 
 struct DeviceFingerprint {

@@ -45,12 +45,21 @@ class PcapPort final : public Port {
     while (got < n && !rx_done_) {
       if (!pending_) {
         if (!reader_->next(rec_)) {
-          if (!reader_->read_error().empty() && loop_ == 0)
+          if (!reader_->read_error().empty() && !warned_cut_) {
+            warned_cut_ = true;  // once per run, not once per pass
             spdlog::warn("capture cut short, whole records before the cut were read: {}", reader_->read_error());
+          }
           if (cfg_.loops != 0 && ++loop_ >= cfg_.loops) {
             rx_done_ = true;
             break;
           }
+          if (pass_packets_ == 0) {
+            // Reading it again would give nothing again: with loops = 0 this would spin forever.
+            spdlog::warn("capture {}: a whole pass gave no frame hpr can use; not reading it again", cfg_.rx_path);
+            rx_done_ = true;
+            break;
+          }
+          pass_packets_ = 0;
           auto r = PcapReader::open(cfg_.rx_path);  // rewind
           if (!r) {
             rx_done_ = true;
@@ -79,6 +88,7 @@ class PcapPort final : public Port {
       p.flow_id = kNoFlow;
       stats_.rx_packets.add(1);
       stats_.rx_bytes.add(p.len);
+      ++pass_packets_;
       pending_ = false;
       ++got;
     }
@@ -138,6 +148,8 @@ class PcapPort final : public Port {
   bool pending_ = false;
   bool rx_done_ = false;
   bool write_failed_ = false;
+  bool warned_cut_ = false;
+  uint64_t pass_packets_ = 0;  // frames delivered in this pass over the file
   uint32_t loop_ = 0;
   PortCounters stats_;
 };

@@ -84,7 +84,23 @@ if [[ $(id -u) -eq 0 ]] && command -v runuser >/dev/null; then
   else
     fail "running as nobody: $(cat "$tmp/nobody/"*.log)"
   fi
+  # Unreadable paths are errors naming the file (issue 16: they were uncaught filesystem_error, exit 134).
+  mkdir -m 700 "$tmp/private" && cp "$tmp/routes.txt" "$tmp/private/c.toml"
+  for args in "run --in pcap:$tmp/private/x.pcap --devices none -q" "run -c $tmp/private/c.toml --devices none -q"; do
+    runuser -u nobody -- "$hpr" $args >"$tmp/nobody/priv.log" 2>&1
+    rc=$?
+    if [[ $rc -eq 3 ]] && grep -q "Permission denied" "$tmp/nobody/priv.log"; then echo "ok: nobody: hpr $args -> 3"
+    else fail "nobody: hpr $args exited $rc: $(cat "$tmp/nobody/priv.log")"; fi
+  done
 fi
+
+# A capture with no record and --loops 0 ends (it used to spin and ignore SIGTERM); so does hpr profile on it.
+printf '\xd4\xc3\xb2\xa1\x02\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\xff\xff\x00\x00\x01\x00\x00\x00' >"$tmp/empty.pcap"
+timeout -s KILL 60 "$hpr" run --in "pcap:$tmp/empty.pcap" --loops 0 --devices none -q >"$tmp/empty.log" 2>&1
+rc=$?
+if [[ $rc -eq 0 ]] && grep -q "not reading it again" "$tmp/empty.log"; then echo "ok: empty capture with --loops 0 ends"
+else fail "empty capture with --loops 0: exit $rc: $(tail -c 300 "$tmp/empty.log")"; fi
+expect 2 "is a directory" run --table "$tmp" --devices none -q --packets 10
 
 "$hpr" --help | grep -q "Exit codes: 0 ok; 1" || fail "--help does not list the exit codes"
 "$hpr" bench >"$tmp/bench.txt" || fail "hpr bench (list) exited $?"

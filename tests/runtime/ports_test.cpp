@@ -4,6 +4,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "hpr/data_dir.hpp"
@@ -165,4 +166,48 @@ TEST_CASE("a capture target that is not a regular file is refused") {
   CHECK(dev.status().message().find("not a regular file") != std::string::npos);
   auto dir = make_pcap_port({.tx_path = std::filesystem::temp_directory_path().string()});
   REQUIRE(!dir.is_ok());
+}
+
+TEST_CASE("a capture with no usable record ends even with loops = 0 (no endless re-reading)") {
+  namespace fs = std::filesystem;
+  std::string p = (fs::temp_directory_path() / "hpr_ports_empty.pcap").string();
+  {
+    // A pcap header and no record.
+    const unsigned char hdr[24] = {0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0};
+    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(hdr), sizeof hdr);
+  }
+  auto port = make_pcap_port({.rx_path = p, .loops = 0, .pool_slots = 8});
+  REQUIRE(port.is_ok());
+  Packet pkts[8];
+  int calls = 0;
+  while (!(*port)->rx_done() && calls < 1000) {
+    CHECK((*port)->rx_burst(pkts, 8, 1) == 0);
+    ++calls;
+  }
+  CHECK((*port)->rx_done());
+  CHECK(calls <= 2);
+  // Every frame too long for a slot: the same.
+  std::string q = (fs::temp_directory_path() / "hpr_ports_long.pcap").string();
+  {
+    auto w = PcapWriter::open(q);
+    REQUIRE(w.is_ok());
+    std::vector<uint8_t> frame(3000, 0xab);
+    w->write(1, frame);
+    REQUIRE(w->finish().is_ok());
+  }
+  auto big = make_pcap_port({.rx_path = q, .loops = 0, .pool_slots = 8});
+  REQUIRE(big.is_ok());
+  uint64_t got = 0;
+  calls = 0;
+  while (!(*big)->rx_done() && calls < 1000) {
+    uint16_t n = (*big)->rx_burst(pkts, 8, 1);
+    (*big)->release(pkts, n);
+    got += n;
+    ++calls;
+  }
+  CHECK((*big)->rx_done());
+  CHECK(got == 0);
+  CHECK((*big)->stats().rx_too_long == 1);
+  fs::remove(q);
+  fs::remove(p);
 }
