@@ -1,5 +1,7 @@
 #include "pipeline/lane.hpp"
 
+#include "pipeline/pipeline_internal.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include "hpr/clock.hpp"
@@ -16,7 +18,12 @@ Lane::Lane(LaneConfig cfg, const kernels::App& app, std::unique_ptr<Executor> ex
 
 Lane::~Lane() { join(); }
 
-void Lane::start() { thread_ = std::thread([this] { run(); }); }
+void Lane::start() {
+  thread_ = std::thread([this] {
+    detail::fine_timer_slack();
+    run();
+  });
+}
 void Lane::join() {
   if (thread_.joinable()) thread_.join();
 }
@@ -91,8 +98,7 @@ void Lane::run() {
       continue;
     }
     // Nothing to do: spin briefly, then yield, then sleep, so idle lanes leave the cores to busy ones.
-    if (++idle_rounds > 64) std::this_thread::sleep_for(std::chrono::microseconds(idle_rounds > 1024 ? 50 : 5));
-    else std::this_thread::yield();
+    detail::backoff(idle_rounds);
   }
 }
 
@@ -114,7 +120,7 @@ bool Lane::poll() {
   uint64_t now = monotonic_ns();
   bool stopping = stop_.load(std::memory_order_acquire);
   bool close = !batch_.empty() && (batch_.size() >= target || now - first_ns_ >= cfg_.batch_timeout_ns ||
-                                   (stopping && input_.empty()));
+                                   ((stopping || cfg_.run_what_arrived) && input_.empty()));
   if (close && exec_->outstanding() == exec_->slots()) {
     reap(/*wait=*/true);  // all slots busy: wait for the oldest
     if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) return true;

@@ -64,6 +64,11 @@ struct LaneConfig {
   double weight = 1.0;              // share of new flows
   uint64_t fail_after_batches = 0;  // fault injection: fail at this submit (0: never)
   uint64_t slow_batch_ns = 0;       // fault injection: a slow lane, sleeping this long before each submit
+  // Close a batch as soon as the queue is empty instead of waiting for batch_size or the timeout:
+  // a native lane runs what has arrived (at light load a batch would otherwise wait for its timeout;
+  // under load the queue is never empty and batches fill). Devices keep timeout batching: a launch
+  // costs them far more than a packet.
+  bool run_what_arrived = false;
 };
 
 enum class LaneState : uint8_t { kRunning, kFailed, kDrained, kRemoved };

@@ -217,9 +217,15 @@ Summary Pipeline::run() {
   start_ns_ = monotonic_ns();
   if (!cfg_.run_to_completion) {
     for (auto& l : lanes_) l->start();
-    egress_ = std::thread([this] { egress_loop(); });
+    egress_ = std::thread([this] {
+      detail::fine_timer_slack();
+      egress_loop();
+    });
   }
-  dispatcher_ = std::thread([this] { dispatch_loop(); });
+  dispatcher_ = std::thread([this] {
+    detail::fine_timer_slack();
+    dispatch_loop();
+  });
   uint64_t last = start_ns_;
   while (!dispatch_done_.load(std::memory_order_acquire)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -1,5 +1,7 @@
 #pragma once
 // Helpers shared by the pipeline's translation units (pipeline.cpp, dispatch.cpp, egress.cpp).
+#include <sys/prctl.h>
+
 #include <chrono>
 #include <cstdint>
 #include <thread>
@@ -8,6 +10,10 @@
 namespace hpr::detail {
 
 inline constexpr uint8_t kNoLane = 0xff;
+
+// A sleep of a few microseconds lasts the thread's timer slack longer (50 us by default on Linux):
+// pollers that back off set 1 us, so an idle lane or egress thread wakes within ~10 us, not ~60 us.
+inline void fine_timer_slack() { ::prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL); }
 
 // Spin, then yield, then sleep a little: a poller that found no work.
 inline void backoff(int& rounds) {

@@ -68,6 +68,9 @@ struct RunConfig {
   bool backpressure = true;
   // One thread for rx, classification, every lane and tx (PipelineConfig::run_to_completion).
   bool run_to_completion = false;
+  // Native lanes close a batch as soon as their queue is empty (LaneConfig::run_what_arrived); off: they
+  // wait for `batch` packets or `batch_timeout_us`, as device lanes do.
+  bool native_run_what_arrived = true;
   // [lanes.weights]: lane name substring → share of new flows (>= 0). Default: an OpenCL lane weighs
   // its device's compute units, a native lane 1.
   std::map<std::string, double> lane_weights;

@@ -192,6 +192,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     LaneSpec s;
     s.kind = LaneSpec::Kind::kNative;
     s.lane = lane_cfg(fmt::format("native{}", i));
+    s.lane.run_what_arrived = c.native_run_what_arrived;
     weigh(s.lane, 1);
     pc.lanes.push_back(std::move(s));
   }

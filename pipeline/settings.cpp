@@ -408,6 +408,10 @@ std::vector<Setting> make_settings() {
                    "on: one thread does rx, classification, every lane and tx (for few cores); off (default): a "
                    "thread per lane and one for egress",
                    HPR_REF(bool, run_to_completion)),
+      bool_setting("lanes.run_what_arrived", "",
+                   "Native lanes run what has arrived as soon as their queue is empty (default true); false: they "
+                   "wait for a full batch or timeout_us like device lanes",
+                   HPR_REF(bool, native_run_what_arrived)),
       uint_setting("flows.capacity", "", "Flows alive at once (also the AES key table size; 1..16777216)", 1,
                    1u << 24, HPR_SET(uint32_t, flow_capacity)),
       num_setting("flows.idle_s", "", "Age flows idle this long (seconds, 0.001..86400)", 0.001, kDay,

@@ -181,6 +181,7 @@ TEST_CASE("a lane that fails while draining at the end: what it held is counted 
     c.native_lanes = 1;
     c.batch = 64;
     c.batch_timeout_us = 10'000'000;
+    c.native_run_what_arrived = false;
     c.fail_after = {{"native0", 16}};
     c.run_to_completion = rtc;
     Summary s = run_to_end(c);
