@@ -164,6 +164,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
     fmt::print(stderr, "hpr run: {}\n", v.message());
     return kExitConfig;
   }
+  const bool auto_rtc = auto_run_to_completion(cfg);
   cli::adjust_run_config(cfg);
   auto ctx = prepare_run(cfg);
   if (!ctx) {
@@ -186,7 +187,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
   fmt::print("hpr run: app {} | in {} | out {} | lanes:", c.app->name(), c.rx->describe(), c.tx->describe());
   for (const auto& d : c.devices) fmt::print(" [{} {}]", d.name, kind_name(d.kind));
   fmt::print(" [native x{}] | batch {}{} | {}\n", cfg.native_lanes, cfg.batch,
-             cfg.run_to_completion ? " | run to completion (one thread)" : "", cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listening() + "/metrics");
+             cfg.run_to_completion ? (auto_rtc ? " | run to completion (one thread: one native lane, no device)" : " | run to completion (one thread)") : "", cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listening() + "/metrics");
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
   fmt::print("  {}\n", (*extras)->describe());
   Summary prev;

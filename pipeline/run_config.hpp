@@ -68,6 +68,9 @@ struct RunConfig {
   bool backpressure = true;
   // One thread for rx, classification, every lane and tx (PipelineConfig::run_to_completion).
   bool run_to_completion = false;
+  // Set when the file or a flag gave run_to_completion; `hpr run` otherwise turns it on by itself for a
+  // run of one native lane and no device (auto_run_to_completion).
+  bool run_to_completion_given = false;
   // Native lanes close a batch as soon as their queue is empty (LaneConfig::run_what_arrived); off: they
   // wait for `batch` packets or `batch_timeout_us`, as device lanes do.
   bool native_run_what_arrived = true;
@@ -100,6 +103,10 @@ struct RunConfig {
 // Errors: kNotFound (file), kInvalidArgument naming the key and the accepted values.
 Result<RunConfig> load_run_config(const std::string& path);
 Status validate(const RunConfig& c);
+// Without an explicit lanes.run_to_completion, a run of one native lane and no OpenCL device runs to
+// completion: one thread has the whole path, so no packet waits for another thread to be scheduled
+// (light load, or a core shared with another process). Returns whether it turned the mode on.
+bool auto_run_to_completion(RunConfig& c);
 // "dur_s:pps,dur_s:pps" → generator rate steps. Errors: kInvalidArgument naming the bad item.
 Result<std::vector<RateStep>> parse_rate_steps(const std::string& spec);
 

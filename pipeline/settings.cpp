@@ -195,6 +195,17 @@ Setting list_setting(std::string_view key, std::string_view flag, std::string_vi
   return s;
 }
 
+// Also records that the user gave the setting (for defaults that depend on other settings).
+Setting given_setting(Setting s, Ref<bool> given) {
+  auto inner = s.apply;
+  s.apply = [=](RunConfig& c, const SettingValue& v) -> Status {
+    HPR_RETURN_IF_ERROR(inner(c, v));
+    given(c) = true;
+    return Status::ok();
+  };
+  return s;
+}
+
 // --in / --out: pcap:PATH | dpdk:ETHDEV | gen | null, a shortcut for [input]/[output] kind and path.
 Setting endpoint_setting(std::string_view flag, bool input) {
   Setting s{"", flag,
@@ -404,10 +415,12 @@ std::vector<Setting> make_settings() {
                    "on (default): wait when a lane queue is full (the input port's ring fills); off: drop as "
                    "queue_full",
                    HPR_REF(bool, backpressure)),
-      bool_setting("lanes.run_to_completion", "--run-to-completion",
-                   "on: one thread does rx, classification, every lane and tx (for few cores); off (default): a "
-                   "thread per lane and one for egress",
-                   HPR_REF(bool, run_to_completion)),
+      given_setting(bool_setting("lanes.run_to_completion", "--run-to-completion",
+                                 "on: one thread does rx, classification, every lane and tx (for few cores); off: a "
+                                 "thread per lane and one for egress. Default: on for one native lane and no "
+                                 "device, else off",
+                                 HPR_REF(bool, run_to_completion)),
+                    HPR_REF(bool, run_to_completion_given)),
       bool_setting("lanes.run_what_arrived", "",
                    "Native lanes run what has arrived as soon as their queue is empty (default true); false: they "
                    "wait for a full batch or timeout_us like device lanes",

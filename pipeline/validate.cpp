@@ -160,4 +160,11 @@ Result<std::vector<RateStep>> parse_rate_steps(const std::string& spec) {
   return out;
 }
 
+bool auto_run_to_completion(RunConfig& c) {
+  if (c.run_to_completion_given || c.run_to_completion) return false;
+  if (c.native_lanes != 1 || c.devices != std::vector<std::string>{"none"}) return false;
+  c.run_to_completion = true;
+  return true;
+}
+
 }  // namespace hpr
