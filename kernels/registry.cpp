@@ -1,5 +1,7 @@
 #include "kernels/registry.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <filesystem>
 
 #include "hpr/data_dir.hpp"
@@ -19,7 +21,11 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     c.num_ports = opt.ports;
     if (!opt.drop_non_ipv4) c.non_ipv4_port = 0;
     std::string routes = opt.routes.empty() ? data_path("routes/ipasn_20140513.dat.gz") : opt.routes;
-    auto a = ipv4::Ipv4App::from_file(routes, c);
+    auto load = ipv4::load_routes(routes, ipv4::RouteFormat::kAuto, c.num_ports);
+    if (!load) return error(load.status().code(), "app.routes (--routes): {}", load.status().message());
+    spdlog::info("routes: {} IPv4 prefixes from {} ({} IPv6 lines skipped, {} duplicates, later line wins)",
+                 load->routes.size(), routes, load->ipv6_skipped, load->duplicates);
+    auto a = ipv4::Ipv4App::create(load->routes, c);
     if (!a) return error(a.status().code(), "app.routes (--routes): {}", a.status().message());
     return std::shared_ptr<App>(std::move(*a));
   }
