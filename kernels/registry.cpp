@@ -33,6 +33,12 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     std::string rules = opt.rules.empty() ? data_path("rules/et-open-2017") : opt.rules;
     auto set = std::filesystem::is_directory(rules) ? dpi::load_rule_dir(rules) : dpi::load_rule_files({rules});
     if (!set) return error(set.status().code(), "app.rules (--rules): {}", set.status().message());
+    if (const auto& w = set->stats.warnings; !w.empty()) {
+      if (opt.strict_rules)
+        return error(Code::kInvalidArgument, "app.rules (--rules): {} rules could not be read (--strict-rules): first: {}",
+                     w.size(), w.front());
+      spdlog::warn("app.rules (--rules): {} (--strict-rules refuses such a rule set)", dpi::warnings_summary(set->stats));
+    }
     dpi::DpiConfig c;
     c.max_slice_bytes = opt.max_frame_bytes;
     auto a = dpi::DpiApp::create(std::move(*set), c);

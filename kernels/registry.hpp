@@ -14,6 +14,7 @@ struct AppOptions {
   uint32_t ports = 4;        // ipv4: output ports (next hop = origin AS mod ports for BGP tables)
   bool drop_non_ipv4 = false;// ipv4: drop non-IPv4 (kNotIPv4) instead of passing to port 0
   std::string rules;         // dpi: rule file or directory of *.rules
+  bool strict_rules = false; // dpi: a rule that cannot be read refuses the rule set (else: skipped, logged)
   std::string keys;          // aes: key file; empty: keys derived from the master key
   std::string master_key;    // aes: hex master key for derived keys
   uint32_t key_capacity = 65536;     // aes: key table slots (= flow table capacity; keys indexed by flow id)
