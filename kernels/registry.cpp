@@ -2,10 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "hpr/data_dir.hpp"
 #include "kernels/aes/aes_app.hpp"
+#include "kernels/aes/key_source.hpp"
 #include "kernels/dpi/dpi_app.hpp"
 #include "kernels/dpi/rules.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
@@ -52,27 +54,12 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     return std::shared_ptr<App>(std::make_shared<md5::Md5App>(o));
   }
   if (name == "aes") {
-    auto keys = std::make_shared<aes::KeyTable>(opt.key_capacity);
-    if (!opt.keys.empty()) {
-      auto entries = aes::load_key_file(opt.keys);
-      if (!entries) return error(entries.status().code(), "app.keys (--keys): {}", entries.status().message());
-      // Lines naming a 5-tuple need the flow table: only "flow <id> <key>" lines apply at start.
-      auto n = aes::install(*keys, *entries, [](const aes::FlowTuple&) { return kNoFlow; }, opt.keys);
-      if (!n) return error(n.status().code(), "app.keys (--keys): {}", n.status().message());
-    } else if (!opt.master_key.empty()) {
-      aes::Key master{};
-      if (opt.master_key.size() != 32 ||
-          opt.master_key.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-        return error(Code::kInvalidArgument, "app.master_key: want 32 hex digits (16 bytes), got '{}'", opt.master_key);
-      for (size_t i = 0; i < 16; ++i) master[i] = static_cast<uint8_t>(std::stoi(opt.master_key.substr(2 * i, 2), nullptr, 16));
-      aes::fill_derived(*keys, master, 0, opt.key_capacity);
-    } else {
-      return error(Code::kInvalidArgument,
-                   "app aes needs keys: app.keys (a key file) or app.master_key (32 hex digits; keys derived per flow)");
-    }
+    const char* env = std::getenv(aes::kMasterKeyEnv);
+    auto keys = aes::make_key_table({opt.keys, opt.master_key, opt.master_key_file, env ? env : ""}, opt.key_capacity);
+    if (!keys) return keys.status();
     aes::AesOptions o;
     o.max_payload_bytes = opt.max_frame_bytes;
-    return std::shared_ptr<App>(std::make_shared<aes::AesApp>(keys, o));
+    return std::shared_ptr<App>(std::make_shared<aes::AesApp>(std::move(*keys), o));
   }
   std::string known;
   for (const auto& n : app_names()) known += (known.empty() ? "" : ", ") + n;

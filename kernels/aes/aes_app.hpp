@@ -120,12 +120,19 @@ struct KeyFileEntry {
   uint32_t line = 0;        // 1-based line in the file
 };
 
+// Parses 32 hex digits (either case) into a key. Errors (kInvalidArgument) say what is wrong and never
+// hold the text (it is key material): "want 32 hex digits (AES-128), got N characters" or
+// "want 32 hex digits (AES-128), character N is not one" (N 1-based).
+Result<Key> parse_hex_key(std::string_view hex);
+
 // Key file format (UTF-8 text, one entry a line; '#' starts a comment; blank lines ignored):
 //   flow <flow-id> <key>                                         key for a flow id
 //   <proto> <src-addr> <src-port> <dst-addr> <dst-port> <key>    key for a connection
 // proto: tcp | udp | sctp | a number 0..255; addresses IPv4 dotted or IPv6 (inet_pton), ports 0..65535,
-// key: 32 hex digits. Errors (kInvalidArgument) name "file:line: what is wrong"; kNotFound/kIoError when
-// the file cannot be read. A later line for the same flow/connection overrides an earlier one.
+// key: 32 hex digits. Errors (kInvalidArgument) name "file:line: what is wrong" and the field number, never
+// the text of the line (a shifted line puts the key where an address was expected); kInvalidArgument
+// for a directory; kNotFound (missing) / kIoError (unreadable) when the file cannot be read. A later line
+// for the same flow/connection overrides an earlier one.
 Result<std::vector<KeyFileEntry>> load_key_file(const std::string& path);
 Result<std::vector<KeyFileEntry>> parse_key_text(std::string_view text, std::string_view file_name);
 

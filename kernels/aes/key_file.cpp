@@ -1,8 +1,10 @@
 // Key files: parsing, loading and installing into a KeyTable (declared in aes_app.hpp).
 #include <arpa/inet.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -24,15 +26,6 @@ std::vector<uint8_t> canonical_bytes(const FlowTuple& t) {
 }
 
 namespace {
-
-bool parse_hex_key(std::string_view s, Key& key) {
-  if (s.size() != 32) return false;
-  for (size_t i = 0; i < 16; ++i) {
-    auto r = std::from_chars(s.data() + 2 * i, s.data() + 2 * i + 2, key[i], 16);
-    if (r.ec != std::errc() || r.ptr != s.data() + 2 * i + 2) return false;
-  }
-  return true;
-}
 
 template <typename T>
 bool parse_uint(std::string_view s, T max, T& v) {
@@ -59,6 +52,26 @@ bool parse_proto(std::string_view s, uint8_t& proto) {
 }
 
 }  // namespace
+
+Result<Key> parse_hex_key(std::string_view hex) {
+  // Never echo `hex`: it is key material (or a key with a typo, which is as secret).
+  if (hex.size() != 2 * kKeyBytes)
+    return error(Code::kInvalidArgument, "want 32 hex digits (AES-128), got {} characters", hex.size());
+  auto nibble = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  Key key{};
+  for (size_t i = 0; i < hex.size(); ++i) {
+    int v = nibble(hex[i]);
+    if (v < 0)
+      return error(Code::kInvalidArgument, "want 32 hex digits (AES-128), character {} is not one", i + 1);
+    key[i / 2] = static_cast<uint8_t>(key[i / 2] << 4 | v);
+  }
+  return key;
+}
 
 Result<std::vector<KeyFileEntry>> parse_key_text(std::string_view text, std::string_view file) {
   std::vector<KeyFileEntry> entries;
@@ -93,7 +106,8 @@ Result<std::vector<KeyFileEntry>> parse_key_text(std::string_view text, std::str
                      line_no, tok.size());
       e.by_flow_id = true;
       if (!parse_uint<uint32_t>(tok[1], 0xfffffffeu, e.flow_id))
-        return error(Code::kInvalidArgument, "{}:{}: bad flow id '{}'", file, line_no, tok[1]);
+        return error(Code::kInvalidArgument, "{}:{}: bad flow id in field 2 (a decimal number below 4294967295)", file,
+                     line_no);
       key_tok = tok[2];
     } else {
       if (tok.size() != 6)
@@ -102,26 +116,27 @@ Result<std::vector<KeyFileEntry>> parse_key_text(std::string_view text, std::str
                      "'flow <id> <key>', got {} fields",
                      file, line_no, tok.size());
       if (!parse_proto(tok[0], e.tuple.proto))
-        return error(Code::kInvalidArgument, "{}:{}: bad protocol '{}' (tcp, udp, sctp or 0..255)", file, line_no,
-                     tok[0]);
+        return error(Code::kInvalidArgument, "{}:{}: bad protocol in field 1 (tcp, udp, sctp or 0..255)", file,
+                     line_no);
       uint8_t fam_src = 0, fam_dst = 0;
       if (!parse_addr(tok[1], fam_src, e.tuple.src))
-        return error(Code::kInvalidArgument, "{}:{}: bad source address '{}'", file, line_no, tok[1]);
+        return error(Code::kInvalidArgument, "{}:{}: bad source address in field 2 (IPv4 or IPv6)", file, line_no);
       if (!parse_uint<uint16_t>(tok[2], 65535, e.tuple.sport))
-        return error(Code::kInvalidArgument, "{}:{}: bad source port '{}'", file, line_no, tok[2]);
+        return error(Code::kInvalidArgument, "{}:{}: bad source port in field 3 (0..65535)", file, line_no);
       if (!parse_addr(tok[3], fam_dst, e.tuple.dst))
-        return error(Code::kInvalidArgument, "{}:{}: bad destination address '{}'", file, line_no, tok[3]);
+        return error(Code::kInvalidArgument, "{}:{}: bad destination address in field 4 (IPv4 or IPv6)", file,
+                     line_no);
       if (!parse_uint<uint16_t>(tok[4], 65535, e.tuple.dport))
-        return error(Code::kInvalidArgument, "{}:{}: bad destination port '{}'", file, line_no, tok[4]);
+        return error(Code::kInvalidArgument, "{}:{}: bad destination port in field 5 (0..65535)", file, line_no);
       if (fam_src != fam_dst)
         return error(Code::kInvalidArgument, "{}:{}: source and destination address families differ", file,
                      line_no);
       e.tuple.family = fam_src;
       key_tok = tok[5];
     }
-    if (!parse_hex_key(key_tok, e.key))
-      return error(Code::kInvalidArgument, "{}:{}: key must be 32 hex digits (AES-128), got '{}'", file, line_no,
-                   key_tok);
+    auto key = parse_hex_key(key_tok);
+    if (!key) return error(Code::kInvalidArgument, "{}:{}: key: {}", file, line_no, key.status().message());
+    e.key = *key;
     entries.push_back(e);
     if (eol == text.size()) break;
   }
@@ -129,8 +144,14 @@ Result<std::vector<KeyFileEntry>> parse_key_text(std::string_view text, std::str
 }
 
 Result<std::vector<KeyFileEntry>> load_key_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return error(Code::kInvalidArgument, "key file '{}' is a directory (want a file of key lines)", path);
+  errno = 0;
   std::ifstream f(path, std::ios::binary);
-  if (!f) return error(Code::kNotFound, "cannot open key file '{}'", path);
+  if (!f)
+    return error(errno == ENOENT ? Code::kNotFound : Code::kIoError, "cannot open key file '{}': {}", path,
+                 std::strerror(errno));
   std::ostringstream ss;
   ss << f.rdbuf();
   if (f.bad()) return error(Code::kIoError, "read error on key file '{}'", path);

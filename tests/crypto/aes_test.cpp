@@ -271,14 +271,14 @@ TEST_CASE("aes: key files: both line forms, comments, install through a resolver
 
 TEST_CASE("aes: bad key file lines name file and line") {
   struct Bad { const char* text; const char* want; };
-  for (Bad b : {Bad{"flow 1 0011", "k.txt:1: key must be 32 hex digits"},
-                Bad{"\n\nflow x 000102030405060708090a0b0c0d0e0f", "k.txt:3: bad flow id 'x'"},
+  for (Bad b : {Bad{"flow 1 0011", "k.txt:1: key: want 32 hex digits"},
+                Bad{"\n\nflow x 000102030405060708090a0b0c0d0e0f", "k.txt:3: bad flow id in field 2"},
                 Bad{"flow 1", "k.txt:1: expected 'flow <flow-id>"},
                 Bad{"tcp 10.0.0.1 1 10.0.0.300 2 000102030405060708090a0b0c0d0e0f", "k.txt:1: bad destination address"},
                 Bad{"tcp 10.0.0.1 99999 10.0.0.3 2 000102030405060708090a0b0c0d0e0f", "k.txt:1: bad source port"},
                 Bad{"icmpx 10.0.0.1 1 10.0.0.3 2 000102030405060708090a0b0c0d0e0f", "k.txt:1: bad protocol"},
                 Bad{"tcp 10.0.0.1 1 ::1 2 000102030405060708090a0b0c0d0e0f", "k.txt:1: source and destination"},
-                Bad{"# ok\nflow 1 000102030405060708090a0b0c0d0e0g", "k.txt:2: key must be"},
+                Bad{"# ok\nflow 1 000102030405060708090a0b0c0d0e0g", "k.txt:2: key: want 32 hex digits (AES-128), character 32 is not one"},
                 Bad{"tcp 1.2.3.4 1 5.6.7.8", "k.txt:1: expected '<proto>"}}) {
     auto r = parse_key_text(b.text, "k.txt");
     INFO(b.text);
