@@ -1,6 +1,8 @@
 // AesApp and KeyTable (see aes_app.hpp). Key files: key_file.cpp; key derivation: key_derive.cpp.
 #include <algorithm>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "kernels/aes/aes_app.hpp"
 #include "kernels/aes/aes_tables.hpp"
@@ -17,6 +19,37 @@ Status KeyTable::set_key(uint32_t flow, const Key& key) {
   if (valid_[flow] == 0) ++count_;
   valid_[flow] = 1;
   return Status::ok();
+}
+
+void KeyTable::set_keys(uint32_t first, uint32_t n, unsigned threads, const std::function<KeyFn()>& make_key_of) {
+  const uint64_t end = std::min<uint64_t>(uint64_t{first} + n, capacity());
+  if (first >= end) return;
+  const uint64_t total = end - first;
+  constexpr uint64_t kMinPerPart = 16384;  // below this a thread costs more than it saves
+  const auto parts = static_cast<unsigned>(std::clamp<uint64_t>(threads, 1, (total + kMinPerPart - 1) / kMinPerPart));
+  std::vector<uint32_t> fresh(parts, 0);
+  auto run_part = [&](unsigned p) {
+    const uint64_t lo = first + total * p / parts, hi = first + total * (p + 1) / parts;
+    KeyFn key_of = make_key_of();
+    uint32_t added = 0;
+    for (uint64_t f = lo; f < hi; ++f) {
+      sched_[f] = expand_key(key_of(static_cast<uint32_t>(f)));
+      added += valid_[f] == 0;
+      valid_[f] = 1;
+    }
+    fresh[p] = added;
+  };
+  std::vector<std::thread> pool;
+  for (unsigned p = 1; p < parts; ++p) {
+    try {
+      pool.emplace_back(run_part, p);
+    } catch (const std::system_error&) {
+      run_part(p);  // no thread to be had: this part on the calling thread
+    }
+  }
+  run_part(0);
+  for (auto& t : pool) t.join();
+  for (uint32_t a : fresh) count_ += a;
 }
 
 void KeyTable::clear_key(uint32_t flow) {
