@@ -37,9 +37,11 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     if (!set) return error(set.status().code(), "app.rules (--rules): {}", set.status().message());
     if (const auto& w = set->stats.warnings; !w.empty()) {
       if (opt.strict_rules)
-        return error(Code::kInvalidArgument, "app.rules (--rules): {} rules could not be read (--strict-rules): first: {}",
-                     w.size(), w.front());
-      spdlog::warn("app.rules (--rules): {} (--strict-rules refuses such a rule set)", dpi::warnings_summary(set->stats));
+        return error(Code::kInvalidArgument,
+                     "app.rules (--rules): {} rules could not be read (--strict-rules): first: {}", w.size(),
+                     w.front());
+      spdlog::warn("app.rules (--rules): {} (--strict-rules refuses such a rule set)",
+                   dpi::warnings_summary(set->stats));
     }
     dpi::DpiConfig c;
     c.max_slice_bytes = opt.max_frame_bytes;

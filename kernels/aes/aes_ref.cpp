@@ -132,7 +132,7 @@ HPR_AESNI RoundKeys expand_key_aesni(const Key& key) {
   __m128i* out = reinterpret_cast<__m128i*>(rk.bytes);
   __m128i k = _mm_loadu_si128(reinterpret_cast<const __m128i*>(key.data()));
   _mm_store_si128(out, k);
-#define HPR_EXPAND(r, rcon)                                   \
+#define HPR_EXPAND(r, rcon)                               \
   k = expand_step(k, _mm_aeskeygenassist_si128(k, rcon)); \
   _mm_store_si128(out + (r), k)
   HPR_EXPAND(1, 0x01);

@@ -66,8 +66,7 @@ Result<Key> parse_hex_key(std::string_view hex) {
   Key key{};
   for (size_t i = 0; i < hex.size(); ++i) {
     int v = nibble(hex[i]);
-    if (v < 0)
-      return error(Code::kInvalidArgument, "want 32 hex digits (AES-128), character {} is not one", i + 1);
+    if (v < 0) return error(Code::kInvalidArgument, "want 32 hex digits (AES-128), character {} is not one", i + 1);
     key[i / 2] = static_cast<uint8_t>(key[i / 2] << 4 | v);
   }
   return key;
@@ -124,8 +123,7 @@ Result<std::vector<KeyFileEntry>> parse_key_text(std::string_view text, std::str
       if (!parse_uint<uint16_t>(tok[2], 65535, e.tuple.sport))
         return error(Code::kInvalidArgument, "{}:{}: bad source port in field 3 (0..65535)", file, line_no);
       if (!parse_addr(tok[3], fam_dst, e.tuple.dst))
-        return error(Code::kInvalidArgument, "{}:{}: bad destination address in field 4 (IPv4 or IPv6)", file,
-                     line_no);
+        return error(Code::kInvalidArgument, "{}:{}: bad destination address in field 4 (IPv4 or IPv6)", file, line_no);
       if (!parse_uint<uint16_t>(tok[4], 65535, e.tuple.dport))
         return error(Code::kInvalidArgument, "{}:{}: bad destination port in field 5 (0..65535)", file, line_no);
       if (fam_src != fam_dst)

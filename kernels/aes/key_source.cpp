@@ -27,7 +27,8 @@ Result<std::shared_ptr<KeyTable>> from_key_file(const std::string& path, uint32_
   if (!entries) return error(entries.status().code(), "{}: {}", kKeysSetting, entries.status().message());
   auto table = std::make_shared<KeyTable>(capacity);
   // Lines naming a connection need the flow table: only "flow <id> <key>" lines apply at start.
-  auto n = install(*table, *entries, [](const FlowTuple&) { return kNoFlow; }, path);
+  auto n = install(
+      *table, *entries, [](const FlowTuple&) { return kNoFlow; }, path);
   if (!n) return error(n.status().code(), "{}: {}", kKeysSetting, n.status().message());
   const size_t connections = entries->size() - *n;
   if (*n == 0) {
@@ -41,9 +42,10 @@ Result<std::shared_ptr<KeyTable>> from_key_file(const std::string& path, uint32_
                  kKeysSetting, path, connections);
   }
   if (connections > 0)
-    spdlog::warn("{}: {} connection line(s) of '{}' not applied (they need the flow table; 'flow <id> <key>' lines "
-                 "apply at start)",
-                 kKeysSetting, connections, path);
+    spdlog::warn(
+        "{}: {} connection line(s) of '{}' not applied (they need the flow table; 'flow <id> <key>' lines "
+        "apply at start)",
+        kKeysSetting, connections, path);
   spdlog::info("aes: {} key(s) from key file '{}'", *n, path);
   return table;
 }
@@ -69,14 +71,15 @@ Result<Key> read_master_key_file(const std::string& path) {
     return error(Code::kInvalidArgument, "{}: '{}': is larger than {} bytes (want 32 hex digits)", kMasterFileSetting,
                  path, kMaxKeyFileBytes);
   std::string_view hex = trim_space(text);
-  if (hex.empty()) return error(Code::kInvalidArgument, "{}: '{}': is empty (want 32 hex digits)", kMasterFileSetting, path);
+  if (hex.empty())
+    return error(Code::kInvalidArgument, "{}: '{}': is empty (want 32 hex digits)", kMasterFileSetting, path);
   auto key = parse_hex_key(hex);
   if (!key) return error(Code::kInvalidArgument, "{}: '{}': {}", kMasterFileSetting, path, key.status().message());
   return key;
 }
 
 Result<std::shared_ptr<KeyTable>> make_key_table(const KeySources& s, uint32_t capacity) {
-  const char* master_setting = !s.master_key.empty() ? kMasterSetting
+  const char* master_setting = !s.master_key.empty()        ? kMasterSetting
                                : !s.master_key_file.empty() ? kMasterFileSetting
                                                             : nullptr;
   if (!s.keys.empty() && master_setting != nullptr)
@@ -102,8 +105,7 @@ Result<std::shared_ptr<KeyTable>> make_key_table(const KeySources& s, uint32_t c
     from = fmt::format("{} '{}'", kMasterFileSetting, s.master_key_file);
   } else if (!s.env_master_key.empty()) {
     master = parse_hex_key(s.env_master_key);
-    if (!master)
-      return error(Code::kInvalidArgument, "{} (environment): {}", kMasterKeyEnv, master.status().message());
+    if (!master) return error(Code::kInvalidArgument, "{} (environment): {}", kMasterKeyEnv, master.status().message());
     from = fmt::format("the environment ({})", kMasterKeyEnv);
   } else {
     return error(Code::kInvalidArgument,

@@ -1,9 +1,9 @@
 // Key sources of the aes app (issue 16 item 7, kernels/aes/key_source.hpp): key material is never echoed
 // in an error, master key from a setting, a file or HPR_MASTER_KEY with a fixed precedence, conflicting
 // settings refused, key files that yield no key refused.
-#include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -21,7 +21,7 @@ namespace {
 
 constexpr uint32_t kCap = 64;
 // A "secret" with a typo (31 hex digits + 'z', or one digit short): the text must never be printed.
-const std::string kSecret = "5ec2e75ec2e75ec2e75ec2e75ec2e7a";        // 31 characters
+const std::string kSecret = "5ec2e75ec2e75ec2e75ec2e75ec2e7a";          // 31 characters
 const std::string kSecretBadChar = "5ec2e75ec2e75ec2e75ec2e75ec2e7az";  // 32, 'z' at 32
 const std::string kGood = "000102030405060708090a0b0c0d0e0f";
 
@@ -65,21 +65,20 @@ TEST_CASE("aes keys: a malformed master key is described, never echoed") {
     check_not_echoed(a.status().message(), secret);
   }
   CHECK(parse_hex_key(kSecret).status().message() == "want 32 hex digits (AES-128), got 31 characters");
-  CHECK(parse_hex_key(kSecretBadChar).status().message() ==
-        "want 32 hex digits (AES-128), character 32 is not one");
+  CHECK(parse_hex_key(kSecretBadChar).status().message() == "want 32 hex digits (AES-128), character 32 is not one");
   CHECK(parse_hex_key("000102030405060708090A0B0C0D0E0F").value() == parse_hex_key(kGood).value());
 }
 
 TEST_CASE("aes keys: a malformed key-file line is described by file:line and field, never echoed") {
   const std::string key = "a1b2c3d4e5f60718293a4b5c6d7e8f90";
   const std::string lines[] = {
-      "flow 1 " + kSecretBadChar,                          // bad key
-      "tcp 10.0.0.1 80 " + key + " 443 10.0.0.2",         // shifted: the key where an address belongs
-      "flow " + key + " 1",                                // the key where the flow id belongs
-      key + " 10.0.0.1 80 10.0.0.2 443 " + key,            // the key where the protocol belongs
-      "udp " + key + " 80 10.0.0.2 443 " + key,            // ... the source address
-      "udp 10.0.0.1 " + key + " 10.0.0.2 443 " + key,      // ... the source port
-      "udp 10.0.0.1 80 10.0.0.2 " + key + " " + key,       // ... the destination port
+      "flow 1 " + kSecretBadChar,                      // bad key
+      "tcp 10.0.0.1 80 " + key + " 443 10.0.0.2",      // shifted: the key where an address belongs
+      "flow " + key + " 1",                            // the key where the flow id belongs
+      key + " 10.0.0.1 80 10.0.0.2 443 " + key,        // the key where the protocol belongs
+      "udp " + key + " 80 10.0.0.2 443 " + key,        // ... the source address
+      "udp 10.0.0.1 " + key + " 10.0.0.2 443 " + key,  // ... the source port
+      "udp 10.0.0.1 80 10.0.0.2 " + key + " " + key,   // ... the destination port
   };
   for (const auto& line : lines) {
     auto r = parse_key_text("# lab\n" + line + "\n", "k.txt");
@@ -116,13 +115,16 @@ TEST_CASE("aes keys: master_key_file gives the same keys as master_key; bad file
   const std::string bad = write_tmp("bad.key", kSecretBadChar + "\n");
   const std::string two = write_tmp("two.key", kGood + "\n" + kSecret + "\n");
   const std::string big = write_tmp("big.key", std::string(kMaxKeyFileBytes + 1, ' '));
-  struct Case { std::string path, want; Code code; };
-  for (const Case& c : {Case{dir, "is a directory", Code::kInvalidArgument},
-                        Case{tmp_path("missing.key"), "cannot open", Code::kNotFound},
-                        Case{empty, "is empty", Code::kInvalidArgument},
-                        Case{bad, "want 32 hex digits (AES-128), character 32 is not one", Code::kInvalidArgument},
-                        Case{two, "want 32 hex digits (AES-128), got", Code::kInvalidArgument},
-                        Case{big, "is larger than 4096 bytes", Code::kInvalidArgument}}) {
+  struct Case {
+    std::string path, want;
+    Code code;
+  };
+  for (const Case& c :
+       {Case{dir, "is a directory", Code::kInvalidArgument},
+        Case{tmp_path("missing.key"), "cannot open", Code::kNotFound}, Case{empty, "is empty", Code::kInvalidArgument},
+        Case{bad, "want 32 hex digits (AES-128), character 32 is not one", Code::kInvalidArgument},
+        Case{two, "want 32 hex digits (AES-128), got", Code::kInvalidArgument},
+        Case{big, "is larger than 4096 bytes", Code::kInvalidArgument}}) {
     AppOptions opt;
     opt.key_capacity = kCap;
     opt.master_key_file = c.path;
@@ -163,7 +165,8 @@ TEST_CASE("aes keys: HPR_MASTER_KEY is read only when no setting is given") {
     auto t = make_key_table({.master_key = kGood, .env_master_key = other}, kCap);
     REQUIRE(t);
     CHECK(same_keys(**t, **direct));
-    CHECK_THAT(log.text(), Catch::Contains("HPR_MASTER_KEY is set and not used: app.master_key (--master-key) is given"));
+    CHECK_THAT(log.text(),
+               Catch::Contains("HPR_MASTER_KEY is set and not used: app.master_key (--master-key) is given"));
     check_not_echoed(log.text(), other);
   }
   {
@@ -184,12 +187,16 @@ TEST_CASE("aes keys: HPR_MASTER_KEY is read only when no setting is given") {
 TEST_CASE("aes keys: two sources given at once are refused, naming both settings") {
   const std::string keys = write_tmp("ok.keys", "flow 3 " + kGood + "\n");
   const std::string mfile = write_tmp("ok.key", kGood);
-  struct Case { KeySources s; std::string a, b; };
-  for (const Case& c : {Case{{.keys = keys, .master_key = kGood}, "app.keys (--keys)", "app.master_key (--master-key)"},
-                        Case{{.keys = keys, .master_key_file = mfile}, "app.keys (--keys)",
-                             "app.master_key_file (--master-key-file)"},
-                        Case{{.master_key = kGood, .master_key_file = mfile}, "app.master_key (--master-key)",
-                             "app.master_key_file (--master-key-file)"}}) {
+  struct Case {
+    KeySources s;
+    std::string a, b;
+  };
+  for (const Case& c :
+       {Case{{.keys = keys, .master_key = kGood}, "app.keys (--keys)", "app.master_key (--master-key)"},
+        Case{{.keys = keys, .master_key_file = mfile}, "app.keys (--keys)", "app.master_key_file (--master-key-file)"},
+        Case{{.master_key = kGood, .master_key_file = mfile},
+             "app.master_key (--master-key)",
+             "app.master_key_file (--master-key-file)"}}) {
     auto t = make_key_table(c.s, kCap);
     REQUIRE_FALSE(t);
     CHECK(t.status().code() == Code::kInvalidArgument);
@@ -225,7 +232,8 @@ TEST_CASE("aes keys: a key file that yields no key, or a directory, is refused n
   std::filesystem::remove(dir);
 
   // Connection lines beside flow lines: the flow lines apply, the rest is said (not silently dropped).
-  const std::string mixed = write_tmp("mixed.keys", "flow 2 " + kGood + "\nudp 10.0.0.1 53 10.0.0.2 53 " + kGood + "\n");
+  const std::string mixed =
+      write_tmp("mixed.keys", "flow 2 " + kGood + "\nudp 10.0.0.1 53 10.0.0.2 53 " + kGood + "\n");
   hpr::test::LogCapture log;
   auto t = make_key_table({.keys = mixed}, kCap);
   std::filesystem::remove(mixed);

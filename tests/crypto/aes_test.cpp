@@ -279,7 +279,8 @@ TEST_CASE("aes: bad key file lines name file and line") {
                 Bad{"tcp 10.0.0.1 99999 10.0.0.3 2 000102030405060708090a0b0c0d0e0f", "k.txt:1: bad source port"},
                 Bad{"icmpx 10.0.0.1 1 10.0.0.3 2 000102030405060708090a0b0c0d0e0f", "k.txt:1: bad protocol"},
                 Bad{"tcp 10.0.0.1 1 ::1 2 000102030405060708090a0b0c0d0e0f", "k.txt:1: source and destination"},
-                Bad{"# ok\nflow 1 000102030405060708090a0b0c0d0e0g", "k.txt:2: key: want 32 hex digits (AES-128), character 32 is not one"},
+                Bad{"# ok\nflow 1 000102030405060708090a0b0c0d0e0g",
+                    "k.txt:2: key: want 32 hex digits (AES-128), character 32 is not one"},
                 Bad{"tcp 1.2.3.4 1 5.6.7.8", "k.txt:1: expected '<proto>"}}) {
     auto r = parse_key_text(b.text, "k.txt");
     INFO(b.text);

@@ -1,9 +1,9 @@
 // The dpi app factory (make_app, kernels/registry.cpp) and rules that cannot be read (issue 16 item 6):
 // one warning line with the count and the first five "file:line: reason" entries, never one line per bad
 // rule; AppOptions::strict_rules refuses such a rule set.
-#include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -29,7 +29,8 @@ std::string write_rules(int bad) {
       std::filesystem::temp_directory_path() / ("hpr_dpi_factory_" + std::to_string(getpid()) + ".rules");
   std::ofstream f(path);
   f << "alert tcp any any -> any any (msg:\"good\"; content:\"hello\"; sid:1;)\n";
-  for (int i = 0; i < bad; ++i) f << "alert tcp any any -> any any (msg:\"bad\"; content:\"open; sid:" << i + 2 << ";)\n";
+  for (int i = 0; i < bad; ++i)
+    f << "alert tcp any any -> any any (msg:\"bad\"; content:\"open; sid:" << i + 2 << ";)\n";
   return path;
 }
 
@@ -76,15 +77,16 @@ TEST_CASE("dpi factory: strict_rules refuses a rule set with an unreadable rule,
   std::filesystem::remove(path);
   REQUIRE_FALSE(app);
   CHECK(app.status().code() == hpr::Code::kInvalidArgument);
-  CHECK_THAT(app.status().message(),
-             Catch::StartsWith("app.rules (--rules): 3 rules could not be read (--strict-rules): first: " + path +
-                               ":2: "));
+  CHECK_THAT(
+      app.status().message(),
+      Catch::StartsWith("app.rules (--rules): 3 rules could not be read (--strict-rules): first: " + path + ":2: "));
 }
 
 TEST_CASE("warnings_summary: count, the first few, how many more") {
   hpr::dpi::LoadStats st;
   CHECK(hpr::dpi::warnings_summary(st).empty());
   st.warnings = {"a:1: x", "a:2: y", "a:3: z"};
-  CHECK(hpr::dpi::warnings_summary(st, 2) == "3 rule(s) could not be read and were skipped: a:1: x; a:2: y (and 1 more)");
+  CHECK(hpr::dpi::warnings_summary(st, 2) ==
+        "3 rule(s) could not be read and were skipped: a:1: x; a:2: y (and 1 more)");
   CHECK(hpr::dpi::warnings_summary(st) == "3 rule(s) could not be read and were skipped: a:1: x; a:2: y; a:3: z");
 }

@@ -1,10 +1,10 @@
 // Route files as they come (issue 16 item 9): pyasn tables with IPv6 prefixes mixed in (newer RouteViews
 // conversions), duplicate prefixes counted, the decompressed size capped (gzip bomb), and the one log line
 // of the ipv4 app factory.
-#include <catch2/catch.hpp>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -44,8 +44,10 @@ Slice real_slice(size_t n) {
     size_t nl = text->find('\n', pos);
     std::string line = text->substr(pos, nl - pos);
     pos = nl + 1;
-    if (line.empty() || line[0] == ';') s.header += line + "\n";
-    else s.lines.push_back(line);
+    if (line.empty() || line[0] == ';')
+      s.header += line + "\n";
+    else
+      s.lines.push_back(line);
   }
   return s;
 }
