@@ -1,9 +1,13 @@
 #include "kernels/registry.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
 #include <filesystem>
 
 #include "hpr/data_dir.hpp"
 #include "kernels/aes/aes_app.hpp"
+#include "kernels/aes/key_source.hpp"
 #include "kernels/dpi/dpi_app.hpp"
 #include "kernels/dpi/rules.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
@@ -19,7 +23,11 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     c.num_ports = opt.ports;
     if (!opt.drop_non_ipv4) c.non_ipv4_port = 0;
     std::string routes = opt.routes.empty() ? data_path("routes/ipasn_20140513.dat.gz") : opt.routes;
-    auto a = ipv4::Ipv4App::from_file(routes, c);
+    auto load = ipv4::load_routes(routes, ipv4::RouteFormat::kAuto, c.num_ports);
+    if (!load) return error(load.status().code(), "app.routes (--routes): {}", load.status().message());
+    spdlog::info("routes: {} IPv4 prefixes from {} ({} IPv6 lines skipped, {} duplicates, later line wins)",
+                 load->routes.size(), routes, load->ipv6_skipped, load->duplicates);
+    auto a = ipv4::Ipv4App::create(load->routes, c);
     if (!a) return error(a.status().code(), "app.routes (--routes): {}", a.status().message());
     return std::shared_ptr<App>(std::move(*a));
   }
@@ -27,6 +35,14 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     std::string rules = opt.rules.empty() ? data_path("rules/et-open-2017") : opt.rules;
     auto set = std::filesystem::is_directory(rules) ? dpi::load_rule_dir(rules) : dpi::load_rule_files({rules});
     if (!set) return error(set.status().code(), "app.rules (--rules): {}", set.status().message());
+    if (const auto& w = set->stats.warnings; !w.empty()) {
+      if (opt.strict_rules)
+        return error(Code::kInvalidArgument,
+                     "app.rules (--rules): {} rules could not be read (--strict-rules): first: {}", w.size(),
+                     w.front());
+      spdlog::warn("app.rules (--rules): {} (--strict-rules refuses such a rule set)",
+                   dpi::warnings_summary(set->stats));
+    }
     dpi::DpiConfig c;
     c.max_slice_bytes = opt.max_frame_bytes;
     auto a = dpi::DpiApp::create(std::move(*set), c);
@@ -40,27 +56,12 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     return std::shared_ptr<App>(std::make_shared<md5::Md5App>(o));
   }
   if (name == "aes") {
-    auto keys = std::make_shared<aes::KeyTable>(opt.key_capacity);
-    if (!opt.keys.empty()) {
-      auto entries = aes::load_key_file(opt.keys);
-      if (!entries) return error(entries.status().code(), "app.keys (--keys): {}", entries.status().message());
-      // Lines naming a 5-tuple need the flow table: only "flow <id> <key>" lines apply at start.
-      auto n = aes::install(*keys, *entries, [](const aes::FlowTuple&) { return kNoFlow; }, opt.keys);
-      if (!n) return error(n.status().code(), "app.keys (--keys): {}", n.status().message());
-    } else if (!opt.master_key.empty()) {
-      aes::Key master{};
-      if (opt.master_key.size() != 32 ||
-          opt.master_key.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-        return error(Code::kInvalidArgument, "app.master_key: want 32 hex digits (16 bytes), got '{}'", opt.master_key);
-      for (size_t i = 0; i < 16; ++i) master[i] = static_cast<uint8_t>(std::stoi(opt.master_key.substr(2 * i, 2), nullptr, 16));
-      aes::fill_derived(*keys, master, 0, opt.key_capacity);
-    } else {
-      return error(Code::kInvalidArgument,
-                   "app aes needs keys: app.keys (a key file) or app.master_key (32 hex digits; keys derived per flow)");
-    }
+    const char* env = std::getenv(aes::kMasterKeyEnv);
+    auto keys = aes::make_key_table({opt.keys, opt.master_key, opt.master_key_file, env ? env : ""}, opt.key_capacity);
+    if (!keys) return keys.status();
     aes::AesOptions o;
     o.max_payload_bytes = opt.max_frame_bytes;
-    return std::shared_ptr<App>(std::make_shared<aes::AesApp>(keys, o));
+    return std::shared_ptr<App>(std::make_shared<aes::AesApp>(std::move(*keys), o));
   }
   std::string known;
   for (const auto& n : app_names()) known += (known.empty() ? "" : ", ") + n;

@@ -14,8 +14,12 @@ struct AppOptions {
   uint32_t ports = 4;        // ipv4: output ports (next hop = origin AS mod ports for BGP tables)
   bool drop_non_ipv4 = false;// ipv4: drop non-IPv4 (kNotIPv4) instead of passing to port 0
   std::string rules;         // dpi: rule file or directory of *.rules
-  std::string keys;          // aes: key file; empty: keys derived from the master key
-  std::string master_key;    // aes: hex master key for derived keys
+  bool strict_rules = false;  // dpi: a rule that cannot be read refuses the rule set (else: skipped, logged)
+  // aes key sources (precedence and refusals: kernels/aes/key_source.hpp). Give one: a key file, or a
+  // master key as 32 hex digits or in a file; with none, the HPR_MASTER_KEY environment variable is read.
+  std::string keys;                  // aes: key file ("flow <id> <key>" lines)
+  std::string master_key;            // aes: master key, 32 hex digits; keys derived per flow id
+  std::string master_key_file;       // aes: file holding the master key (32 hex digits, whitespace around allowed)
   uint32_t key_capacity = 65536;     // aes: key table slots (= flow table capacity; keys indexed by flow id)
   bool md5_whole_frame = false;      // md5: digest the whole frame instead of the L4 payload
   uint32_t max_frame_bytes = 2048;   // largest frame the input port hands out (its buffer slot)

@@ -99,11 +99,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   const std::string table = hpr::data_path("routes/ipasn_20140513.dat.gz");
-  auto routes = load_ipasn(table, num_ports);
-  if (!routes) {
-    fmt::print(stderr, "{}\n", routes.status().to_string());
+  auto loaded = load_ipasn(table, num_ports);
+  if (!loaded) {
+    fmt::print(stderr, "{}\n", loaded.status().to_string());
     return 1;
   }
+  const std::vector<Route>* routes = &loaded->routes;
   auto wide = FlatLpm::build(*routes, LpmWidth::kWide);
   auto narrow = FlatLpm::build(*routes, LpmWidth::kNarrow);
   if (!narrow || !wide) {

@@ -54,8 +54,6 @@ struct alignas(16) RoundKeys {
 };
 static_assert(sizeof(RoundKeys) == kScheduleBytes);
 
-RoundKeys expand_key(const Key& key);
-
 // Per-packet result in `out` (uint32 little endian).
 enum PacketResult : uint32_t { kEncrypted = 0, kShort = 1, kKeyMissing = 2, kEmpty = 3 };
 
@@ -63,6 +61,10 @@ enum class IvMode : uint8_t { kDerived, kCarried };
 enum class Impl : uint8_t { kAuto, kScalar, kAesni, kAesniX8, kVaesX16 };
 bool impl_supported(Impl impl);
 std::string_view impl_name(Impl impl);
+
+// FIPS-197 §5.2 key expansion. kScalar: S-box table; any other impl: AESKEYGENASSIST where the CPU has
+// AES-NI (~10x faster; the same bytes, tested). kAuto picks AES-NI when present.
+RoundKeys expand_key(const Key& key, Impl impl = Impl::kAuto);
 
 // ---- single-stream primitives (tests, control plane); `len` a multiple of 16, in == out allowed.
 void encrypt_block(const RoundKeys& rk, const uint8_t in[16], uint8_t out[16]);
@@ -86,6 +88,12 @@ class KeyTable {
   uint32_t capacity() const { return static_cast<uint32_t>(valid_.size()); }
   // kInvalidArgument when flow >= capacity.
   Status set_key(uint32_t flow, const Key& key);
+  // Bulk setup: sets the key of every flow in [first, first + n) (clipped to the capacity) to key_of(flow).
+  // The range is cut into up to `threads` disjoint parts set at once; each part calls make_key_of() once
+  // for its own key function, which therefore need not be thread safe. Parts run on the calling thread
+  // when threads cannot be started.
+  using KeyFn = std::function<Key(uint32_t flow)>;
+  void set_keys(uint32_t first, uint32_t n, unsigned threads, const std::function<KeyFn()>& make_key_of);
   void clear_key(uint32_t flow);
   bool has_key(uint32_t flow) const { return flow < capacity() && valid_[flow] != 0; }
   // nullptr when the flow has no key (hot path).
@@ -120,12 +128,19 @@ struct KeyFileEntry {
   uint32_t line = 0;        // 1-based line in the file
 };
 
+// Parses 32 hex digits (either case) into a key. Errors (kInvalidArgument) say what is wrong and never
+// hold the text (it is key material): "want 32 hex digits (AES-128), got N characters" or
+// "want 32 hex digits (AES-128), character N is not one" (N 1-based).
+Result<Key> parse_hex_key(std::string_view hex);
+
 // Key file format (UTF-8 text, one entry a line; '#' starts a comment; blank lines ignored):
 //   flow <flow-id> <key>                                         key for a flow id
 //   <proto> <src-addr> <src-port> <dst-addr> <dst-port> <key>    key for a connection
 // proto: tcp | udp | sctp | a number 0..255; addresses IPv4 dotted or IPv6 (inet_pton), ports 0..65535,
-// key: 32 hex digits. Errors (kInvalidArgument) name "file:line: what is wrong"; kNotFound/kIoError when
-// the file cannot be read. A later line for the same flow/connection overrides an earlier one.
+// key: 32 hex digits. Errors (kInvalidArgument) name "file:line: what is wrong" and the field number, never
+// the text of the line (a shifted line puts the key where an address was expected); kInvalidArgument
+// for a directory; kNotFound (missing) / kIoError (unreadable) when the file cannot be read. A later line
+// for the same flow/connection overrides an earlier one.
 Result<std::vector<KeyFileEntry>> load_key_file(const std::string& path);
 Result<std::vector<KeyFileEntry>> parse_key_text(std::string_view text, std::string_view file_name);
 
@@ -139,8 +154,10 @@ Result<uint32_t> install(KeyTable& table, std::span<const KeyFileEntry> entries,
 Key derive_key(const Key& master, std::span<const uint8_t> info);
 Key derive_key(const Key& master, const FlowTuple& t);  // info = canonical_bytes(t)
 Key derive_key_for_flow(const Key& master, uint32_t flow);  // info = le32(flow)
-// Sets derive_key_for_flow(master, f) for f in [first, first+count) (clipped to capacity).
-void fill_derived(KeyTable& table, const Key& master, uint32_t first, uint32_t count);
+// Sets derive_key_for_flow(master, f) for f in [first, first+count) (clipped to capacity), the same bytes
+// as one derive_key_for_flow call per flow, on up to `threads` threads (0: one per hardware thread). The
+// HMAC pads are hashed once per thread (key_derive.cpp); 4M flow ids: 11.2 s before, see docs/crypto.md.
+void fill_derived(KeyTable& table, const Key& master, uint32_t first, uint32_t count, unsigned threads = 0);
 
 // ---- the app ---------------------------------------------------------------------------------
 // The packet rule on one packet (scalar reference; `data` holds `len` slice bytes, modified in place).

@@ -118,6 +118,37 @@ HPR_AESNI void cbc_aesni(const RoundKeys& key, uint8_t chain_io[16], const uint8
   _mm_storeu_si128(reinterpret_cast<__m128i*>(chain_io), c);
 }
 
+// FIPS-197 key expansion with AESKEYGENASSIST (Intel AES-NI white paper, Gueron 2010, fig. 25).
+HPR_AESNI inline __m128i expand_step(__m128i k, __m128i assist) {
+  assist = _mm_shuffle_epi32(assist, 0xff);
+  k = _mm_xor_si128(k, _mm_slli_si128(k, 4));
+  k = _mm_xor_si128(k, _mm_slli_si128(k, 4));
+  k = _mm_xor_si128(k, _mm_slli_si128(k, 4));
+  return _mm_xor_si128(k, assist);
+}
+
+HPR_AESNI RoundKeys expand_key_aesni(const Key& key) {
+  RoundKeys rk;
+  __m128i* out = reinterpret_cast<__m128i*>(rk.bytes);
+  __m128i k = _mm_loadu_si128(reinterpret_cast<const __m128i*>(key.data()));
+  _mm_store_si128(out, k);
+#define HPR_EXPAND(r, rcon)                               \
+  k = expand_step(k, _mm_aeskeygenassist_si128(k, rcon)); \
+  _mm_store_si128(out + (r), k)
+  HPR_EXPAND(1, 0x01);
+  HPR_EXPAND(2, 0x02);
+  HPR_EXPAND(3, 0x04);
+  HPR_EXPAND(4, 0x08);
+  HPR_EXPAND(5, 0x10);
+  HPR_EXPAND(6, 0x20);
+  HPR_EXPAND(7, 0x40);
+  HPR_EXPAND(8, 0x80);
+  HPR_EXPAND(9, 0x1b);
+  HPR_EXPAND(10, 0x36);
+#undef HPR_EXPAND
+  return rk;
+}
+
 // CBC decryption is parallel over blocks: 4 blocks in flight.
 HPR_AESNI void cbc_decrypt_aesni(const RoundKeys& ek, const uint8_t iv[16], const uint8_t* in, uint8_t* out,
                                  size_t nblocks) {
@@ -438,7 +469,8 @@ std::string_view impl_name(Impl impl) {
   return "?";
 }
 
-RoundKeys expand_key(const Key& key) {
+RoundKeys expand_key(const Key& key, Impl impl) {
+  if (impl != Impl::kScalar && cpu_aesni()) return expand_key_aesni(key);
   RoundKeys rk{};
   std::memcpy(rk.bytes, key.data(), 16);
   uint8_t rcon = 1;

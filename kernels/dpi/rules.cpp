@@ -227,6 +227,15 @@ Result<PatternSet> load_rule_dir(const std::string& dir) {
   return load_rule_files(files);
 }
 
+std::string warnings_summary(const LoadStats& stats, size_t first_n) {
+  const auto& w = stats.warnings;
+  if (w.empty()) return {};
+  std::string out = fmt::format("{} rule(s) could not be read and were skipped: ", w.size());
+  for (size_t i = 0; i < w.size() && i < first_n; ++i) out += (i ? "; " : "") + w[i];
+  if (w.size() > first_n) out += fmt::format(" (and {} more)", w.size() - first_n);
+  return out;
+}
+
 PatternSet filter_min_length(const PatternSet& set, size_t min_len) {
   PatternSet out;
   out.stats = set.stats;

@@ -67,6 +67,10 @@ Result<PatternSet> load_rule_dir(const std::string& dir);
 // Decodes one content string (the text between the quotes). Errors: kInvalidArgument with the reason.
 Result<std::string> decode_content(std::string_view quoted_body);
 
+// One line for a log or an error however many rules were bad: "N rule(s) could not be read and were
+// skipped: <first `first_n` warnings, '; '-separated> (and K more)". Empty when there are no warnings.
+std::string warnings_summary(const LoadStats& stats, size_t first_n = 5);
+
 // Keeps only the patterns of at least `min_len` bytes (ids renumbered densely, order kept).
 PatternSet filter_min_length(const PatternSet& set, size_t min_len);
 

@@ -32,7 +32,7 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 }  // namespace
 
-Result<std::vector<Route>> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports) {
+Result<RouteLoad> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports) {
   if (format == RouteFormat::kAuto) {
     format = ends_with(path, ".dat") || ends_with(path, ".dat.gz") ? RouteFormat::kIpasn : RouteFormat::kText;
   }
@@ -65,7 +65,7 @@ Result<std::unique_ptr<Ipv4App>> Ipv4App::from_file(const std::string& path, con
                                                    RouteFormat format) {
   auto routes = load_routes(path, format, config.num_ports);
   if (!routes) return routes.status();
-  return create(*routes, config);
+  return create(routes->routes, config);
 }
 
 Slice Ipv4App::slice(const Packet& p) const {

@@ -67,8 +67,9 @@ enum class RouteFormat : uint8_t {
   kText,   // "prefix/len nexthop"
 };
 
-// Loads a route file in `format`. Errors: those of load_ipasn / load_route_text (routes.hpp).
-Result<std::vector<Route>> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports);
+// Loads a route file in `format` (routes, IPv6 lines skipped, duplicates: RouteLoad). Errors: those of
+// load_ipasn / load_route_text (routes.hpp).
+Result<RouteLoad> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports);
 
 class Ipv4App final : public App {
  public:

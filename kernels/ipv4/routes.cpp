@@ -1,10 +1,13 @@
 #include "kernels/ipv4/routes.hpp"
 
+#include <arpa/inet.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 
 namespace hpr::kernels::ipv4 {
 namespace {
@@ -48,6 +51,31 @@ std::string parse_prefix(std::string_view s, uint32_t& prefix, uint8_t& len) {
   return {};
 }
 
+// An IPv6 prefix "x:y::/len" (len 0..128), for the lines a mixed table carries. Error text empty when it
+// is one; only called on fields holding a ':', which no IPv4 prefix has.
+std::string check_ipv6_prefix(std::string_view s) {
+  size_t slash = s.find('/');
+  if (slash == std::string_view::npos) return fmt::format("'{}' is not a prefix (expected a.b.c.d/len)", s);
+  std::string addr(s.substr(0, slash));
+  in6_addr a6{};
+  if (inet_pton(AF_INET6, addr.c_str(), &a6) != 1) return fmt::format("bad IPv6 address '{}'", addr);
+  uint32_t l = 0;
+  if (!parse_u32(s.substr(slash + 1), l) || l > 128)
+    return fmt::format("bad IPv6 prefix length '{}' (0..128)", s.substr(slash + 1));
+  return {};
+}
+
+// Later lines win; count the prefixes an earlier line already had (sort a copy of the keys: ~30 ms for
+// a full table, no per-route hashing during the parse).
+uint64_t count_duplicates(const std::vector<Route>& routes) {
+  std::vector<uint64_t> keys(routes.size());
+  for (size_t i = 0; i < routes.size(); ++i) keys[i] = uint64_t{routes[i].prefix} << 8 | routes[i].len;
+  std::sort(keys.begin(), keys.end());
+  uint64_t dups = 0;
+  for (size_t i = 1; i < keys.size(); ++i) dups += keys[i] == keys[i - 1];
+  return dups;
+}
+
 template <typename LineFn>
 Status for_each_line(std::string_view text, LineFn&& fn) {
   size_t line_no = 0;
@@ -60,6 +88,17 @@ Status for_each_line(std::string_view text, LineFn&& fn) {
     pos = nl + 1;
   }
   return Status::ok();
+}
+
+Result<RouteLoad> finish(RouteLoad load, std::string_view name) {
+  if (load.routes.empty()) {
+    if (load.ipv6_skipped > 0)
+      return error(Code::kInvalidArgument, "{}: no IPv4 routes (empty route table; {} IPv6 lines skipped)", name,
+                   load.ipv6_skipped);
+    return error(Code::kInvalidArgument, "{}: no routes (empty route table)", name);
+  }
+  load.duplicates = count_duplicates(load.routes);
+  return load;
 }
 
 }  // namespace
@@ -83,7 +122,10 @@ std::string format_ipv4(uint32_t a) {
   return fmt::format("{}.{}.{}.{}", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
 }
 
-Result<std::string> read_maybe_gzip(const std::string& path) {
+Result<std::string> read_maybe_gzip(const std::string& path, size_t max_bytes) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return error(Code::kInvalidArgument, "{}: is a directory, not a route file", path);
   // gzread reads plain files transparently as well.
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) {
@@ -101,21 +143,32 @@ Result<std::string> read_maybe_gzip(const std::string& path) {
       return error(Code::kIoError, "{}: read failed: {}", path, msg);
     }
     if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+      gzclose(f);
+      return error(Code::kInvalidArgument, "{}: more than {} MiB after decompression (a full BGP table is ~ 25 MB)",
+                   path, max_bytes >> 20);
+    }
     out.append(buf, static_cast<size_t>(n));
   }
   gzclose(f);
   return out;
 }
 
-Result<std::vector<Route>> parse_ipasn(std::string_view text, std::string_view name, uint32_t num_ports) {
+Result<RouteLoad> parse_ipasn(std::string_view text, std::string_view name, uint32_t num_ports) {
   if (num_ports == 0) return error(Code::kInvalidArgument, "num_ports must be at least 1 (next hop = AS mod num_ports)");
-  std::vector<Route> routes;
+  RouteLoad load;
+  std::vector<Route>& routes = load.routes;
   routes.reserve(text.size() / 20);
   Status st = for_each_line(text, [&](std::string_view line, size_t no) -> Status {
     line = trim(line);
     if (line.empty() || line.front() == ';') return Status::ok();
     auto f = fields(line);
     if (f.size() != 2) return error(Code::kInvalidArgument, "{}:{}: expected 'prefix/len<TAB>AS', got {} field(s)", name, no, f.size());
+    if (f[0].find(':') != std::string_view::npos) {
+      if (auto e = check_ipv6_prefix(f[0]); !e.empty()) return error(Code::kInvalidArgument, "{}:{}: {}", name, no, e);
+      ++load.ipv6_skipped;
+      return Status::ok();
+    }
     Route r;
     if (auto e = parse_prefix(f[0], r.prefix, r.len); !e.empty()) return error(Code::kInvalidArgument, "{}:{}: {}", name, no, e);
     uint32_t as = 0;
@@ -126,17 +179,22 @@ Result<std::vector<Route>> parse_ipasn(std::string_view text, std::string_view n
     return Status::ok();
   });
   if (!st) return st;
-  if (routes.empty()) return error(Code::kInvalidArgument, "{}: no routes (empty route table)", name);
-  return routes;
+  return finish(std::move(load), name);
 }
 
-Result<std::vector<Route>> parse_route_text(std::string_view text, std::string_view name) {
-  std::vector<Route> routes;
+Result<RouteLoad> parse_route_text(std::string_view text, std::string_view name) {
+  RouteLoad load;
+  std::vector<Route>& routes = load.routes;
   Status st = for_each_line(text, [&](std::string_view line, size_t no) -> Status {
     line = trim(line);
     if (line.empty() || line.front() == ';' || line.front() == '#') return Status::ok();
     auto f = fields(line);
     if (f.size() != 2) return error(Code::kInvalidArgument, "{}:{}: expected 'prefix/len nexthop', got {} field(s)", name, no, f.size());
+    if (f[0].find(':') != std::string_view::npos) {
+      if (auto e = check_ipv6_prefix(f[0]); !e.empty()) return error(Code::kInvalidArgument, "{}:{}: {}", name, no, e);
+      ++load.ipv6_skipped;
+      return Status::ok();
+    }
     Route r;
     if (auto e = parse_prefix(f[0], r.prefix, r.len); !e.empty()) return error(Code::kInvalidArgument, "{}:{}: {}", name, no, e);
     uint32_t nh = 0;
@@ -147,17 +205,16 @@ Result<std::vector<Route>> parse_route_text(std::string_view text, std::string_v
     return Status::ok();
   });
   if (!st) return st;
-  if (routes.empty()) return error(Code::kInvalidArgument, "{}: no routes (empty route table)", name);
-  return routes;
+  return finish(std::move(load), name);
 }
 
-Result<std::vector<Route>> load_ipasn(const std::string& path, uint32_t num_ports) {
+Result<RouteLoad> load_ipasn(const std::string& path, uint32_t num_ports) {
   auto text = read_maybe_gzip(path);
   if (!text) return text.status();
   return parse_ipasn(*text, path, num_ports);
 }
 
-Result<std::vector<Route>> load_route_text(const std::string& path) {
+Result<RouteLoad> load_route_text(const std::string& path) {
   auto text = read_maybe_gzip(path);
   if (!text) return text.status();
   return parse_route_text(*text, path);

@@ -9,14 +9,20 @@
 //    which spreads prefixes over the router's ports deterministically (documented in docs/ipv4.md).
 //  * plain text: `a.b.c.d/len nexthop` (whitespace separated), `#` or `;` comment lines, blank lines
 //    ignored; nexthop is a decimal integer (the output port, < kMaxNextHop).
+// In both formats an IPv6 prefix line (`2001:db8::/32<TAB>64496`, as newer RouteViews conversions mix in)
+// is skipped and counted (RouteLoad::ipv6_skipped); its second field is not read. This is an IPv4 router.
+// Duplicate prefixes are allowed and counted (RouteLoad::duplicates); the later line wins (both lookup
+// structures follow that rule).
 //
 // Errors (Status / Result, never exceptions):
 //  * kNotFound / kIoError: file missing or unreadable (gzip errors included), message names the file;
-//  * kInvalidArgument "<file>:<line>: <what is wrong>": bad address, length > 32, host bits set
-//    beyond the length, missing or non-numeric AS / next hop, next hop too large, extra fields;
-//  * kInvalidArgument "<file>: no routes": the file holds no route at all (empty table);
+//  * kInvalidArgument "<file>: is a directory, not a route file";
+//  * kInvalidArgument "<file>: more than N MiB after decompression ...": the file (after gunzip) is larger
+//    than the cap of read_maybe_gzip (kMaxRouteFileBytes; a gzip bomb stops there, not at the memory limit);
+//  * kInvalidArgument "<file>:<line>: <what is wrong>": bad address, length > 32 (> 128 for IPv6),
+//    host bits set beyond the length, missing or non-numeric AS / next hop, next hop too large, extra fields;
+//  * kInvalidArgument "<file>: no routes": the file holds no IPv4 route at all (empty table);
 //  * kInvalidArgument: num_ports == 0.
-// Duplicate prefixes are allowed; the later line wins (both lookup structures follow that rule).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -40,15 +46,28 @@ struct Route {
 bool parse_ipv4(std::string_view s, uint32_t& addr);
 std::string format_ipv4(uint32_t addr);
 
-// Reads a whole file, gunzipping it when it starts with the gzip magic (zlib gzread).
-Result<std::string> read_maybe_gzip(const std::string& path);
+// A loaded table: the IPv4 routes in file order, and what was set aside.
+struct RouteLoad {
+  std::vector<Route> routes;
+  uint64_t ipv6_skipped = 0;  // IPv6 prefix lines (skipped)
+  uint64_t duplicates = 0;    // routes whose prefix/len an earlier line already had (the later one wins)
+};
+
+// The largest route file accepted, after decompression. A full BGP table is ~11 MiB of text
+// (ipasn_20140513: 512,621 routes); the cap stops a gzip bomb long before it takes the memory.
+inline constexpr size_t kMaxRouteFileBytes = size_t{256} << 20;
+
+// Reads a whole file, gunzipping it when it starts with the gzip magic (zlib gzread). Stops reading
+// as soon as the text passes `max_bytes` and fails with kInvalidArgument
+// "<file>: more than N MiB after decompression (a full BGP table is ~ 25 MB)"; errors as above.
+Result<std::string> read_maybe_gzip(const std::string& path, size_t max_bytes = kMaxRouteFileBytes);
 
 // Parsers over text already in memory; `name` is used in messages ("<name>:<line>: ...").
-Result<std::vector<Route>> parse_ipasn(std::string_view text, std::string_view name, uint32_t num_ports);
-Result<std::vector<Route>> parse_route_text(std::string_view text, std::string_view name);
+Result<RouteLoad> parse_ipasn(std::string_view text, std::string_view name, uint32_t num_ports);
+Result<RouteLoad> parse_route_text(std::string_view text, std::string_view name);
 
 // File loaders (gzip or plain for both).
-Result<std::vector<Route>> load_ipasn(const std::string& path, uint32_t num_ports);
-Result<std::vector<Route>> load_route_text(const std::string& path);
+Result<RouteLoad> load_ipasn(const std::string& path, uint32_t num_ports);
+Result<RouteLoad> load_route_text(const std::string& path);
 
 }  // namespace hpr::kernels::ipv4

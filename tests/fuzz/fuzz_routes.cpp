@@ -17,7 +17,7 @@ int routes(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0] & 3;
   const uint32_t ports = data[1];
   std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
-  Result<std::vector<kernels::ipv4::Route>> r = error(Code::kInvalidArgument, "unset");
+  Result<kernels::ipv4::RouteLoad> r = error(Code::kInvalidArgument, "unset");
   switch (mode) {
     case 0: r = kernels::ipv4::parse_ipasn(text, "fuzz", ports); break;
     case 1: r = kernels::ipv4::parse_route_text(text, "fuzz"); break;
@@ -25,7 +25,7 @@ int routes(const uint8_t* data, size_t size) {
     default: r = kernels::ipv4::load_route_text(as_file(data + 2, size - 2)); break;
   }
   if (r.is_ok()) {
-    for (const auto& rt : r.value()) {
+    for (const auto& rt : r.value().routes) {
       if (rt.len > 32) std::abort();
       if (rt.len < 32 && (rt.prefix & (0xffffffffu >> rt.len)) != 0 && rt.len != 0) std::abort();
       if (rt.len == 0 && rt.prefix != 0) std::abort();

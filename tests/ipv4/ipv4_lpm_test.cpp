@@ -51,10 +51,12 @@ TEST_CASE("the RouteViews table loads with next hop = AS mod num_ports") {
 TEST_CASE("plain route text parses, comments and blank lines skipped") {
   auto r = parse_route_text("# a comment\n\n10.0.0.0/8 1\n10.1.0.0/16\t2\r\n0.0.0.0/0 3\n; another\n", "t.txt");
   REQUIRE(r);
-  REQUIRE(r->size() == 3);
-  CHECK((*r)[0] == Route{0x0a000000u, 8, 1});
-  CHECK((*r)[1] == Route{0x0a010000u, 16, 2});
-  CHECK((*r)[2] == Route{0, 0, 3});
+  REQUIRE(r->routes.size() == 3);
+  CHECK(r->routes[0] == Route{0x0a000000u, 8, 1});
+  CHECK(r->routes[1] == Route{0x0a010000u, 16, 2});
+  CHECK(r->routes[2] == Route{0, 0, 3});
+  CHECK(r->ipv6_skipped == 0);
+  CHECK(r->duplicates == 0);
 }
 
 TEST_CASE("malformed route lines name file and line") {
@@ -101,11 +103,13 @@ TEST_CASE("empty tables and missing files are clear errors") {
 
 TEST_CASE("a route file on disk loads; the later duplicate wins in both structures") {
   auto path = write_tmp("routes.txt", "10.0.0.0/8 1\n10.0.0.0/24 2\n10.0.0.128/25 3\n10.0.0.0/8 4\n");
-  auto r = load_route_text(path);
-  REQUIRE(r);
-  auto flat = FlatLpm::build(*r);
+  auto loaded = load_route_text(path);
+  REQUIRE(loaded);
+  CHECK(loaded->duplicates == 1);
+  const auto& r = loaded->routes;
+  auto flat = FlatLpm::build(r);
   REQUIRE(flat);
-  TrieLpm trie(*r);
+  TrieLpm trie(r);
   CHECK(flat->num_groups() == 1);
   for (uint32_t a : {0x0a000001u, 0x0a000081u, 0x0a0000ffu, 0x0a010203u, 0x0b000000u}) {
     CHECK(flat->lookup(a) == trie.lookup(a));

@@ -105,7 +105,7 @@ inline const std::vector<kernels::ipv4::Route>& full_table() {
   static const std::vector<kernels::ipv4::Route> routes = [] {
     auto r = kernels::ipv4::load_ipasn(data_path("routes/ipasn_20140513.dat.gz"), 16);
     if (!r) FAIL(r.status().to_string());
-    return std::move(r).value();
+    return std::move(r->routes);
   }();
   return routes;
 }
