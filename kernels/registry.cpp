@@ -33,7 +33,8 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
   }
   if (name == "dpi") {
     std::string rules = opt.rules.empty() ? data_path("rules/et-open-2017") : opt.rules;
-    auto set = std::filesystem::is_directory(rules) ? dpi::load_rule_dir(rules) : dpi::load_rule_files({rules});
+    std::error_code ec;  // an unreadable parent is an error of the loaders below, never an exception
+    auto set = std::filesystem::is_directory(rules, ec) ? dpi::load_rule_dir(rules) : dpi::load_rule_files({rules});
     if (!set) return error(set.status().code(), "app.rules (--rules): {}", set.status().message());
     if (const auto& w = set->stats.warnings; !w.empty()) {
       if (opt.strict_rules)

@@ -219,8 +219,11 @@ Result<PatternSet> load_rule_dir(const std::string& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return error(Code::kNotFound, "rule directory '{}' does not exist", dir);
   std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (e.is_regular_file() && e.path().extension() == ".rules") files.push_back(e.path().string());
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) return error(Code::kNotFound, "rule directory '{}': {}", dir, ec.message());
+  for (const auto& e : it) {
+    std::error_code fe;
+    if (e.is_regular_file(fe) && e.path().extension() == ".rules") files.push_back(e.path().string());
   }
   if (files.empty()) return error(Code::kNotFound, "no *.rules files in '{}'", dir);
   std::sort(files.begin(), files.end());

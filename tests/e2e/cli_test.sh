@@ -86,10 +86,11 @@ if [[ $(id -u) -eq 0 ]] && command -v runuser >/dev/null; then
   fi
   # Unreadable paths are errors naming the file (issue 16: they were uncaught filesystem_error, exit 134).
   mkdir -m 700 "$tmp/private" && cp "$tmp/routes.txt" "$tmp/private/c.toml"
-  for args in "run --in pcap:$tmp/private/x.pcap --devices none -q" "run -c $tmp/private/c.toml --devices none -q"; do
+  for args in "run --in pcap:$tmp/private/x.pcap --devices none -q" "run -c $tmp/private/c.toml --devices none -q" \
+              "run --app dpi --rules $tmp/private --devices none -q" "run --app dpi --rules $tmp/private/x.rules --devices none -q"; do
     runuser -u nobody -- "$hpr" $args >"$tmp/nobody/priv.log" 2>&1
     rc=$?
-    if [[ $rc -eq 3 ]] && grep -q "Permission denied" "$tmp/nobody/priv.log"; then echo "ok: nobody: hpr $args -> 3"
+    if [[ $rc -eq 3 ]] && grep -qE "Permission denied|cannot be opened" "$tmp/nobody/priv.log"; then echo "ok: nobody: hpr $args -> 3"
     else fail "nobody: hpr $args exited $rc: $(cat "$tmp/nobody/priv.log")"; fi
   done
 fi
