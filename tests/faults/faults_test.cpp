@@ -15,6 +15,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/common/log_capture.hpp"
 #include "profiler/power/power_meter.hpp"
 #include "profiler/table/config_table.hpp"
 #include "pipeline/fault_injection.hpp"
@@ -26,21 +27,6 @@ using namespace hpr::test;
 namespace fs = std::filesystem;
 
 namespace {
-
-// Captures everything spdlog says while alive.
-struct LogCapture {
-  std::ostringstream out;
-  std::shared_ptr<spdlog::logger> old = spdlog::default_logger();
-  LogCapture() {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink));
-  }
-  ~LogCapture() { spdlog::set_default_logger(old); }
-  std::string text() {
-    spdlog::default_logger()->flush();
-    return out.str();
-  }
-};
 
 struct EnvVar {
   const char* name;
