@@ -234,7 +234,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", HPR_VERSION);
   app.footer(
       "Exit codes: 0 ok; 1 the run ended with unbalanced books or a reorder; 2 bad configuration or arguments\n"
-      "(the message names the setting); 3 a resource is missing or failed (file, device, port).");
+      "(the message names the setting); 3 a resource is missing or failed (file, device, port), or an output\n"
+      "(capture, result log, summary JSON) could not be written.");
 
   auto* dev = app.add_subcommand("devices", "List the OpenCL devices the ICD loader finds");
   bool dev_json = false;
