@@ -256,9 +256,11 @@ int main(int argc, char** argv) {
     std::string help(st.help);
     if (!st.key.empty()) help += fmt::format(" [{}]", st.key);
     if (st.arg == Setting::Arg::kSwitch)
-      run->add_flag(std::string(st.flag), help);
+      run->add_flag(std::string(st.flag))->description(help);
     else
-      run->add_option(std::string(st.flag), run_args[i], help)->allow_extra_args(false);
+      run->add_option(std::string(st.flag), run_args[i], help)
+          ->allow_extra_args(false)
+          ->type_name("VALUE");
   }
   run->add_flag("-q,--quiet", quiet, "No status line every second");
 

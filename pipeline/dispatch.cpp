@@ -28,8 +28,8 @@ bool Pipeline::enqueue(Packet& p, uint8_t li) {
   return true;
 }
 
-// Takes a drained lane out of the set; returns what it handed back and what was pushed to its queue
-// after it drained itself, oldest first.
+// Waits for room or for egress: in run-to-completion mode by doing the lanes' and egress' work
+// (nobody else will), otherwise by backing off.
 void Pipeline::wait_step(int& rounds) {
   if (cfg_.run_to_completion && service()) return;
   backoff(rounds);

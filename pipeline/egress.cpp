@@ -9,9 +9,6 @@
 
 namespace hpr {
 using detail::backoff;
-using detail::kNoLane;
-using detail::policy_weight;
-using detail::policy_weights;
 
 void Pipeline::transmit(std::vector<Packet>& txq) {
   if (txq.empty()) return;

@@ -12,7 +12,6 @@
 namespace hpr {
 using detail::backoff;
 using detail::kNoLane;
-using detail::policy_weight;
 using detail::policy_weights;
 
 Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app,
@@ -152,6 +151,8 @@ uint8_t Pipeline::pick_lane(uint32_t hash) const {
   return last;
 }
 
+// Takes a drained lane out of the set; returns what it handed back and what was pushed to its queue
+// after it drained itself, oldest first.
 std::vector<Packet> Pipeline::retire(Lane& lane) {
   std::vector<Packet> out = std::move(lane.orphans());
   Packet p;
@@ -211,8 +212,6 @@ Status Pipeline::set_lane_weights(const std::vector<float>& w) {
   return Status::ok();
 }
 
-// Waits for room or for egress: in run-to-completion mode by doing the lanes' and egress' work
-// (nobody else will), otherwise by backing off.
 Summary Pipeline::run() {
   start_ns_ = monotonic_ns();
   if (!cfg_.run_to_completion) {
