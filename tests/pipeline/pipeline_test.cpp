@@ -196,6 +196,7 @@ TEST_CASE("changing lane weights mid-run moves new flows without reordering") {
   c.max_batch = 512;
   c.batch_timeout_us = 2'000'000;  // batches close at their size (or at the stop), never by time: the check below
                                    // must not depend on how fast a loaded or sanitized machine generates
+  c.native_run_what_arrived = false;  // nor when a native lane's queue runs empty
   auto ctx = prepare_run(c);
   REQUIRE(ctx.is_ok());
   Pipeline* p = (*ctx)->pipeline.get();
