@@ -42,6 +42,9 @@ struct EndpointConfig {
   double gen_rate_scale = 1.0;
 };
 
+// The longest run.duration_s (365 days), checked by the settings table and by validate().
+inline constexpr double kMaxRunSeconds = 31'536'000;
+
 struct RunConfig {
   EndpointConfig input{.kind = "generator"};
   EndpointConfig output{.kind = "null"};

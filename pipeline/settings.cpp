@@ -447,7 +447,7 @@ std::vector<Setting> make_settings() {
       str_setting("telemetry.summary_json", "--summary-json", "Write the run summary as JSON to this file",
                   HPR_REF(std::string, summary_json)),
       num_setting("run.duration_s", "--duration",
-                  "Stop after this many seconds (0: when the input ends or on SIGINT; up to 31536000)", 0, 365 * kDay,
+                  "Stop after this many seconds (0: when the input ends or on SIGINT; up to 31536000)", 0, kMaxRunSeconds,
                   HPR_REF(double, duration_s)),
       str_setting("power.rapl_root", "--rapl-root", "Power: powercap sysfs root for RAPL (default /sys/class/powercap)",
                   HPR_REF(std::string, power.rapl_root)),

@@ -1,10 +1,9 @@
 // Checks of a whole RunConfig (settings that depend on each other); single values are range-checked
 // where they are read (settings.cpp).
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <set>
 
+#include "hpr/atomic_file.hpp"
 #include "kernels/registry.hpp"
 #include "pipeline/run_config.hpp"
 #include "scheduler/balance/balancer.hpp"
@@ -97,14 +96,12 @@ Status validate(const RunConfig& c) {
   // Output files are written through AtomicFile, which refuses non-regular targets: say so before the run.
   for (auto [key, path] : {std::pair<const char*, const std::string*>{"telemetry.summary_json (--summary-json)", &c.summary_json},
                            {"app.log (--log)", &c.log_path},
-                           {"adaptive.csv (--adapt-csv)", &c.adapt_csv}}) {
-    struct stat st {};
-    if (!path->empty() && ::stat(path->c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-      return error(Code::kInvalidArgument, "{} {}: exists and is not a regular file; name a file to write", key, *path);
-  }
+                           {"adaptive.csv (--adapt-csv)", &c.adapt_csv}})
+    if (!path->empty()) HPR_RETURN_IF_ERROR(AtomicFile::check_target(*path, key));
   auto finite_in = [](double x, double lo, double hi) { return x >= lo && x <= hi; };  // false for NaN
-  if (!finite_in(c.duration_s, 0, 3.2e7))
-    return error(Code::kInvalidArgument, "run.duration_s (--duration): {} is not in 0..3.2e7 seconds", c.duration_s);
+  if (!finite_in(c.duration_s, 0, kMaxRunSeconds))
+    return error(Code::kInvalidArgument, "run.duration_s (--duration): {} is not in 0..{} seconds", c.duration_s,
+                 kMaxRunSeconds);
   if (!finite_in(c.input.gen_rate_pps, 0, 1e10))
     return error(Code::kInvalidArgument, "input.rate_pps (--rate-pps): {} is not in 0..1e10", c.input.gen_rate_pps);
   if (!finite_in(c.input.gen_zipf, 0, 10))

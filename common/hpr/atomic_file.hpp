@@ -25,11 +25,18 @@ namespace hpr {
 
 class AtomicFile {
  public:
-  static Result<AtomicFile> open(const std::string& path, std::string_view what) {
+  // The refusal open() makes, on its own: for a file written only at the end of a run, checked at its
+  // start. kInvalidArgument when `path` exists and is not a regular file.
+  static Status check_target(const std::string& path, std::string_view what) {
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
       return error(Code::kInvalidArgument, "{} {}: exists and is not a regular file ({}); name a file to write",
                    what, path, S_ISDIR(st.st_mode) ? "a directory" : "a device, FIFO or socket");
+    return Status::ok();
+  }
+
+  static Result<AtomicFile> open(const std::string& path, std::string_view what) {
+    HPR_RETURN_IF_ERROR(check_target(path, what));
     auto slash = path.find_last_of('/');
     std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
     std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
