@@ -22,14 +22,6 @@ uint32_t gather_into(const App& app, std::span<const Packet> pkts, Desc* desc, u
   return off;
 }
 
-void reference_slices(const App& app, std::span<const Packet> pkts, Desc* desc, uint8_t** slices) {
-  for (size_t i = 0; i < pkts.size(); ++i) {
-    const Packet& p = pkts[i];
-    Slice s = packet_slice(app, p);
-    desc[i] = Desc{0, s.len, s.flags, p.flow_id, p.seq};
-    slices[i] = p.data + s.offset;
-  }
-}
 
 HostBatch gather(const App& app, std::span<const Packet> pkts) {
   HostBatch b;

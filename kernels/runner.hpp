@@ -24,10 +24,6 @@ struct HostBatch {
 // pkts.size() bytes; returns the bytes used. Used by HostBatch and by the executors' mapped buffers.
 uint32_t gather_into(const App& app, std::span<const Packet> pkts, Desc* desc, uint8_t* buf, size_t buf_bytes);
 HostBatch gather(const App& app, std::span<const Packet> pkts);
-// In place (native lanes): fills the descriptors and points slices[i] at each packet's slice in its own
-// frame; nothing is copied and nothing needs scattering back. Packets that carry a drop reason get an
-// empty slice.
-void reference_slices(const App& app, std::span<const Packet> pkts, Desc* desc, uint8_t** slices);
 // Copies the (modified) slices back into their frames; no-op unless app.writes_back().
 void scatter_back(const App& app, std::span<Packet> pkts, const BatchView& b);
 

@@ -55,9 +55,10 @@ void Pipeline::dispatch_loop() {
     }
     uint64_t now = monotonic_ns();
     if (cfg_.max_duration_ns != 0 && now - start_ns_ >= cfg_.max_duration_ns) break;
-    uint16_t n = dispatch_burst(now);
+    uint16_t n = worker_ ? worker_burst(now) : dispatch_burst(now);
     bool did = n > 0;
-    if (cfg_.run_to_completion) did |= service();
+    // The worker path leaves the lanes and egress nothing, but shaped packets wait for their time.
+    if (cfg_.run_to_completion && (!worker_ || shaper_)) did |= service();
     if (n == 0 && rx_->rx_done()) break;
     if (did) idle = 0;
     else backoff(idle);
@@ -107,8 +108,8 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     p.hash = 0;
     p.flow_id = kNoFlow;
     if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
-    FlowKey k = flow_key(p).canonical();
-    p.hash = flow_hash(k);
+    FlowKey k;
+    p.hash = canonical_flow_key(p, k);
     bool inserted = false;
     p.flow_id = flows_->lookup_or_insert(k, p.hash, now, &inserted);
     bump(flows_seen_, inserted);

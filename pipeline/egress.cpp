@@ -10,16 +10,33 @@
 namespace hpr {
 using detail::backoff;
 
-void Pipeline::transmit(std::vector<Packet>& txq) {
-  if (txq.empty()) return;
-  uint16_t sent = tx_->tx_burst(txq.data(), static_cast<uint16_t>(txq.size()));
-  uint64_t bytes = 0;
-  for (uint16_t i = 0; i < sent; ++i) bytes += txq[i].len;
+void Pipeline::transmit(Packet* pkts, uint16_t n) {
+  if (n == 0) return;
+  uint16_t sent = tx_->tx_burst_release(pkts, n, *rx_);
   bump(tx_packets_, sent);
-  bump(tx_bytes_, bytes);
-  if (sent < txq.size()) drops_egress_.add(tx_->unsent_reason(), txq.size() - sent);
-  rx_->release(txq.data(), static_cast<uint16_t>(txq.size()));
+  bump(tx_bytes_, frame_bytes(pkts, sent));  // the descriptors: the buffers have left
+  if (sent < n) drops_egress_.add(tx_->unsent_reason(), n - sent);
+}
+
+void Pipeline::transmit(std::vector<Packet>& txq) {
+  transmit(txq.data(), static_cast<uint16_t>(txq.size()));
   txq.clear();
+}
+
+// A packet the app dropped: counted under its reason and answered with a host frame where the run
+// makes one (ICMP Time Exceeded). The caller returns its buffer.
+void Pipeline::drop_at_egress(const Packet& p) {
+  drops_egress_.add(p.drop);
+  if (cfg_.on_drop) {
+    auto frame = cfg_.on_drop(p, eg_.scratch);
+    if (!frame.empty()) {
+      Packet h;
+      h.data = const_cast<uint8_t*>(frame.data());
+      h.len = static_cast<uint16_t>(frame.size());
+      h.buf_kind = kBufPool;
+      bump(host_frames_, tx_->tx_burst(&h, 1));
+    }
+  }
 }
 
 // Egress state is owned by the egress thread (the dispatcher's in run-to-completion mode).
@@ -160,17 +177,7 @@ bool Pipeline::egress_poll() {
         flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
       }
       if (p.drop != DropReason::kNone) {
-        drops_egress_.add(p.drop);
-        if (cfg_.on_drop) {
-          auto frame = cfg_.on_drop(p, e.scratch);
-          if (!frame.empty()) {
-            Packet h;
-            h.data = const_cast<uint8_t*>(frame.data());
-            h.len = static_cast<uint16_t>(frame.size());
-            h.buf_kind = kBufPool;
-            bump(host_frames_, tx_->tx_burst(&h, 1));
-          }
-        }
+        drop_at_egress(p);
         rx_->release(&p, 1);
         continue;
       }

@@ -50,7 +50,7 @@ class NativeExecutor final : public Executor {
     if (!full_) return false;
     std::span<Packet> pk(slot_.pkts.data(), slot_.n);
     // In place: the app reads and rewrites each slice in its frame (no gather, no scatter back).
-    kernels::reference_slices(app_, pk, desc_.data(), slices_.data());
+    app_.slices_in_place(pk, desc_.data(), slices_.data());
     BatchView v{desc_.data(), slot_.n, nullptr, out_.data(), slices_.data()};
     app_.run_native(v);
     app_.finish(pk, v);

@@ -49,21 +49,20 @@ void Lane::fail(const Status& st) {
   state_.store(LaneState::kDrained, std::memory_order_release);
 }
 
+void Lane::account(std::span<const Packet> pk, const kernels::BatchView& v) {
+  bump(stats_.events, app_.count_events(v));
+  if (!log_on_) return;
+  std::string lines;
+  app_.append_log(pk, v, [&](uint32_t i) { return log_prefix_(pk[i]); }, lines);
+  if (lines.empty()) return;
+  std::lock_guard<std::mutex> g(log_mu_);
+  log_buf_ += lines;
+}
+
 // Pushes completed packets to egress; waits (yields) while egress is behind: back-pressure.
 bool Lane::reap(bool wait) {
   done_.clear();
-  auto on_batch = [&](std::span<const Packet> pk, const kernels::BatchView& v) {
-    bump(stats_.events, app_.count_events(v));
-    if (log_on_) {
-      std::string lines;
-      app_.append_log(pk, v, [&](uint32_t i) { return log_prefix_(pk[i]); }, lines);
-      if (!lines.empty()) {
-        std::lock_guard<std::mutex> g(log_mu_);
-        log_buf_ += lines;
-      }
-    }
-  };
-  auto r = exec_->reap(wait, done_, on_batch);
+  auto r = exec_->reap(wait, done_, [this](std::span<const Packet> pk, const kernels::BatchView& v) { account(pk, v); });
   if (!r) {
     fail(r.status());
     return false;

@@ -121,6 +121,9 @@ class Lane {
   }
   uint32_t batch_size() const { return batch_target_.load(std::memory_order_relaxed); }
   std::string log_drain();  // log lines produced since the last call
+  // Counts a finished batch's events and appends its log lines (the executor's reap, or the
+  // pipeline's in-place worker path, which runs this lane's app itself).
+  void account(std::span<const Packet> pkts, const kernels::BatchView& v);
   void set_logging(bool on, std::function<std::string(const Packet&)> prefix) {
     log_on_ = on;
     log_prefix_ = std::move(prefix);

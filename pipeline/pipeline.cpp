@@ -118,6 +118,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   p->app_ = std::move(app);
   p->rx_ = &rx;
   p->tx_ = &tx;
+  if (use_worker_path(p->cfg_)) p->init_worker();
   return p;
 }
 
@@ -321,7 +322,7 @@ Summary Pipeline::snapshot() const {
     auto& st = const_cast<Lane&>(*l).stats();
     LaneSummary ls;
     ls.name = l->name();
-    ls.executor = l->executor();
+    ls.executor = worker_ ? "native, in place on the rx burst" : l->executor();
     static const char* kStates[] = {"running", "failed", "drained", "removed"};
     const LaneState state = l->state();  // acquire: a failed lane wrote its failure before its state
     ls.state = kStates[static_cast<int>(state)];

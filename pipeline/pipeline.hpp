@@ -4,7 +4,8 @@
 // Threads: one dispatcher (rx, parse, flow table, lane choice), one per lane (batch builder and
 // executor), one egress (per-flow order check, tx, buffer release), and the caller's thread for
 // control (status line, telemetry) until the run ends. In run-to-completion mode the dispatcher
-// also polls the lanes and egress itself (the same code, on one thread).
+// also polls the lanes and egress itself (the same code, on one thread); with one native lane and no
+// device it runs the app in place on each rx burst instead (worker.cpp: no queue or copy between).
 //
 // Order: a flow is bound to one lane and moves only when none of its packets is queued or in
 // flight, so egress sees each flow's packets in sequence; it checks the sequence numbers the
@@ -149,6 +150,17 @@ class Pipeline {
     uint16_t chosen[kMax];
     uint8_t what[kMax];
   };
+  // The in-place worker path (worker.cpp): run to completion with one native lane, no device.
+  struct WorkerBurst {
+    FlowKey keys[Burst::kMax];
+    kernels::Desc desc[Burst::kMax];
+    uint8_t* slices[Burst::kMax];
+    Packet dropped[Burst::kMax];  // the app's drops, released together
+    std::vector<uint8_t> out;     // kMax × the app's result bytes
+  };
+  static bool use_worker_path(const PipelineConfig& cfg);
+  void init_worker();
+  uint16_t worker_burst(uint64_t now);
   void dispatch_loop();
   uint16_t dispatch_burst(uint64_t now);
   bool service();
@@ -160,7 +172,9 @@ class Pipeline {
   static constexpr uint32_t kNoClass = 0xffffffffu;
   uint32_t shaper_class(const Packet& p) const;  // kClass: index into cfg_.shaping.classes, or kNoClass
   void release_shaped(uint64_t now);
+  void transmit(Packet* pkts, uint16_t n);
   void transmit(std::vector<Packet>& txq);
+  void drop_at_egress(const Packet& p);
   uint8_t pick_lane(uint32_t hash) const;
   bool handle_failed_lanes();
   std::vector<Packet> retire(Lane& lane);
@@ -187,6 +201,7 @@ class Pipeline {
   std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
   Egress eg_;
   std::unique_ptr<Burst> burst_;         // dispatcher-owned
+  std::unique_ptr<WorkerBurst> worker_;  // dispatcher-owned; set when the in-place worker path runs
   uint64_t last_expire_ns_ = 0;          // dispatcher-owned
   std::unique_ptr<shaper::EventShaper> shaper_;  // egress-owned
   std::atomic<uint64_t> shaper_delayed_{0};

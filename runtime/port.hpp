@@ -72,6 +72,14 @@ class Port {
   virtual uint16_t tx_burst(Packet* pkts, uint16_t n) = 0;
   // Return buffers of packets this port received.
   virtual void release(Packet* pkts, uint16_t n) = 0;
+  // tx_burst, then every buffer back to `owner` (the port that received them), as one step: a DPDK
+  // port hands the mbufs it sends to its driver instead of taking and dropping an extra reference per
+  // packet, and frees the unsent ones in bulk. Returns how many were sent.
+  virtual uint16_t tx_burst_release(Packet* pkts, uint16_t n, Port& owner) {
+    uint16_t sent = tx_burst(pkts, n);
+    owner.release(pkts, n);
+    return sent;
+  }
   // A finite source (capture file, generator with a packet count) has nothing more to give.
   virtual bool rx_done() const { return false; }
   // Flush buffered output (capture files).

@@ -4,7 +4,7 @@
 //
 // Engines, all on the same packets in the same run:
 //   native  the pipeline's native executor (pipeline/executors.cpp): run_native in place on
-//           the frames (kernels::reference_slices) + finish, i.e. what a native lane does per batch.
+//           the frames (App::slices_in_place) + finish, i.e. what a native lane does per batch.
 //   cl<i>   the pipeline's OpenCL executor on device i: buffers allocated once at start, mapped on
 //           host-unified devices (PoCL), gather into them, kernel, scatter back + finish. One batch
 //           in flight (submit, then wait), so a batch's time is its latency.
@@ -173,7 +173,7 @@ EngineFn executor_engine(const kernels::App& app, std::shared_ptr<Executor> exec
   };
 }
 
-// In place like the native lane (kernels::reference_slices): `fn` reads and writes each slice in its frame.
+// In place like the native lane (App::slices_in_place): `fn` reads and writes each slice in its frame.
 EngineFn peer_engine(const kernels::App& app, uint32_t max_batch,
                      std::function<uint64_t(const kernels::BatchView&)> fn) {
   struct Buffers {
@@ -186,7 +186,7 @@ EngineFn peer_engine(const kernels::App& app, uint32_t max_batch,
   hb->slices.resize(max_batch);
   hb->out.resize(size_t{max_batch} * app.result_bytes());
   return [&app, hb, fn](Packet* pkts, uint32_t n, uint64_t& events) -> Status {
-    kernels::reference_slices(app, {pkts, n}, hb->desc.data(), hb->slices.data());
+    app.slices_in_place({pkts, n}, hb->desc.data(), hb->slices.data());
     events = fn(kernels::BatchView{hb->desc.data(), n, nullptr, hb->out.data(), hb->slices.data()});
     return Status::ok();
   };

@@ -26,8 +26,8 @@ namespace {
 inline void classify(Packet& p, FlowTable& ft, uint64_t now) {
   if (parse(p) != DropReason::kNone) return;
   if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) return;
-  FlowKey k = flow_key(p).canonical();
-  p.hash = flow_hash(k);
+  FlowKey k;
+  p.hash = canonical_flow_key(p, k);
   p.flow_id = ft.lookup_or_insert(k, p.hash, now);
 }
 

@@ -1,13 +1,20 @@
 #!/usr/bin/python3
-"""Throughput beside dpdk-testpmd in the same run (issues 2 and 4).
+"""Throughput beside dpdk-testpmd and DPDK's l3fwd in the same run (issues 2, 4 and 12).
 
 For each round, in turn (never at once: the machine has 2 cores):
-  testpmd   dpdk-testpmd --forward-mode=io, net_pcap (infinite_rx=1) -> net_null
+  testpmd   dpdk-testpmd --forward-mode=io, net_pcap (infinite_rx=1) -> net_null (no-rx=1): the port's floor
+  l3fwd-lpm DPDK l3fwd (bench/runtime/build_l3fwd.sh), LPM on the same BGP table (every route to net_null),
+            one lcore; packets without a route go back out of net_pcap (which drops them on tx)
+  l3fwd-em  the same with --lookup em: an exact-match hash lookup of the 5-tuple per packet (its default rules,
+            which the mix misses: every packet is looked up and sent back to net_pcap)
   classify  bench/runtime/classify_fwd dpdk: rx -> parse/flow/hash/lookup -> tx, same vdevs
   hpr:<app>:<lanes>  build/cli/hpr run through the same vdevs (DPDK in, DPDK null out)
   alt:<app>:<lanes>  the same with another hpr binary (--alt-hpr, e.g. a build before a change)
 Reports Mpps median and spread (p90-p10 over median) per case, the ratio of medians to testpmd, and for
-hpr runs the medians of Gbit/s out and of the rx-to-tx latency p50/p99.
+hpr runs the medians of Gbit/s out and of the rx-to-tx latency p50/p99. With l3fwd in the run, also each case's
+ns per packet above the testpmd floor of the same round (median and spread over rounds) and its Mpps ratio to
+l3fwd-lpm and l3fwd-em. Mpps counts every packet processed (hpr: the lanes' packets, forwarded or dropped by the
+app; l3fwd: packets sent on either port), so packets without a route count alike on both sides.
 Writes CSV (one row per measurement) to --out.
 """
 import argparse, csv, json, os, re, statistics, subprocess, sys, tempfile, time
@@ -16,6 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DATA = os.environ.get("HPR_DATA_DIR", os.path.join(ROOT, "..", "shared", "data"))
 HPR = os.path.join(ROOT, "build", "cli", "hpr")
 FWD = os.path.join(ROOT, "build", "bench", "runtime", "classify_fwd")
+L3FWD_SRC = "/usr/share/dpdk/examples/l3fwd"
 
 
 def make_mix(path, packets=6000, files=25):
@@ -43,13 +51,49 @@ def make_mix(path, packets=6000, files=25):
 
 def testpmd(capture, seconds):
     cmd = ["timeout", "-s", "INT", str(seconds + 2), "dpdk-testpmd", "--no-huge", "--no-shconf", "--no-pci", "-m", "512",
-           "-l", "0-1", "--log-level=error", f"--vdev=net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev=net_null0", "--",
+           "-l", "0-1", "--log-level=error", f"--vdev=net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev=net_null0,no-rx=1", "--",
            "--forward-mode=io", "--stats-period", "1", "--total-num-mbufs=8192"]
     out = subprocess.run(cmd, capture_output=True, text=True).stdout
     # Per-second Tx-pps of port 1 (net_null0): blocks alternate port 0, port 1.
     tx = [int(v) for v in re.findall(r"Tx-pps:\s+(\d+)", out)]
     port1 = tx[1::2][1:]  # skip the first second (start-up)
     return statistics.median(port1) / 1e6 if port1 else 0.0
+
+
+def l3fwd_rules(workdir):
+    """The BGP table as l3fwd LPM rules, every route to port 1 (net_null0)."""
+    path = os.path.join(workdir, "l3fwd_v4.cfg")
+    if not os.path.exists(path):
+        import gzip
+        with gzip.open(os.path.join(DATA, "routes", "ipasn_20140513.dat.gz"), "rt") as f, open(path, "w") as o:
+            for line in f:
+                if line.startswith(";") or "/" not in line:
+                    continue
+                o.write(f"R{line.split()[0]} 1\n")
+    return path
+
+
+def l3fwd(binary, capture, seconds, lookup, rules):
+    """Mpps of l3fwd on one lcore: packets sent on both ports over the time its loops ran (HPR_STATS lines of
+    the build_l3fwd.sh patch). Waits for the table to load (tens of seconds for the BGP table) before timing."""
+    v4 = rules if lookup == "lpm" else os.path.join(L3FWD_SRC, "em_default_v4.cfg")
+    cmd = ["stdbuf", "-oL", binary, "--no-huge", "--no-shconf", "--no-pci", "-m", "1024", "-l", "1", "--log-level=error",
+           f"--vdev=net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev=net_null0,no-rx=1", "--", "-p", "0x3",
+           "--config=(0,0,1),(1,0,1)", f"--lookup={lookup}", "--parse-ptype", f"--rule_ipv4={v4}",
+           f"--rule_ipv6={os.path.join(L3FWD_SRC, lookup + '_default_v6.cfg')}"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in p.stdout:
+        if line.startswith("Port 1 Link"):
+            break
+    time.sleep(seconds)
+    p.send_signal(2)
+    out = p.stdout.read()
+    p.wait()
+    stats = re.findall(r"HPR_STATS port=(\d+) opackets=(\d+) seconds=([\d.]+)", out)
+    if not stats:
+        print(out[-2000:], file=sys.stderr)
+        return None
+    return sum(int(n) for _, n, _ in stats) / max(float(t) for _, _, t in stats) / 1e6
 
 
 def classify(capture, seconds, mode):
@@ -90,14 +134,28 @@ def main():
     ap.add_argument("--alt-hpr", default="", help="another hpr binary, run beside build/cli/hpr on the same cases")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--issue2-only", action="store_true")
+    ap.add_argument("--no-l3fwd", action="store_true", help="leave the l3fwd cases out")
+    ap.add_argument("--l3fwd", default="",
+                    help="l3fwd binary (default BUILD/bench/l3fwd/l3fwd, built by bench/runtime/build_l3fwd.sh when missing)")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "runtime", "vs_testpmd.csv"))
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build folder with cli/hpr and bench/")
     a = ap.parse_args()
+    global HPR, FWD
+    HPR = os.path.join(a.build, "cli", "hpr")
+    FWD = os.path.join(a.build, "bench", "runtime", "classify_fwd")
+    a.l3fwd = a.l3fwd or os.path.join(a.build, "bench", "l3fwd", "l3fwd")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     if not a.capture:
         a.capture = make_mix(os.path.join(os.path.dirname(a.out), "mix.pcap"))
         print(f"capture: {a.capture}")
     rows, res = [], {}
     cases = [("testpmd", None), ("io", None), ("classify", None)]
+    if not a.no_l3fwd:
+        if not os.path.exists(a.l3fwd):
+            subprocess.run([os.path.join(ROOT, "bench", "runtime", "build_l3fwd.sh"), os.path.dirname(a.l3fwd)],
+                           check=True)
+        rules = l3fwd_rules(os.path.dirname(a.out))
+        cases += [("l3fwd-lpm", rules), ("l3fwd-em", rules)]
     if not a.issue2_only:
         for app in a.apps.split(","):
             for spec in a.lanes.split(","):
@@ -112,6 +170,10 @@ def main():
                 v = testpmd(a.capture, a.seconds)
             elif case in ("io", "classify"):
                 v = classify(a.capture, a.seconds, case)
+            elif case.startswith("l3fwd-"):
+                v = l3fwd(a.l3fwd, a.capture, a.seconds, case[6:], arg)
+                if v is None:
+                    continue
             else:
                 m = hpr_run(arg[0], a.capture, a.seconds, *arg[1:], a.batch)
                 if m is None:
@@ -136,7 +198,27 @@ def main():
             extra = " ".join(f"{statistics.median(r[k] for r in mine):{w}.{d}f}" for k, w, d in
                              (("gbps", 7, 2), ("p50_us", 8, 0), ("p99_us", 8, 0)))
         print(f"{case:<24} {med:12.3f} {(p90 - p10) / med if med else 0:8.3f} {med / base if base else 0:17.3f} {extra}")
+    if "l3fwd-lpm" in res:
+        floor_ns(rows, res)
     print(f"\nCSV: {a.out}")
+
+
+def floor_ns(rows, res):
+    """Each case's ns per packet above the testpmd floor of its own round, and its Mpps ratio to l3fwd."""
+    floor = {r["round"]: 1e3 / r["mpps"] for r in rows if r["case"] == "testpmd" and r["mpps"] > 0}
+    lpm, em = statistics.median(res["l3fwd-lpm"]), statistics.median(res.get("l3fwd-em", [0]))
+    print(f"\n{'case':<24} {'ns/pkt above floor':>19} {'range':>7} {'x l3fwd-lpm':>12} {'x l3fwd-em':>11}")
+    for case in res:
+        if case == "testpmd":
+            continue
+        above = sorted(1e3 / r["mpps"] - floor[r["round"]] for r in rows
+                       if r["case"] == case and r["mpps"] > 0 and r["round"] in floor)
+        if not above:
+            continue
+        med = statistics.median(above)
+        med_mpps = statistics.median(res[case])
+        print(f"{case:<24} {med:19.1f} {above[-1] - above[0]:7.1f} {med_mpps / lpm:12.3f} "
+              f"{med_mpps / em if em else 0:11.3f}")
 
 
 if __name__ == "__main__":

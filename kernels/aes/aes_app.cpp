@@ -101,6 +101,10 @@ Slice AesApp::slice(const Packet& p) const {
   return Slice{p.payload_off, p.payload_len, 0};
 }
 
+[[gnu::flatten]] void AesApp::slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const {
+  slices_in_place_of(*this, pkts, desc, slices);
+}
+
 std::string AesApp::kernel_source() const {
   std::string src(embedded_source("hpr_desc"));
   src += "\n";

@@ -182,6 +182,7 @@ class AesApp final : public App {
 
   std::string_view name() const override { return "aes"; }
   Slice slice(const Packet& p) const override;
+  void slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const override;
   uint32_t max_slice_bytes() const override { return options_.max_payload_bytes; }
   uint32_t result_bytes() const override { return sizeof(uint32_t); }
   bool writes_back() const override { return true; }

@@ -59,6 +59,10 @@ kernels::Slice DpiApp::slice(const Packet& p) const {
   return {p.payload_off, p.payload_len, 0};
 }
 
+[[gnu::flatten]] void DpiApp::slices_in_place(std::span<const Packet> pkts, kernels::Desc* desc, uint8_t** slices) const {
+  kernels::slices_in_place_of(*this, pkts, desc, slices);
+}
+
 std::string DpiApp::kernel_source() const {
   std::string s(kernels::embedded_source("hpr_desc"));
   s += '\n';

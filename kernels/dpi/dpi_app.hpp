@@ -49,6 +49,7 @@ class DpiApp final : public kernels::App {
 
   std::string_view name() const override { return "dpi"; }
   kernels::Slice slice(const Packet& p) const override;
+  void slices_in_place(std::span<const Packet> pkts, kernels::Desc* desc, uint8_t** slices) const override;
   uint32_t max_slice_bytes() const override { return cfg_.max_slice_bytes; }
   uint32_t result_bytes() const override { return 4 * (cfg_.max_ids + 1); }
   bool writes_back() const override { return false; }

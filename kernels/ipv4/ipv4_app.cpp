@@ -77,6 +77,10 @@ Slice Ipv4App::slice(const Packet& p) const {
                static_cast<uint16_t>(std::min<uint32_t>(avail, kDescAvailMask))};
 }
 
+[[gnu::flatten]] void Ipv4App::slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const {
+  slices_in_place_of(*this, pkts, desc, slices);
+}
+
 std::string Ipv4App::kernel_source() const {
   std::string src(embedded_source("hpr_desc"));
   src += "\n";

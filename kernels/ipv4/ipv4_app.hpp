@@ -82,6 +82,7 @@ class Ipv4App final : public App {
 
   std::string_view name() const override { return "ipv4"; }
   Slice slice(const Packet& p) const override;
+  void slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const override;
   uint32_t max_slice_bytes() const override { return kMaxHeaderBytes; }
   uint32_t result_bytes() const override { return sizeof(Ipv4Result); }
   bool writes_back() const override { return true; }

@@ -17,6 +17,10 @@ Slice Md5App::slice(const Packet& p) const {
   return Slice{p.payload_off, p.payload_len, 0};
 }
 
+[[gnu::flatten]] void Md5App::slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const {
+  slices_in_place_of(*this, pkts, desc, slices);
+}
+
 std::string Md5App::kernel_source() const {
   std::string src(embedded_source("hpr_desc"));
   src += "\n";

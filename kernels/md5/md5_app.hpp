@@ -50,6 +50,7 @@ class Md5App final : public App {
 
   std::string_view name() const override { return "md5"; }
   Slice slice(const Packet& p) const override;
+  void slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const override;
   uint32_t max_slice_bytes() const override { return options_.max_frame_bytes; }
   uint32_t result_bytes() const override { return kDigestBytes; }
   bool writes_back() const override { return false; }

@@ -82,10 +82,40 @@ class DpdkPort final : public Port {
       p.buf_kind = kBufMbuf;
       p.rx_ns = now_ns;
       p.port = port_id_;
-      stats_.rx_packets.add(1);
-      stats_.rx_bytes.add(p.len);
     }
+    stats_.rx_packets.add(out);
+    stats_.rx_bytes.add(frame_bytes(pkts, out));
     return out;
+  }
+
+  uint16_t tx_burst_release(Packet* pkts, uint16_t n, Port& owner) override {
+    for (uint16_t i = 0; i < n; ++i)
+      if (pkts[i].buf_kind != kBufMbuf) return Port::tx_burst_release(pkts, n, owner);
+    uint16_t done = 0;
+    while (done < n) {
+      rte_mbuf* m[kBurst];
+      const uint16_t k = static_cast<uint16_t>(std::min<int>(n - done, kBurst));
+      for (uint16_t i = 0; i < k; ++i) {
+        auto* mb = static_cast<rte_mbuf*>(pkts[done + i].buf);
+        mb->data_len = mb->pkt_len = pkts[done + i].len;
+        m[i] = mb;
+      }
+      uint16_t sent = 0;
+      for (int tries = 0; sent < k && tries < kTxRetries; ++tries)
+        sent += rte_eth_tx_burst(port_id_, 0, m + sent, static_cast<uint16_t>(k - sent));
+      stats_.tx_bytes.add(frame_bytes(pkts + done, sent));
+      stats_.tx_packets.add(sent);
+      if (sent < k) {
+        // The driver took m[0, sent) (it frees them once sent); the rest, and what was never tried, go back now.
+        rte_pktmbuf_free_bulk(m + sent, k - sent);
+        done = static_cast<uint16_t>(done + sent);
+        for (uint16_t i = static_cast<uint16_t>(done + k - sent); i < n; ++i) rte_pktmbuf_free(static_cast<rte_mbuf*>(pkts[i].buf));
+        break;
+      }
+      done = static_cast<uint16_t>(done + k);
+    }
+    stats_.tx_failed.add(n - done);
+    return done;
   }
 
   uint16_t tx_burst(Packet* pkts, uint16_t n) override {
@@ -127,7 +157,12 @@ class DpdkPort final : public Port {
   }
 
   void release(Packet* pkts, uint16_t n) override {
-    for (uint16_t i = 0; i < n; ++i) rte_pktmbuf_free(static_cast<rte_mbuf*>(pkts[i].buf));
+    rte_mbuf* m[kBurst];
+    for (uint16_t i = 0; i < n;) {
+      uint16_t k = 0;
+      for (; k < kBurst && i < n; ++k, ++i) m[k] = static_cast<rte_mbuf*>(pkts[i].buf);
+      rte_pktmbuf_free_bulk(m, k);
+    }
   }
 
   PortStats stats() const override {

@@ -121,8 +121,21 @@ TEST_CASE(
     }
 }
 
+// One native lane, no device, run to completion: the in-place worker path (pipeline/worker.cpp).
+static void worker_path(RunConfig& c) {
+  c.devices = {"none"};
+  c.native_lanes = 1;
+  c.run_to_completion = true;
+}
+static bool took_worker_path(const Summary& s) {
+  return s.lanes.size() == 1 && s.lanes[0].executor == "native, in place on the rx burst";
+}
+
 TEST_CASE("TTL exceeded: dropped, counted, and answered with ICMP Time Exceeded by the host") {
   RunConfig c = base_config();
+  const bool worker = GENERATE(false, true);
+  INFO((worker ? "in-place worker path" : "lanes"));
+  if (worker) worker_path(c);
   std::string out = tmp_path("ttl_out.pcap");
   c.input = {.kind = "generator", .gen_packets = 2000, .gen_flows = 50, .gen_sizes = "fixed:200", .gen_seed = 8,
              .gen_ttl_low_share = 0.1};
@@ -134,6 +147,7 @@ TEST_CASE("TTL exceeded: dropped, counted, and answered with ICMP Time Exceeded 
     s = (*ctx)->pipeline->run();
   }
   check_books(s);
+  CHECK(took_worker_path(s) == worker);
   // Every frame that left is either forwarded (TTL 63 from 64) or an ICMP from the router address.
   auto got = load_capture(out);
   REQUIRE(got.is_ok());
@@ -270,6 +284,9 @@ TEST_CASE("a lane that fails mid-run leaves the set; its packets go to the other
 
 TEST_CASE("stop requested mid-run (as on SIGTERM) drains everything in flight: books balance") {
   RunConfig c = base_config();
+  const bool worker = GENERATE(false, true);
+  INFO((worker ? "in-place worker path" : "lanes"));
+  if (worker) worker_path(c);
   c.input = {.kind = "generator", .gen_packets = 0, .gen_flows = 1000, .gen_sizes = "fixed:64"};
   c.output = {.kind = "null"};
   auto ctx = prepare_run(c);
@@ -283,6 +300,8 @@ TEST_CASE("stop requested mid-run (as on SIGTERM) drains everything in flight: b
   stopper.join();
   check_books(s);
   CHECK(s.rx_packets > 0);
+  CHECK(took_worker_path(s) == worker);
+  CHECK(s.rx_buffers_in_use == 0);
 }
 
 TEST_CASE("overload: a generator faster than the lanes gets queue_full drops, counted by lane queue, and the run goes on") {
@@ -468,6 +487,27 @@ TEST_CASE("run to completion: one thread does everything, with the same output, 
       }
     }
   }
+  SECTION("one native lane, no device: the in-place worker path equals the native reference for every app") {
+    for (std::string app : {"ipv4", "dpi", "md5", "aes"}) {
+      for (const char* cap_name : {"pcap/ndpi/443-chrome.pcap", "pcap/ndpi/badpackets.pcap", "pcap/ndpi/webex.pcap"}) {
+        INFO(app << " " << cap_name);
+        Summary s = check_against_reference(app, data_path(cap_name), worker_path);
+        CHECK(took_worker_path(s));
+        CHECK(s.reorders == 0);
+      }
+    }
+  }
+  SECTION("a native lane with fault injection keeps the lane path (its failure handling is under test)") {
+    RunConfig c = base_config();
+    worker_path(c);
+    c.input = {.kind = "generator", .gen_packets = 5000, .gen_flows = 100, .gen_sizes = "imix", .gen_seed = 2};
+    c.output = {.kind = "null"};
+    c.fail_after = {{"native0", 10}};
+    Summary s = run_to_end(c);
+    check_books(s);
+    CHECK_FALSE(took_worker_path(s));
+    CHECK(s.lane_failures == 1);
+  }
   SECTION("tiny queues with backpressure: the dispatcher serves the lanes it waits for, nothing dropped") {
     RunConfig c = base_config();
     c.input = {.kind = "generator", .gen_packets = 100000, .gen_flows = 5000, .gen_zipf = 1.2, .gen_sizes = "imix", .gen_seed = 3};
@@ -503,8 +543,11 @@ TEST_CASE("run to completion: one thread does everything, with the same output, 
     CHECK(s.rx_buffers_in_use == 0);
     CHECK(s.lane_failures == 3);
   }
-  SECTION("egress shaping") {
+  SECTION("egress shaping, on the lane path and on the in-place worker path") {
     RunConfig c = base_config();
+    const bool worker = GENERATE(false, true);
+    INFO((worker ? "in-place worker path" : "lanes"));
+    if (worker) worker_path(c);
     c.input = {.kind = "generator", .gen_packets = 3000, .gen_flows = 20, .gen_sizes = "fixed:1000", .gen_seed = 4};
     c.output = {.kind = "null"};
     c.run_to_completion = true;
@@ -518,5 +561,6 @@ TEST_CASE("run to completion: one thread does everything, with the same output, 
     check_books(s);
     CHECK(s.shaper_delayed > 0);
     CHECK(s.tx_packets == 3000);
+    CHECK(took_worker_path(s) == worker);
   }
 }

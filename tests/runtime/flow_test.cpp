@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <random>
 #include <set>
 #include <unordered_map>
@@ -42,6 +43,37 @@ TEST_CASE("fragments of one datagram share a key") {
   later[14 + 7] = 0x03;  // offset 3
   fix_ipv4_checksum(later);
   CHECK(key_of(first) == key_of(later));
+}
+
+TEST_CASE("canonical_flow_key equals flow_key().canonical() on every packet of every capture, both directions alike") {
+  size_t checked = 0;
+  for (const auto& f : list_captures(data_path("pcap/ndpi"))) {
+    auto cap = load_capture(f);
+    REQUIRE(cap.is_ok());
+    for (auto& fr : cap->frames) {
+      Packet p = view(fr);
+      (void)parse(p);  // dropped and non-IP packets too: both give the empty key
+      FlowKey want = flow_key(p).canonical(), got;
+      std::memset(static_cast<void*>(&got), 0xab, sizeof got);
+      const uint32_t h = canonical_flow_key(p, got);
+      INFO(f << " frame of " << fr.size() << " bytes");
+      REQUIRE(std::memcmp(&got, &want, sizeof got) == 0);
+      REQUIRE(h == flow_hash(want));
+      REQUIRE(h == crc32c(&want, sizeof want));
+      ++checked;
+    }
+  }
+  CHECK(checked > 90000);
+  // A connection and its reply: one key.
+  auto fa = ipv4_frame(6, 0, 64, 0x0a000001, 0xc0a80001, 40000, 443);
+  auto fb = ipv4_frame(6, 0, 64, 0xc0a80001, 0x0a000001, 443, 40000);
+  Packet a = view(fa), b = view(fb);
+  REQUIRE(parse(a) == DropReason::kNone);
+  REQUIRE(parse(b) == DropReason::kNone);
+  FlowKey ka, kb;
+  canonical_flow_key(a, ka);
+  canonical_flow_key(b, kb);
+  CHECK(ka == kb);
 }
 
 TEST_CASE("flow hash spreads the captures' flows evenly over 16 buckets") {

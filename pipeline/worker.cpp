@@ -1,0 +1,112 @@
+// The in-place worker path: run to completion with one native lane and no device (issue 12).
+//
+// One thread, one burst at a time, as DPDK's l3fwd does it: rx burst → parse → canonical key and
+// hash for the whole burst, each flow's index slot prefetched before the first lookup → the app in
+// place on the burst's frames → drops counted, the rest transmitted from the same array → buffers
+// released. No lane queue, batch copy, completion ring or egress pass in between: a descriptor is
+// written by rx and read where it lies. Per-flow order holds by construction (the burst is never
+// reordered), so nothing checks sequence numbers; books, drop reasons, latency, the lane's counters,
+// the result log and the shaper are the same as on the lane path.
+#include <span>
+
+#include "hpr/clock.hpp"
+#include "pipeline/pipeline.hpp"
+
+namespace hpr {
+
+bool Pipeline::use_worker_path(const PipelineConfig& cfg) {
+  if (!cfg.run_to_completion || cfg.lanes.size() != 1) return false;
+  const LaneSpec& l = cfg.lanes[0];
+  // A lane with fault injection keeps the lane path: its failure handling is what is being tested.
+  return l.kind == LaneSpec::Kind::kNative && l.lane.fail_after_batches == 0 && l.lane.slow_batch_ns == 0;
+}
+
+void Pipeline::init_worker() {
+  worker_ = std::make_unique<WorkerBurst>();
+  worker_->out.resize(static_cast<size_t>(Burst::kMax) * std::max<uint32_t>(app_->result_bytes(), 1));
+}
+
+uint16_t Pipeline::worker_burst(uint64_t now) {
+  Packet* pkts = burst_->pkts;
+  const uint16_t n = rx_->rx_burst(pkts, std::min<uint16_t>(cfg_.rx_burst, Burst::kMax), now);
+  if (n == 0) return 0;
+  WorkerBurst& w = *worker_;
+  // Parse, key and hash; what fails to parse is dropped here, the rest is compacted in arrival order.
+  uint16_t m = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    Packet& p = pkts[i];
+    if (parse(p, cfg_.parse) != DropReason::kNone) {
+      drop_at_dispatch(&p, 1, p.drop);
+      continue;
+    }
+    p.hash = 0;
+    p.flow_id = kNoFlow;
+    if (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6) {
+      p.hash = canonical_flow_key(p, w.keys[m]);
+      flows_->prefetch(p.hash);
+    }
+    if (m != i) pkts[m] = p;
+    ++m;
+  }
+  // Look the flows up, their index slots on the way from memory since the pass above.
+  uint64_t inserted_total = 0;
+  for (uint16_t i = 0; i < m; ++i) {
+    Packet& p = pkts[i];
+    if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
+    bool inserted = false;
+    p.flow_id = flows_->lookup_or_insert(w.keys[i], p.hash, now, &inserted);
+    inserted_total += inserted;
+    if (p.flow_id == kNoFlow) continue;
+    FlowState& fs = flows_->state(p.flow_id);
+    fs.lane = 0;
+    p.seq = fs.next_seq++;  // the app may use it (AES: the IV counter), as on the lane path
+    fs.packets++;
+    fs.bytes += p.len;
+  }
+  bump(flows_seen_, inserted_total);
+  Lane& lane = *lanes_[0];
+  if (m > 0) {
+    // The app, in place on the frames (what the native executor does with a batch).
+    std::span<Packet> batch(pkts, m);
+    app_->slices_in_place(batch, w.desc, w.slices);
+    kernels::BatchView v{w.desc, m, nullptr, w.out.data(), w.slices};
+    app_->run_native(v);
+    app_->finish(batch, v);
+    lane.account(batch, v);
+  }
+  const uint64_t done = monotonic_ns();
+  LaneStats& st = lane.stats();
+  bump(st.batches, 1);
+  bump(st.packets, m);
+  bump(st.batch_pkts_sum, m);
+  bump(st.busy_ns, done - now);
+  // Drops out (their buffers back in one call), the rest transmitted from the same array, in order.
+  uint16_t k = 0, nd = 0;
+  for (uint16_t i = 0; i < m; ++i) {
+    Packet& p = pkts[i];
+    if (p.drop != DropReason::kNone) {
+      drop_at_egress(p);
+      w.dropped[nd++] = p;
+      continue;
+    }
+    st.batch_latency.add(done - p.rx_ns);
+    latency_.add(done - p.rx_ns);
+    if (shaper_) shape(p, done);
+    else if (k != i) pkts[k++] = p;
+    else ++k;
+  }
+  rx_->release(w.dropped, nd);
+  if (shaper_) {
+    transmit(eg_.txq);
+    release_shaped(done);
+  } else {
+    transmit(pkts, k);
+  }
+  if (now - last_expire_ns_ > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
+    flows_->expire(now, 4096);
+    last_expire_ns_ = now;
+  }
+  return n;
+}
+
+}  // namespace hpr
