@@ -27,7 +27,7 @@ void Pipeline::transmit(std::vector<Packet>& txq) {
 // makes one (ICMP Time Exceeded). The caller returns its buffer.
 void Pipeline::drop_at_egress(const Packet& p) {
   drops_egress_.add(p.drop);
-  if (cfg_.on_drop) {
+  if (p.drop == cfg_.on_drop_reason && cfg_.on_drop) {
     auto frame = cfg_.on_drop(p, eg_.scratch);
     if (!frame.empty()) {
       Packet h;

@@ -97,9 +97,11 @@ struct PipelineConfig {
   std::string log_path;            // result log (DPI alerts, MD5 digests); empty: none
   uint64_t max_duration_ns = 0;    // stop after this long (0: until the source ends or a signal)
   uint64_t status_interval_ns = 1'000'000'000ull;  // console status line period (0: none)
-  // Host-side handling of packets the app dropped (e.g. ICMP Time Exceeded for kTtlExceeded).
-  // Returns a frame to transmit, or an empty span.
+  // Host-side handling of packets the app dropped for `on_drop_reason` (ICMP Time Exceeded for
+  // kTtlExceeded). Returns a frame to transmit, or an empty span. Not called for other reasons (most
+  // drops: no_route), so that a drop costs no call.
   std::function<std::span<const uint8_t>(const Packet&, std::vector<uint8_t>& scratch)> on_drop;
+  DropReason on_drop_reason = DropReason::kTtlExceeded;
 };
 
 class Pipeline {

@@ -133,8 +133,8 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     if (inet_pton(AF_INET, c.router_addr.c_str(), &a) != 1)
       return error(Code::kInvalidArgument, "app.router_addr: '{}' is not an IPv4 address", c.router_addr);
     uint32_t router = ntohl(a.s_addr);
+    pc.on_drop_reason = DropReason::kTtlExceeded;
     pc.on_drop = [router](const Packet& p, std::vector<uint8_t>& scratch) -> std::span<const uint8_t> {
-      if (p.drop != DropReason::kTtlExceeded) return {};
       scratch.resize(2048);
       auto n = kernels::ipv4::build_icmp_time_exceeded(p, router, scratch);
       if (!n) return {};

@@ -89,12 +89,14 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
       w.dropped[nd++] = p;
       continue;
     }
-    st.batch_latency.add(done - p.rx_ns);
-    latency_.add(done - p.rx_ns);
     if (shaper_) shape(p, done);
     else if (k != i) pkts[k++] = p;
     else ++k;
   }
+  // Every packet of a burst carries the burst's rx time: one latency for all that leave.
+  const uint16_t leaving = m - nd;
+  st.batch_latency.add(done - now, leaving);
+  latency_.add(done - now, leaving);
   rx_->release(w.dropped, nd);
   if (shaper_) {
     transmit(eg_.txq);

@@ -51,9 +51,9 @@ struct LogLinear {
 // One writer (relaxed read-modify-write is not needed: a single thread adds), any number of readers.
 struct LatencyHistogram {
   std::array<std::atomic<uint64_t>, LogLinear::kBuckets> b{};
-  void add(uint64_t ns) {
+  void add(uint64_t ns, uint64_t count = 1) {
     auto& c = b[LogLinear::index_of(ns)];
-    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    c.store(c.load(std::memory_order_relaxed) + count, std::memory_order_relaxed);
   }
   std::array<uint64_t, LogLinear::kBuckets> counts() const {
     std::array<uint64_t, LogLinear::kBuckets> out{};
