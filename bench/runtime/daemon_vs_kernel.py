@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""The daemon's rate against the kernel-only rate of the same app on frames of the same size (issue 12).
+
+For each round, in turn (never at once: the machine has 2 cores), for each app and frame size:
+  kernel  bench/apps/app_bench --no-devices --no-peer: the native engine alone on frames of that size, batch 32
+          (the worker path's burst), no ports, no classification
+  hpr     hpr run --devices none --native 1 (the in-place worker path) on generated frames of that size into null
+  alt     the same with another hpr binary (--alt-hpr, e.g. a build before a change)
+md5 and aes do work in proportion to the payload, so frames of one size cost the same whatever their bytes.
+Reports per case the median Mpps, the spread (p90-p10 over median) and the ratio of medians to the kernel.
+"""
+import argparse, csv, json, os, statistics, subprocess, sys, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def kernel(build, app, size):
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run([os.path.join(build, "bench", "apps", "app_bench"), "--apps", app, "--sizes", str(size),
+                        "--batches", "32", "--no-devices", "--no-peer", "--out", d], check=True, capture_output=True)
+        with open(os.path.join(d, f"{app}.csv")) as f:
+            return float(next(csv.DictReader(f))["mpps"])
+
+
+def daemon(binary, app, size, seconds):
+    with tempfile.TemporaryDirectory() as d:
+        js = os.path.join(d, "s.json")
+        cmd = [binary, "run", "-q", "--app", app, "--in", "gen", "--sizes", f"fixed:{size}", "--packets", "0",
+               "--out", "null", "--devices", "none", "--native", "1", "--duration", str(seconds),
+               "--summary-json", js, "--master-key", "000102030405060708090a0b0c0d0e0f"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode not in (0, 1):
+            print(r.stderr, file=sys.stderr)
+            return None
+        s = json.load(open(js))
+        return sum(l["packets"] for l in s["lanes"]) / s["seconds"] / 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--apps", default="md5,aes")
+    ap.add_argument("--sizes", default="1514,64", help="frame sizes (app_bench: 64 means 60-byte frames)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=3)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--alt-hpr", default="")
+    a = ap.parse_args()
+    hpr = os.path.join(a.build, "cli", "hpr")
+    res = {}
+    for r in range(a.rounds):
+        for app in a.apps.split(","):
+            for size in a.sizes.split(","):
+                gen_size = 60 if size == "64" else int(size)
+                cases = [("kernel", lambda: kernel(a.build, app, size)), ("hpr", lambda: daemon(hpr, app, gen_size, a.seconds))]
+                if a.alt_hpr:
+                    cases.append(("alt", lambda: daemon(a.alt_hpr, app, gen_size, a.seconds)))
+                for name, fn in cases:
+                    v = fn()
+                    if v is None:
+                        continue
+                    res.setdefault((app, size, name), []).append(v)
+                    print(f"round {r} {app} {size} {name:<6} {v:8.3f} Mpps", flush=True)
+    print(f"\n{'app':<5} {'size':>5} {'case':<7} {'median Mpps':>12} {'spread':>7} {'x kernel':>9}")
+    for (app, size, name), vals in res.items():
+        vs = sorted(vals)
+        med = statistics.median(vs)
+        p10, p90 = vs[int(0.1 * (len(vs) - 1))], vs[int(round(0.9 * (len(vs) - 1)))]
+        k = statistics.median(res.get((app, size, "kernel"), [0]))
+        print(f"{app:<5} {size:>5} {name:<7} {med:12.3f} {(p90 - p10) / med if med else 0:7.3f} {med / k if k else 0:9.3f}")
+
+
+if __name__ == "__main__":
+    main()
