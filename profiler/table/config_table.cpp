@@ -1,4 +1,5 @@
 #include "profiler/table/config_table.hpp"
+#include "scheduler/store/json_number.hpp"
 
 #include "hpr/atomic_file.hpp"
 
@@ -75,7 +76,7 @@ Result<ConfigTable> load_table(const std::string& path, const Fingerprint& machi
     if (j.value("format", std::string()) != "hpr-config-table")
       return error(Code::kInvalidArgument, "{}: not an hpr configuration table (\"format\" is not \"hpr-config-table\")",
                    path);
-    t.version = j.at("version").get<int>();
+    t.version = sched::json_integer<int>(j.at("version"));
     if (t.version != kTableFormatVersion)
       return error(Code::kInvalidArgument, "{}: table format version {} is not supported (this hpr reads {}); "
                    "re-run `hpr profile`", path, t.version, kTableFormatVersion);

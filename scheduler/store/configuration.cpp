@@ -1,4 +1,5 @@
 #include "scheduler/store/configuration.hpp"
+#include "scheduler/store/json_number.hpp"
 
 #include <cmath>
 
@@ -88,11 +89,11 @@ void to_json(nlohmann::json& j, const Configuration& c) {
 void from_json(const nlohmann::json& j, Configuration& c) {
   c = Configuration{};
   for (const auto& dj : j.at("devices")) {
-    int d = dj.at("device").get<int>();
+    int d = json_integer<int>(dj.at("device"));
     if (d < 0 || d >= kMaxDevices) throw nlohmann::json::other_error::create(501, "device id out of range", &dj);
     c.device_mask |= 1U << d;
-    c.batch[d] = dj.at("batch").get<uint32_t>();
-    c.split[d] = dj.at("split").get<float>();
+    c.batch[d] = json_integer<uint32_t>(dj.at("batch"));
+    c.split[d] = json_float(dj.at("split"));
   }
   c.throughput_bps = j.at("throughput_bps").get<double>();
   c.latency_ns = j.at("latency_ns").get<double>();

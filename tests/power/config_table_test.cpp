@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "profiler/table/config_table.hpp"
@@ -127,5 +128,27 @@ TEST_CASE("bad table files give actionable errors") {
   t.points = {point(64, 1), p};
   REQUIRE(save_table(path.string(), t).is_ok());
   CHECK(load_table(path.string(), machine()).status().message().find("points[1]") != std::string::npos);
+  // Numbers of the wrong kind or out of range (found by fuzz_config_table): an error naming the field, no
+  // undefined conversion.
+  std::ofstream(path, std::ios::trunc) << R"({"format":"hpr-config-table","version":3.3e30})";
+  auto big = load_table(path.string(), machine());
+  REQUIRE_FALSE(big.is_ok());
+  CHECK(big.status().message().find("bad table header") != std::string::npos);
+  CHECK(big.status().message().find("expected an integer") != std::string::npos);
+  const std::pair<const char*, const char*> cases[] = {{R"("batch": -5e300, "split": 1)", "expected an integer"},
+                                                       {R"("batch": 4294967296, "split": 1)", "out of range"},
+                                                       {R"("batch": 1, "split": 1e300)", "out of range"}};
+  for (const auto& [field, says] : cases) {
+    INFO(field);
+    REQUIRE(save_table(path.string(), t).is_ok());
+    nlohmann::json j = nlohmann::json::parse(std::ifstream(path));
+    j["points"] = nlohmann::json::parse(std::string(R"([{"devices": [{"device": 0, )") + field +
+                                        R"(}], "throughput_bps": 1, "latency_ns": 1, "power_w": 1}])");
+    std::ofstream(path, std::ios::trunc) << j.dump();
+    auto r = load_table(path.string(), machine());
+    REQUIRE_FALSE(r.is_ok());
+    CHECK(r.status().message().find("points[0]") != std::string::npos);
+    CHECK(r.status().message().find(says) != std::string::npos);
+  }
   fs::remove(path);
 }
