@@ -150,10 +150,10 @@ def main():
         print(f"capture: {a.capture}")
     rows, res = [], {}
     cases = [("testpmd", None), ("io", None), ("classify", None)]
+    if not a.no_l3fwd and not os.path.exists(a.l3fwd):
+        if subprocess.run([os.path.join(ROOT, "bench", "runtime", "build_l3fwd.sh"), os.path.dirname(a.l3fwd)]).returncode:
+            sys.exit("vs_testpmd: no l3fwd (see the message above); pass --no-l3fwd to run without it")
     if not a.no_l3fwd:
-        if not os.path.exists(a.l3fwd):
-            subprocess.run([os.path.join(ROOT, "bench", "runtime", "build_l3fwd.sh"), os.path.dirname(a.l3fwd)],
-                           check=True)
         rules = l3fwd_rules(os.path.dirname(a.out))
         cases += [("l3fwd-lpm", rules), ("l3fwd-em", rules)]
     if not a.issue2_only:
