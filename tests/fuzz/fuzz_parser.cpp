@@ -1,7 +1,7 @@
-// Packet parser and classifier: parse() (both checksum modes), flow_key, the two CRC32C flow hashes and the
-// FlowTable, on one frame of arbitrary bytes. Invariants checked (abort on violation): offsets stay inside
-// the frame, the payload ends inside the frame, the symmetric hash is equal for both directions, and a
-// flow inserted is found again.
+// Packet parser and classifier: parse() (both checksum modes), flow_key, canonical_flow_key, the two CRC32C
+// flow hashes and the FlowTable, on one frame of arbitrary bytes. Invariants checked (abort on violation):
+// offsets stay inside the frame, the payload ends inside the frame, the symmetric hash is equal for both
+// directions, the one-pass canonical key and hash equal the two-step ones, and a flow inserted is found again.
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -46,6 +46,11 @@ int parser(const uint8_t* data, size_t size) {
     check(k.canonical() == k.reversed().canonical());
     (void)flow_hash(k);
     FlowKey c = k.canonical();
+    // The one-pass form the dispatcher and the worker path use: the same key, and its flow_hash.
+    FlowKey one;
+    const uint32_t one_hash = canonical_flow_key(p, one);
+    check(one == c);
+    check(one_hash == flow_hash(c));
     uint32_t h = flow_hash_symmetric(k);
     now_ns += 1000;
     uint32_t id = table->lookup_or_insert(c, h, now_ns);
