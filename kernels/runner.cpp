@@ -22,7 +22,6 @@ uint32_t gather_into(const App& app, std::span<const Packet> pkts, Desc* desc, u
   return off;
 }
 
-
 HostBatch gather(const App& app, std::span<const Packet> pkts) {
   HostBatch b;
   b.desc.resize(pkts.size());

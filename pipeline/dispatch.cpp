@@ -57,6 +57,10 @@ void Pipeline::dispatch_loop() {
     if (cfg_.max_duration_ns != 0 && now - start_ns_ >= cfg_.max_duration_ns) break;
     uint16_t n = worker_ ? worker_burst(now) : dispatch_burst(now);
     bool did = n > 0;
+    if (did && now - last_expire_ns_ > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
+      flows_->expire(now, 4096);
+      last_expire_ns_ = now;
+    }
     // The worker path leaves the lanes and egress nothing, but shaped packets wait for their time.
     if (cfg_.run_to_completion && (!worker_ || shaper_)) did |= service();
     if (n == 0 && rx_->rx_done()) break;
@@ -177,10 +181,6 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
       bump(lanes_[lane]->stats().queue_full, 1);
       drop_at_dispatch(&p, 1, DropReason::kQueueFull);
     }
-  }
-  if (now - last_expire_ns_ > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
-    flows_->expire(now, 4096);
-    last_expire_ns_ = now;
   }
   return n;
 }

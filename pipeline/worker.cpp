@@ -104,10 +104,6 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
   } else {
     transmit(pkts, k);
   }
-  if (now - last_expire_ns_ > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
-    flows_->expire(now, 4096);
-    last_expire_ns_ = now;
-  }
   return n;
 }
 

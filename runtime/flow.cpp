@@ -17,6 +17,11 @@
 namespace hpr {
 namespace {
 
+// TCP, UDP and SCTP carry ports, except in a fragment and when the frame is too short to hold them.
+bool has_ports(const Packet& p) {
+  return (p.l4 == 6 || p.l4 == 17 || p.l4 == 132) && p.l4_off != kNoOffset && (p.flags & kFlagFragment) == 0 &&
+         p.l4_off + 4u <= p.len;
+}
 
 constexpr std::array<uint32_t, 256> make_crc32c_table() {
   std::array<uint32_t, 256> t{};
@@ -87,8 +92,7 @@ FlowKey flow_key(const Packet& p) {
     return k;
   }
   k.proto = p.l4;
-  bool has_ports = (p.l4 == 6 || p.l4 == 17 || p.l4 == 132) && p.l4_off != kNoOffset && (p.flags & kFlagFragment) == 0;
-  if (has_ports && p.l4_off + 4u <= p.len) {
+  if (has_ports(p)) {
     k.sport = load_be16(p.data + p.l4_off);
     k.dport = load_be16(p.data + p.l4_off + 2);
   }
@@ -111,9 +115,7 @@ uint32_t canonical_flow_key(const Packet& p, FlowKey& out) {
       std::memcpy(b, h + 24, 16);
     }
     uint64_t sport = 0, dport = 0;
-    const bool has_ports = (p.l4 == 6 || p.l4 == 17 || p.l4 == 132) && p.l4_off != kNoOffset &&
-                           (p.flags & kFlagFragment) == 0 && p.l4_off + 4u <= p.len;
-    if (has_ports) {
+    if (has_ports(p)) {
       sport = load_be16(p.data + p.l4_off);
       dport = load_be16(p.data + p.l4_off + 2);
     }

@@ -100,19 +100,13 @@ class DpdkPort final : public Port {
         mb->data_len = mb->pkt_len = pkts[done + i].len;
         m[i] = mb;
       }
-      uint16_t sent = 0;
-      for (int tries = 0; sent < k && tries < kTxRetries; ++tries)
-        sent += rte_eth_tx_burst(port_id_, 0, m + sent, static_cast<uint16_t>(k - sent));
-      stats_.tx_bytes.add(frame_bytes(pkts + done, sent));
-      stats_.tx_packets.add(sent);
+      const uint16_t chunk_end = static_cast<uint16_t>(done + k);
+      const uint16_t sent = send(m, k, pkts + done);  // the driver owns what it took; send() freed the rest
+      done = static_cast<uint16_t>(done + sent);
       if (sent < k) {
-        // The driver took m[0, sent) (it frees them once sent); the rest, and what was never tried, go back now.
-        rte_pktmbuf_free_bulk(m + sent, k - sent);
-        done = static_cast<uint16_t>(done + sent);
-        for (uint16_t i = static_cast<uint16_t>(done + k - sent); i < n; ++i) rte_pktmbuf_free(static_cast<rte_mbuf*>(pkts[i].buf));
+        release(pkts + chunk_end, static_cast<uint16_t>(n - chunk_end));  // never tried: back now
         break;
       }
-      done = static_cast<uint16_t>(done + k);
     }
     stats_.tx_failed.add(n - done);
     return done;
@@ -142,13 +136,7 @@ class DpdkPort final : public Port {
           m[ready++] = mb;
         }
       }
-      uint16_t sent = 0;
-      for (int tries = 0; sent < ready && tries < kTxRetries; ++tries) {
-        sent += rte_eth_tx_burst(port_id_, 0, m + sent, static_cast<uint16_t>(ready - sent));
-      }
-      for (uint16_t i = sent; i < ready; ++i) rte_pktmbuf_free(m[i]);  // undo the extra ref / the copy
-      stats_.tx_bytes.add(frame_bytes(pkts + done, sent));
-      stats_.tx_packets.add(sent);
+      const uint16_t sent = send(m, ready, pkts + done);  // freeing the unsent undoes the extra ref / the copy
       done = static_cast<uint16_t>(done + sent);
       if (sent < k) break;
     }
@@ -177,6 +165,18 @@ class DpdkPort final : public Port {
  private:
   static constexpr uint16_t kBurst = 64;
   static constexpr int kTxRetries = 64;
+
+  // Sends m[0, k), the mbufs of pkts[0, k), retrying a full ring up to kTxRetries times; counts what left
+  // and frees what the driver refused. Returns how many were sent.
+  uint16_t send(rte_mbuf** m, uint16_t k, const Packet* pkts) {
+    uint16_t sent = 0;
+    for (int tries = 0; sent < k && tries < kTxRetries; ++tries)
+      sent += rte_eth_tx_burst(port_id_, 0, m + sent, static_cast<uint16_t>(k - sent));
+    if (sent < k) rte_pktmbuf_free_bulk(m + sent, k - sent);
+    stats_.tx_bytes.add(frame_bytes(pkts, sent));
+    stats_.tx_packets.add(sent);
+    return sent;
+  }
   DpdkPortConfig cfg_;
   uint16_t port_id_ = 0;
   rte_mempool* pool_ = nullptr;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace hpr::sched {
 
@@ -17,13 +18,9 @@ template <class T>
 T json_integer(const nlohmann::json& v) {
   if (!v.is_number_integer())
     throw nlohmann::json::type_error::create(302, "expected an integer, got " + std::string(v.type_name()), &v);
-  const bool fits = v.is_number_unsigned()
-                        ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
-                        : v.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
-                              (v.get<int64_t>() < 0 ||
-                               static_cast<uint64_t>(v.get<int64_t>()) <= static_cast<uint64_t>(std::numeric_limits<T>::max()));
-  if (!fits) throw nlohmann::json::out_of_range::create(406, "integer " + v.dump() + " out of range", &v);
-  return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());
+  if (v.is_number_unsigned() ? std::in_range<T>(v.get<uint64_t>()) : std::in_range<T>(v.get<int64_t>()))
+    return v.is_number_unsigned() ? static_cast<T>(v.get<uint64_t>()) : static_cast<T>(v.get<int64_t>());
+  throw nlohmann::json::out_of_range::create(406, "integer " + v.dump() + " out of range", &v);
 }
 
 // A JSON number that fits a float (finite).
