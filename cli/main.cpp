@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "cli/profile_cmd.hpp"
+#include "cli/run_extras.hpp"
 #include "hpr/atomic_file.hpp"
 #include "hpr/data_dir.hpp"
 #include "kernels/registry.hpp"

@@ -7,8 +7,7 @@
 #include <cmath>
 #include <csignal>
 
-#include "hpr/clock.hpp"
-#include "runtime/opencl/devices.hpp"
+#include "pipeline/adaptive_control.hpp"
 
 namespace hpr::cli {
 namespace {
@@ -24,9 +23,6 @@ void on_profile_signal(int) {
   g_prof_stop = true;
   if (Pipeline* p = g_prof_pipeline.load()) p->request_stop();
 }
-
-// run flags
-double g_print_interval_s = 1;
 
 std::string bar(double frac, int width) {
   int n = static_cast<int>(std::lround(frac * width));
@@ -141,92 +137,6 @@ int run_profile_command() {
              r->seconds, r->budget_hit ? " (time budget reached)" : "", r->power_source, o.out_path,
              r->complete ? "complete" : "incomplete: what was measured is kept");
   return 0;
-}
-
-void adjust_run_config(RunConfig& cfg) {
-  g_print_interval_s = cfg.status_interval_s;
-  if (cfg.adapt_table.empty()) return;
-  // Lane buffers and queues must hold the table's largest batch (the fingerprint is checked later).
-  if (auto t = prof::load_table(cfg.adapt_table, {}, true)) {
-    uint32_t mb = 0;
-    for (const auto& pt : t->points)
-      for (auto b : pt.batch) mb = std::max(mb, b);
-    cfg.max_batch = std::max(cfg.max_batch, mb);
-    cfg.queue = std::max(cfg.queue, 2 * mb);
-  }
-  // The pipeline calls back every quantum; the console line keeps its own interval (RunExtras::on_status).
-  cfg.status_interval_s = std::max(0.02, cfg.adapt_quantum_ms / 1e3);
-}
-
-Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunContext& ctx) {
-  auto x = std::make_unique<RunExtras>();
-  x->cfg_ = cfg;
-  x->power_ = RunPower::create(cfg.power, power_lanes(ctx.devices, cfg.native_lanes), monotonic_ns());
-  if (!cfg.adapt_table.empty()) {
-    AdaptiveOptions ao;
-    ao.table_path = cfg.adapt_table;
-    auto pol = sched::parse_policy(cfg.adapt_policy);
-    if (!pol) return error(Code::kInvalidArgument, "--policy: {}", pol.status().message());
-    ao.params.policy = *pol;
-    ao.params.latency_target_ns = cfg.adapt_latency_target_us * 1e3;
-    ao.allow_mismatch = cfg.adapt_allow_mismatch;
-    ao.quantum_s = cfg.adapt_quantum_ms / 1e3;
-    ao.csv_path = cfg.adapt_csv;
-    ao.learn = cfg.adapt_learn;
-    auto fp = machine_fingerprint(ctx.devices, cfg.native_lanes, cfg.app, traffic_description(cfg.input));
-    // Batch range of the scheduler: the table's.
-    auto a = AdaptiveControl::create(ao, fp, *ctx.pipeline, x->power_.get());
-    if (!a) return a.status();
-    x->adapt_ = std::move(*a);
-  }
-  return x;
-}
-
-bool RunExtras::on_status(Summary& s) {
-  if (!have_prev_) {
-    prev_.seconds = 0;
-    have_prev_ = true;
-  }
-  IntervalStats st = interval_stats(prev_, s);
-  uint64_t now = monotonic_ns();
-  PowerSample ps = power_->sample(st.lane_util, now);
-  prev_ = s;
-  s.power_w = ps.watts;
-  s.energy_j = ps.energy_j;
-  s.power_source = ps.source;
-  if (adapt_) adapt_->on_quantum(s, ps, now);
-  double interval = adapt_ ? g_print_interval_s : 0;
-  if (s.seconds - last_print_s_ >= interval) {
-    last_print_s_ = s.seconds;
-    return true;
-  }
-  return false;
-}
-
-void RunExtras::finish(Summary& s) {
-  IntervalStats st = interval_stats(prev_, s);
-  PowerSample ps = power_->sample(st.lane_util, monotonic_ns());
-  s.energy_j = ps.energy_j;
-  s.power_w = s.seconds > 0 ? ps.energy_j / s.seconds : 0;  // mean over the run
-  s.power_source = ps.source;
-  if (adapt_)
-    if (Status st = adapt_->finish(); !st.is_ok()) s.output_errors.push_back(st.message());
-}
-
-std::string RunExtras::report() const { return adapt_ ? adapt_->report() : ""; }
-
-std::string RunExtras::describe() const {
-  std::string s = "power " + power_->source() + " (";
-  auto names = power_->meter_names();
-  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
-  s += ")";
-  for (const auto& n : power_->notes()) s += "\n  power note: " + n;
-  if (adapt_)
-    s += fmt::format("\n  adaptive: table {} ({} points, {}), policy {}, quantum {} ms", cfg_.adapt_table,
-                     adapt_->table().points.size(), adapt_->table().complete ? "complete" : "incomplete",
-                     cfg_.adapt_policy, cfg_.adapt_quantum_ms);
-  if (adapt_ && !cfg_.adapt_learn) s += " (table lookups only)";
-  return s;
 }
 
 }  // namespace hpr::cli
