@@ -1,0 +1,358 @@
+#include "scheduler/adaptive/online_balancer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace hpr::sched {
+namespace {
+
+// Scores below every carried one: a setup that does not carry the rate loses to any that does.
+constexpr double kShort = -1e6;
+
+void normalise(std::vector<float>& w) {
+  for (float& x : w)
+    if (x < 1e-6f) x = 0;
+  float sum = std::accumulate(w.begin(), w.end(), 0.f);
+  if (sum > 0)
+    for (float& x : w) x /= sum;
+}
+
+}  // namespace
+
+Status validate(const BalancerParams& p) {
+  if (!(p.delta > 0 && p.delta < 1)) return error(Code::kInvalidArgument, "learning: delta must be in (0, 1)");
+  if (!(p.min_gain >= 0 && p.min_gain < 1)) return error(Code::kInvalidArgument, "learning: min_gain must be in [0, 1)");
+  if (p.min_samples < 1 || p.max_samples < p.min_samples)
+    return error(Code::kInvalidArgument, "learning: need 1 <= min_samples <= max_samples");
+  if (!(p.min_step > 0 && p.min_step <= p.first_step && p.first_step <= 1))
+    return error(Code::kInvalidArgument, "learning: need 0 < min_step <= first_step <= 1");
+  if (p.min_batch < 1 || p.max_batch < p.min_batch)
+    return error(Code::kInvalidArgument, "learning: need 1 <= min_batch <= max_batch");
+  if (!(p.hold_s > 0 && p.max_hold_s >= p.hold_s))
+    return error(Code::kInvalidArgument, "learning: need 0 < hold_s <= max_hold_s");
+  if (p.drift_quanta < 1 || p.rate_window < 1)
+    return error(Code::kInvalidArgument, "learning: drift_quanta and rate_window must be >= 1");
+  if (p.policy == Policy::kLatencyTarget && !(p.latency_target_ns > 0))
+    return error(Code::kInvalidArgument, "learning: the latency-target policy needs a latency target > 0");
+  return Status::ok();
+}
+
+std::string Setup::describe() const {
+  std::string s = "w ";
+  for (size_t i = 0; i < weight.size(); ++i) s += fmt::format("{}{:.2f}", i ? "/" : "", weight[i]);
+  s += " b ";
+  for (size_t i = 0; i < batch.size(); ++i) s += fmt::format("{}{}", i ? "/" : "", batch[i]);
+  return s;
+}
+
+Result<OnlineBalancer> OnlineBalancer::create(const BalancerParams& p, std::vector<uint32_t> batch,
+                                              std::vector<bool> batch_searched, std::optional<Setup> start) {
+  HPR_RETURN_IF_ERROR(validate(p));
+  size_t n = batch.size();
+  if (n == 0 || batch_searched.size() != n)
+    return error(Code::kInvalidArgument, "learning: {} lanes, {} batch flags", n, batch_searched.size());
+  OnlineBalancer b;
+  b.p_ = p;
+  b.searched_ = std::move(batch_searched);
+  b.alive_.assign(n, true);
+  b.hold_s_ = p.hold_s;
+  for (size_t i = 0; i < n; ++i)
+    if (b.searched_[i]) batch[i] = std::clamp(batch[i], p.min_batch, p.max_batch);
+  b.inc_ = {std::vector<float>(n, 1.f / static_cast<float>(n)), batch};
+  if (start) {
+    if (start->weight.size() != n || start->batch.size() != n)
+      return error(Code::kInvalidArgument, "learning: the saved setup has {} lanes, this run {}",
+                   start->weight.size(), n);
+    for (float w : start->weight)
+      if (!(w >= 0 && std::isfinite(w))) return error(Code::kInvalidArgument, "learning: saved weight {}", w);
+    Setup s = *start;
+    normalise(s.weight);
+    if (std::accumulate(s.weight.begin(), s.weight.end(), 0.f) <= 0)
+      return error(Code::kInvalidArgument, "learning: the saved setup gives no lane a share");
+    for (size_t i = 0; i < n; ++i)
+      if (b.searched_[i]) s.batch[i] = std::clamp(s.batch[i], p.min_batch, p.max_batch);
+    b.inc_ = s;
+    b.event_ = "start from the saved setup " + s.describe();
+  }
+  b.from_saved_ = start.has_value();
+  b.running_ = b.inc_;
+  b.settle_ = p.settle_quanta;
+  return b;
+}
+
+double OnlineBalancer::score(const QuantumFigures& q) const {
+  double rate = q.offered_bps;
+  for (double o : offered_) rate = std::max(rate, o);
+  bool carried = q.lost_packets == 0 && q.achieved_bps >= (1 - p_.delta) * rate;
+  double shortfall = kShort * (2 - (rate > 0 ? std::min(1.0, q.achieved_bps / rate) : 0));
+  double nj_per_bit = q.achieved_bps > 0 ? q.power_w / q.achieved_bps * 1e9 : 0;
+  switch (p_.policy) {
+    case Policy::kThroughputCritical:
+      return q.achieved_bps / 1e9;
+    case Policy::kEnergyCritical:
+      return carried && q.achieved_bps > 0 ? -nj_per_bit : shortfall;
+    case Policy::kLatencyCritical:
+      return carried ? -q.latency_p99_ns / 1e3 : shortfall;
+    case Policy::kLatencyTarget:
+      if (!carried) return shortfall;
+      return q.latency_p99_ns <= p_.latency_target_ns ? -nj_per_bit : kShort / 10 - q.latency_p99_ns / 1e3;
+  }
+  return 0;
+}
+
+const char* OnlineBalancer::phase_name() const {
+  switch (phase_) {
+    case Phase::kStart: return "start";
+    case Phase::kSolo: return "solo";
+    case Phase::kMix: return "mix";
+    case Phase::kShift: return "shift";
+    case Phase::kBatch: return "batch";
+    case Phase::kHold: return "hold";
+  }
+  return "?";
+}
+
+void OnlineBalancer::run(const Setup& s) {
+  if (s == running_) return;
+  running_ = s;
+  changed_ = true;
+  settle_ = p_.settle_quanta;
+}
+
+std::vector<Setup> OnlineBalancer::candidates() const {
+  std::vector<Setup> out;
+  size_t n = inc_.weight.size();
+  auto rank = [&](size_t i) { return i < order_.size() ? order_[i] : 0.0; };
+  if (phase_ == Phase::kSolo) {
+    std::vector<size_t> lanes;
+    for (size_t i = 0; i < n; ++i)
+      if (alive_[i]) lanes.push_back(i);
+    std::stable_sort(lanes.begin(), lanes.end(), [&](size_t a, size_t b) { return rank(a) > rank(b); });
+    for (size_t i : lanes) {
+      Setup c = inc_;
+      std::fill(c.weight.begin(), c.weight.end(), 0.f);
+      c.weight[i] = 1;
+      out.push_back(c);
+    }
+  } else if (phase_ == Phase::kMix) {
+    std::vector<size_t> lanes;
+    for (size_t i = 0; i < n; ++i)
+      if (alive_[i] && i < solo_rate_.size() && solo_rate_[i] > 0) lanes.push_back(i);
+    std::stable_sort(lanes.begin(), lanes.end(), [&](size_t a, size_t b) { return solo_rate_[a] > solo_rate_[b]; });
+    for (size_t k = 2; k <= lanes.size(); ++k) {
+      Setup c = inc_;
+      std::fill(c.weight.begin(), c.weight.end(), 0.f);
+      for (size_t j = 0; j < k; ++j) c.weight[lanes[j]] = static_cast<float>(solo_rate_[lanes[j]]);
+      normalise(c.weight);
+      out.push_back(c);
+    }
+  } else if (phase_ == Phase::kShift) {
+    std::vector<std::pair<size_t, size_t>> moves;
+    for (size_t a = 0; a < n; ++a)
+      for (size_t b = 0; b < n; ++b)
+        if (a != b && alive_[a] && alive_[b] && inc_.weight[a] > 0) moves.emplace_back(a, b);
+    // Towards the lanes that deliver most per busy second first.
+    std::stable_sort(moves.begin(), moves.end(), [&](auto x, auto y) {
+      return rank(x.second) - rank(x.first) > rank(y.second) - rank(y.first);
+    });
+    for (auto [a, b] : moves) {
+      Setup c = inc_;
+      float m = std::min(static_cast<float>(step_), c.weight[a]);
+      c.weight[a] -= m;
+      c.weight[b] += m;
+      normalise(c.weight);
+      out.push_back(c);
+    }
+  } else if (phase_ == Phase::kBatch) {
+    for (size_t i = 0; i < n; ++i) {
+      if (!alive_[i] || !searched_[i] || inc_.weight[i] <= 0) continue;
+      for (uint32_t b : {inc_.batch[i] * 2, inc_.batch[i] / 2}) {
+        if (b < p_.min_batch || b > p_.max_batch) continue;
+        Setup c = inc_;
+        c.batch[i] = b;
+        out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+void OnlineBalancer::start_phase(Phase ph) {
+  phase_ = ph;
+  won_in_pass_ = false;
+  block_.clear();
+  if (ph == Phase::kHold) {
+    run(inc_);
+    off_count_ = 0;
+    hold_until_ns_ = now_ns_ + static_cast<uint64_t>(hold_s_ * 1e9);
+    return;
+  }
+  if (ph == Phase::kSolo) solo_rate_.assign(inc_.weight.size(), 0.0);
+  if (!next_block()) after(ph);
+}
+
+void OnlineBalancer::after(Phase ph) {
+  switch (ph) {
+    case Phase::kSolo:
+      return start_phase(Phase::kMix);
+    case Phase::kMix:
+      step_ = p_.first_step;
+      return start_phase(Phase::kShift);
+    case Phase::kShift:
+      if (!won_in_pass_) step_ /= 2;
+      return start_phase(step_ >= p_.min_step - 1e-9 ? Phase::kShift : Phase::kBatch);
+    case Phase::kBatch:
+      return start_phase(won_in_pass_ ? Phase::kBatch : Phase::kHold);
+    default:
+      return start_phase(Phase::kHold);
+  }
+}
+
+bool OnlineBalancer::next_block() {
+  block_ = {inc_};
+  for (auto& c : candidates())
+    if (std::find(block_.begin(), block_.end(), c) == block_.end()) block_.push_back(std::move(c));
+  if (block_.size() < 2) {
+    block_.clear();
+    return false;
+  }
+  scores_.assign(block_.size(), {});
+  rates_.assign(block_.size(), {});
+  visit_ = 1;  // the incumbent was running: candidates first
+  left_ = p_.visit_quanta;
+  run(block_[visit_]);
+  return true;
+}
+
+bool OnlineBalancer::block_done() const {
+  size_t lo = scores_[0].size(), hi = 0;
+  for (const auto& v : scores_) {
+    lo = std::min(lo, v.size());
+    hi = std::max(hi, v.size());
+  }
+  if (lo < p_.min_samples) return false;
+  if (lo >= p_.max_samples) return true;
+  SampleStats inc = sample_stats(scores_[0]);
+  bool all_lose = true, tight = inc.relative_spread() <= p_.delta;
+  for (size_t k = 1; k < block_.size(); ++k) {
+    SampleStats c = sample_stats(scores_[k]);
+    if (better_beyond_spread(c, inc, p_.min_gain)) return true;
+    all_lose = all_lose && better_beyond_spread(inc, c, p_.min_gain);
+    tight = tight && c.relative_spread() <= p_.delta;
+  }
+  return all_lose || tight;
+}
+
+void OnlineBalancer::finish_block() {
+  ++blocks_;
+  SampleStats inc = sample_stats(scores_[0]), best = inc;
+  size_t win = 0;
+  for (size_t k = 1; k < block_.size(); ++k) {
+    SampleStats c = sample_stats(scores_[k]);
+    if (phase_ == Phase::kSolo) {
+      size_t lane = static_cast<size_t>(std::max_element(block_[k].weight.begin(), block_[k].weight.end()) -
+                                        block_[k].weight.begin());
+      solo_rate_[lane] = sample_stats(rates_[k]).median;
+    }
+    if (better_beyond_spread(c, inc, p_.min_gain) && (win == 0 || c.median > best.median)) {
+      win = k;
+      best = c;
+    }
+  }
+  inc_stats_ = best;
+  if (win != 0) {
+    event_ = fmt::format("{}: {} beats {} ({:.4g} ± {:.2g} vs {:.4g} ± {:.2g}, {}+{} samples)", phase_name(),
+                         block_[win].describe(), inc_.describe(), best.median, best.spread, inc.median, inc.spread,
+                         best.n, inc.n);
+    inc_ = block_[win];
+    ++wins_;
+    won_in_pass_ = true;
+    hold_s_ = p_.hold_s;
+  }
+  // Solo and mix are one block each; shift and batch go on from the (new) incumbent.
+  bool again = (phase_ == Phase::kShift || phase_ == Phase::kBatch) && win != 0;
+  if (!again || !next_block()) after(phase_);
+}
+
+void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
+  double tol = 3 * inc_stats_.spread + p_.delta * std::fabs(inc_stats_.median);
+  off_count_ = std::fabs(s - inc_stats_.median) > tol ? off_count_ + 1 : 0;
+  if (off_count_ >= p_.drift_quanta) {
+    ++restarts_;
+    event_ = fmt::format("hold: {} quanta off the incumbent's figures ({:.4g} vs {:.4g} ± {:.2g}): search again",
+                         off_count_, s, inc_stats_.median, inc_stats_.spread);
+    note_lanes(q);
+    return start_phase(Phase::kSolo);
+  }
+  if (now_ns_ >= hold_until_ns_) {
+    hold_s_ = std::min(2 * hold_s_, p_.max_hold_s);
+    step_ = std::min(p_.first_step, 2 * p_.min_step);
+    start_phase(Phase::kShift);
+  }
+}
+
+void OnlineBalancer::note_lanes(const QuantumFigures& q) {
+  order_.assign(inc_.weight.size(), 0.0);
+  for (size_t i = 0; i < order_.size() && i < q.lane_bps.size() && i < q.lane_util.size(); ++i)
+    if (q.lane_util[i] > 1e-4) order_[i] = q.lane_bps[i] / q.lane_util[i];
+}
+
+const Setup& OnlineBalancer::step(const QuantumFigures& q) {
+  changed_ = false;
+  event_.clear();
+  now_ns_ = q.now_ns;
+  offered_.push_back(q.offered_bps);
+  while (offered_.size() > p_.rate_window) offered_.pop_front();
+  if (settle_ > 0) {
+    --settle_;
+    return running_;
+  }
+  double s = score(q);
+  switch (phase_) {
+    case Phase::kStart:
+      if (scores_.empty()) scores_.assign(1, {});
+      scores_[0].push_back(s);
+      note_lanes(q);
+      if (!from_saved_ || scores_[0].size() >= p_.min_samples) {
+        inc_stats_ = sample_stats(scores_[0]);
+        start_phase(from_saved_ ? Phase::kHold : Phase::kSolo);
+      }
+      break;
+    case Phase::kHold:
+      hold_sample(s, q);
+      break;
+    default:
+      if (block_.empty()) break;
+      scores_[visit_].push_back(s);
+      rates_[visit_].push_back(q.achieved_bps);
+      if (--left_ > 0) break;
+      if (visit_ == 0 && block_done()) {  // decided at the end of a round (the incumbent is visited last)
+        finish_block();
+      } else {
+        visit_ = (visit_ + 1) % block_.size();
+        left_ = p_.visit_quanta;
+        run(block_[visit_]);
+      }
+  }
+  return running_;
+}
+
+void OnlineBalancer::lane_lost(size_t lane) {
+  if (lane >= alive_.size() || !alive_[lane]) return;
+  alive_[lane] = false;
+  if (std::none_of(alive_.begin(), alive_.end(), [](bool a) { return a; })) return;
+  inc_.weight[lane] = 0;
+  normalise(inc_.weight);
+  if (std::accumulate(inc_.weight.begin(), inc_.weight.end(), 0.f) <= 0)
+    for (size_t i = 0; i < alive_.size(); ++i) inc_.weight[i] = alive_[i] ? 1.f : 0.f;
+  normalise(inc_.weight);
+  ++restarts_;
+  event_ = fmt::format("lane {} lost: search again from {}", lane, inc_.describe());
+  run(inc_);
+  start_phase(Phase::kSolo);
+}
+
+}  // namespace hpr::sched

@@ -1,0 +1,133 @@
+#pragma once
+// OnlineBalancer: the learning mode of `hpr run` (no table needed; docs/scheduler.md "Learning mode").
+//
+// Lanes share cores (every "device" here is the same CPU), so a lane's capacity measured alone is not what it adds
+// to a run: the balancer learns from what the whole run delivers, as NBA's adaptive load balancer does. It moves
+// load between lanes in steps and keeps a step only when the run's score (throughput; energy per bit under the
+// energy policy; p99 latency under the latency policy) improves beyond the spread of the samples:
+//
+//   block     the incumbent setup I and its candidates C1…Ck are run in turns (I, C1, …, Ck, I, C1, …: drift hits
+//             all alike), each visit a settling quantum and then `visit_quanta` scored quanta, until each has
+//             min_samples and a relative spread within δ, or max_samples, or the answer is clear; the best
+//             candidate replaces I when its median score beats I's by more than both spreads together and by
+//             min_gain (sample_stats.hpp).
+//   phases    solo    each lane alone, the lane that delivered most per busy second first (the first decisions come
+//                     within the first second);
+//             mix     the best k lanes alone (k = 2 … N), shares in proportion to their rates alone;
+//             shift   move `step` of the share from one lane to another (every ordered pair), the step halved after
+//                     a pass without a win, down to min_step; a lane whose share reaches 0 is dropped, one with 0 can
+//                     come back;
+//             batch   ×2 and ÷2 for the lanes whose batch is worth searching (OpenCL lanes), within bounds;
+//             hold    run the incumbent; `drift_quanta` quanta in a row off its figures (a lane slowed down, a
+//                     traffic or rate step) start over from solo; after `hold_s` (doubling while nothing better is
+//                     found, up to max_hold_s) a local pass (shift at 2 × min_step, then batch) checks again.
+//
+// A quantum is scored only when the setup it ran was in force for the whole quantum (settle_quanta after a change:
+// flows move to their new lane only once nothing of theirs is in flight, so a change never reorders).
+// Pure: input = figures of one quantum, output = the setup to run next; no clocks, threads or I/O.
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hpr/status.hpp"
+#include "scheduler/adaptive/sample_stats.hpp"
+#include "scheduler/store/config_store.hpp"
+
+namespace hpr::sched {
+
+struct BalancerParams {
+  Policy policy = Policy::kThroughputCritical;
+  double latency_target_ns = 0;  // kLatencyTarget
+  double delta = 0.05;           // relative spread a block aims at; a rate within δ of the best carries it
+  double min_gain = 0.02;        // smallest relative improvement taken
+  uint32_t min_samples = 4, max_samples = 8;
+  uint32_t settle_quanta = 1;
+  uint32_t visit_quanta = 2;  // scored quanta per visit
+  double first_step = 0.125, min_step = 1.0 / 32;
+  uint32_t min_batch = 32, max_batch = 4096;
+  double hold_s = 4, max_hold_s = 64;
+  uint32_t drift_quanta = 3;
+  uint32_t rate_window = 50;  // quanta over which the highest offered rate is the rate to carry
+};
+// kInvalidArgument naming the parameter.
+Status validate(const BalancerParams& p);
+
+// One quantum of the setup in force.
+struct QuantumFigures {
+  uint64_t now_ns = 0;
+  double offered_bps = 0, achieved_bps = 0, power_w = 0, latency_p99_ns = 0;
+  uint64_t lost_packets = 0;  // dropped for want of capacity
+  std::vector<double> lane_bps, lane_util;
+};
+
+struct Setup {
+  std::vector<float> weight;    // shares of new flows, sum 1; 0: the lane takes no new flow
+  std::vector<uint32_t> batch;  // per lane
+  bool operator==(const Setup&) const = default;
+  std::string describe() const;  // "w 0.50/0.25/0.25 b 256/256/256"
+};
+
+class OnlineBalancer {
+ public:
+  // `batch_searched[i]`: lane i's batch is worth searching. `start`: a saved setup to start from (its lane count
+  // must match); otherwise equal shares at `batch`. Errors: kInvalidArgument (parameters, no lane, sizes).
+  static Result<OnlineBalancer> create(const BalancerParams& p, std::vector<uint32_t> batch,
+                                       std::vector<bool> batch_searched, std::optional<Setup> start = {});
+  // The figures of the quantum just run on setup(); returns the setup for the next quantum.
+  const Setup& step(const QuantumFigures& q);
+  // A lane that failed: no share from now on; the search starts over.
+  void lane_lost(size_t lane);
+
+  const Setup& setup() const { return running_; }      // in force now (incumbent or candidate)
+  const Setup& incumbent() const { return inc_; }       // the best setup found so far
+  const SampleStats& incumbent_score() const { return inc_stats_; }
+  bool changed() const { return changed_; }             // the last step changed setup()
+  // What the last step decided, for the log ("" when nothing was decided).
+  const std::string& event() const { return event_; }
+  const char* phase_name() const;
+  uint64_t blocks() const { return blocks_; }  // blocks measured
+  uint64_t wins() const { return wins_; }
+  uint64_t restarts() const { return restarts_; }
+  double score(const QuantumFigures& q) const;  // the policy's score of one quantum (higher is better)
+
+ private:
+  enum class Phase { kStart, kSolo, kMix, kShift, kBatch, kHold };
+  OnlineBalancer() = default;
+  void start_phase(Phase ph);
+  void after(Phase ph);  // the phase that follows a finished pass of `ph`
+  bool next_block();  // false: the phase has no candidate left
+  std::vector<Setup> candidates() const;
+  void run(const Setup& s);
+  bool block_done() const;
+  void finish_block();
+  void hold_sample(double s, const QuantumFigures& q);
+  void note_lanes(const QuantumFigures& q);  // order_ from the lanes' delivered bits per busy second
+
+  BalancerParams p_;
+  std::vector<bool> searched_, alive_;
+  Setup inc_, running_;
+  SampleStats inc_stats_;
+  Phase phase_ = Phase::kStart;
+  bool from_saved_ = false;
+  bool won_in_pass_ = false;
+  double step_ = 0.125;
+  std::vector<double> order_;      // per lane: delivered bits per busy second (solo order)
+  std::vector<double> solo_rate_;  // per lane: median rate alone (0: not measured)
+  // block: block_[0] is the incumbent
+  std::vector<Setup> block_;
+  std::vector<std::vector<double>> scores_, rates_;
+  size_t visit_ = 0;
+  uint32_t left_ = 0, settle_ = 0;
+  // hold
+  uint32_t off_count_ = 0;
+  uint64_t hold_until_ns_ = 0, now_ns_ = 0;
+  double hold_s_ = 4;
+  std::deque<double> offered_;
+  bool changed_ = false;
+  std::string event_;
+  uint64_t blocks_ = 0, wins_ = 0, restarts_ = 0;
+};
+
+}  // namespace hpr::sched

@@ -1,0 +1,241 @@
+// OnlineBalancer (learning mode) against simulated runs: lanes that share cores, noisy samples, a settling quantum
+// after each change, a lane slowed down mid-run, the energy policy dropping a lane that does not pay for itself.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <random>
+
+#include "scheduler/adaptive/online_balancer.hpp"
+#include "scheduler/adaptive/sample_stats.hpp"
+
+using namespace hpr::sched;
+using Catch::Matchers::WithinAbs;
+
+namespace {
+
+constexpr uint64_t kQuantumNs = 40'000'000;
+
+// A run under saturation (the input is paced by backpressure, so offered = achieved): `rate(setup)` in Gbit/s,
+// multiplied by uniform noise of ±noise; the quantum after a change measures a transition (half the rate).
+struct World {
+  std::function<double(const Setup&)> rate;
+  std::function<double(const Setup&)> power = [](const Setup&) { return 50.0; };
+  std::vector<double> cap;  // per lane alone, for lane_util
+  double noise = 0.1;
+  std::mt19937_64 rng{7};
+  Setup last;
+  uint64_t now = 0;
+
+  QuantumFigures quantum(const Setup& s) {
+    std::uniform_real_distribution<double> u(1 - noise, 1 + noise);
+    double g = rate(s) * u(rng) * (s == last || last.weight.empty() ? 1.0 : 0.5);
+    last = s;
+    now += kQuantumNs;
+    QuantumFigures q{.now_ns = now, .offered_bps = g * 1e9, .achieved_bps = g * 1e9, .power_w = power(s)};
+    for (size_t i = 0; i < s.weight.size(); ++i) {
+      q.lane_bps.push_back(g * 1e9 * s.weight[i]);
+      q.lane_util.push_back(std::min(1.0, g * s.weight[i] / cap[i]));
+    }
+    return q;
+  }
+};
+
+// Lanes on one CPU: the run is bounded by the lane that saturates first, and every extra active lane takes
+// `contention` of the others' cores.
+std::function<double(const Setup&)> shared_cores(std::vector<double> cap, double contention) {
+  return [cap, contention](const Setup& s) {
+    double r = 1e18;
+    int active = 0;
+    for (size_t i = 0; i < cap.size(); ++i)
+      if (s.weight[i] > 0) {
+        r = std::min(r, cap[i] / s.weight[i]);
+        ++active;
+      }
+    return r / (1 + contention * (active - 1));
+  };
+}
+
+// The best static setup over a grid of shares (steps of 1/16) for three lanes.
+double best_static(const std::function<double(const Setup&)>& f, size_t n, std::vector<uint32_t> batch) {
+  double best = 0;
+  for (int a = 0; a <= 16; ++a)
+    for (int b = 0; a + b <= 16; ++b) {
+      Setup s{{a / 16.f, b / 16.f, (16 - a - b) / 16.f}, batch};
+      if (n == 2 && a + b != 16) continue;
+      s.weight.resize(n);
+      best = std::max(best, f(s));
+    }
+  return best;
+}
+
+OnlineBalancer make(size_t n, BalancerParams p = {}, std::optional<Setup> start = {}) {
+  auto b = OnlineBalancer::create(p, std::vector<uint32_t>(n, 256), std::vector<bool>(n, false), start);
+  REQUIRE(b.is_ok());
+  return std::move(*b);
+}
+
+void run(OnlineBalancer& b, World& w, int quanta) {
+  for (int i = 0; i < quanta; ++i) b.step(w.quantum(b.setup()));
+}
+
+}  // namespace
+
+TEST_CASE("sample_stats: median and half range") {
+  std::vector<double> odd{1, 2, 3, 4, 100};
+  auto s = sample_stats(odd);
+  CHECK(s.median == 3);
+  CHECK(s.spread == 49.5);
+  CHECK(s.n == 5);
+  std::vector<double> even{4, 1, 3, 2};
+  s = sample_stats(even);
+  CHECK(s.median == 2.5);
+  CHECK(s.spread == 1.5);
+  CHECK(sample_stats(std::vector<double>{}).n == 0);
+  CHECK_THAT((SampleStats{10, 1, 3}.relative_spread()), WithinAbs(0.1, 1e-12));
+}
+
+TEST_CASE("better_beyond_spread: the medians must be further apart than both spreads and min_gain") {
+  CHECK(better_beyond_spread({10, 1, 3}, {7, 1, 3}, 0.02));
+  CHECK_FALSE(better_beyond_spread({10, 2, 3}, {7, 1.5, 3}, 0.02));  // 3 < 3.5
+  CHECK_FALSE(better_beyond_spread({10.1, 0, 3}, {10, 0, 3}, 0.02));  // 1 % < min_gain
+  CHECK_FALSE(better_beyond_spread({7, 1, 3}, {10, 1, 3}, 0.02));
+  CHECK(better_beyond_spread({-5, 0.1, 3}, {-8, 0.1, 3}, 0.02));  // negative scores (energy): -5 beats -8
+}
+
+TEST_CASE("OnlineBalancer: finds the best setup within 0.95x of the best static one, despite noise") {
+  // {lane caps, contention}: IPv4 here (the native lane alone wins), DPI here (the pthread device alone wins),
+  // independent devices (a split wins: 0.75 / 0.25 / 0).
+  auto [cap, contention] = GENERATE(table<std::vector<double>, double>({
+      {{2.0, 1.0, 5.0}, 0.3},
+      {{1.6, 0.5, 0.9}, 0.3},
+      {{3.0, 1.0, 0.01}, 0.0},
+  }));
+  World w{.rate = shared_cores(cap, contention), .cap = cap};
+  auto b = make(3);
+  run(b, w, 50);  // 2 s at 40 ms quanta
+  double best = best_static(w.rate, 3, {256, 256, 256});
+  INFO(b.incumbent().describe() << " " << w.rate(b.incumbent()) << " best " << best);
+  CHECK(w.rate(b.incumbent()) >= 0.8 * best);
+  run(b, w, 700);
+  INFO(b.incumbent().describe() << " " << w.rate(b.incumbent()) << " best " << best);
+  CHECK(w.rate(b.incumbent()) >= 0.95 * best);
+  CHECK(b.blocks() > 0);
+}
+
+TEST_CASE("OnlineBalancer: the first decision comes within 30 quanta (0.9 s at the learning quantum)") {
+  World w{.rate = shared_cores({2.0, 1.0, 5.0}, 0.3), .cap = {2.0, 1.0, 5.0}};
+  auto b = make(3);
+  int first = -1;
+  for (int i = 0; i < 30 && first < 0; ++i) {
+    b.step(w.quantum(b.setup()));
+    if (b.wins() > 0) first = i;
+  }
+  CHECK(first >= 0);
+}
+
+TEST_CASE("OnlineBalancer: noise alone does not move the load around") {
+  // Every setup delivers the same; ±20 % noise. Wins are chance; few trials may be won.
+  World w{.rate = [](const Setup&) { return 4.0; }, .cap = {4, 4, 4}, .noise = 0.2};
+  auto b = make(3);
+  run(b, w, 30000);
+  INFO("blocks " << b.blocks() << " wins " << b.wins());
+  CHECK(b.blocks() > 30);
+  CHECK(b.wins() * 10 <= b.blocks());
+}
+
+TEST_CASE("OnlineBalancer: a lane slowed down mid-run loses its load within 1 s, and gets it back") {
+  std::vector<double> cap{3.0, 1.0, 0.01};  // independent devices: best split 0.75 / 0.25
+  World w{.rate = shared_cores(cap, 0.0), .cap = cap};
+  auto b = make(3);
+  run(b, w, 750);
+  REQUIRE(b.incumbent().weight[0] >= 0.6f);
+  w.cap[0] = 0.3;  // lane 0 is ten times slower from now on
+  w.rate = shared_cores(w.cap, 0.0);
+  int quanta = 0;
+  while (quanta < 100 && b.setup().weight[0] > 0.25f) {
+    b.step(w.quantum(b.setup()));
+    ++quanta;
+  }
+  INFO(b.setup().describe());
+  CHECK(quanta <= 25);  // 1 s at 40 ms quanta
+  CHECK(b.restarts() >= 1);
+  w.cap[0] = 3.0;  // it recovers: the periodic re-check finds it again
+  w.rate = shared_cores(w.cap, 0.0);
+  run(b, w, 3000);
+  CHECK(b.incumbent().weight[0] >= 0.5f);
+}
+
+TEST_CASE("OnlineBalancer: the energy policy drops a lane whose throughput does not pay for its power") {
+  // Lane 1 adds 3 % throughput for 40 % more power.
+  std::function<double(const Setup&)> rate = [](const Setup& s) {
+    return s.weight[0] > 0 && s.weight[1] > 0 ? 5.15 : s.weight[0] > 0 ? 5.0 : 1.0;
+  };
+  auto power = [](const Setup& s) { return 50.0 + (s.weight[1] > 0 ? 20.0 : 0.0); };
+  auto policy = GENERATE(Policy::kThroughputCritical, Policy::kEnergyCritical);
+  World w{.rate = rate, .power = power, .cap = {5, 1}, .noise = 0.01};
+  auto b = make(2, {.policy = policy});
+  b.step(w.quantum(b.setup()));
+  run(b, w, 1000);
+  INFO(policy_name(policy) << ": " << b.incumbent().describe());
+  if (policy == Policy::kEnergyCritical)
+    CHECK(b.incumbent().weight[1] == 0.f);
+  else
+    CHECK(b.incumbent().weight[1] > 0.f);
+}
+
+TEST_CASE("OnlineBalancer: batch sizes of searched lanes move towards the best one") {
+  // One device lane whose rate peaks at batch 1024.
+  std::function<double(const Setup&)> rate = [](const Setup& s) {
+    double x = std::log2(static_cast<double>(s.batch[0]));
+    return 4.0 - 0.3 * std::fabs(x - 10);
+  };
+  World w{.rate = rate, .cap = {4}, .noise = 0.02};
+  auto b = OnlineBalancer::create({}, {64}, {true});
+  REQUIRE(b.is_ok());
+  run(*b, w, 400);
+  CHECK(b->incumbent().batch[0] == 1024);
+}
+
+TEST_CASE("OnlineBalancer: a saved setup is in force from the start and held") {
+  World w{.rate = shared_cores({2.0, 1.0, 5.0}, 0.3), .cap = {2.0, 1.0, 5.0}, .noise = 0.02};
+  Setup saved{{0, 0, 1}, {256, 256, 256}};
+  auto b = make(3, {}, saved);
+  CHECK(b.setup() == saved);
+  run(b, w, 10);
+  CHECK(b.setup() == saved);
+  CHECK(std::string(b.phase_name()) == "hold");
+}
+
+TEST_CASE("OnlineBalancer: a lost lane gets no share again") {
+  World w{.rate = shared_cores({2.0, 1.0, 5.0}, 0.3), .cap = {2.0, 1.0, 5.0}};
+  auto b = make(3);
+  run(b, w, 30);
+  b.lane_lost(2);
+  w.rate = shared_cores({2.0, 1.0, 0.0}, 0.3);
+  for (int i = 0; i < 600; ++i) {
+    b.step(w.quantum(b.setup()));
+    REQUIRE(b.setup().weight[2] == 0.f);
+  }
+  CHECK(b.incumbent().weight[0] > 0.f);
+}
+
+TEST_CASE("OnlineBalancer: bad parameters and setups are refused, naming the setting") {
+  BalancerParams p;
+  p.delta = 0;
+  CHECK(OnlineBalancer::create(p, {256}, {false}).status().message().find("delta") != std::string::npos);
+  p = {};
+  p.min_samples = 5;
+  p.max_samples = 3;
+  CHECK_FALSE(OnlineBalancer::create(p, {256}, {false}).is_ok());
+  p = {};
+  p.policy = Policy::kLatencyTarget;
+  CHECK(OnlineBalancer::create(p, {256}, {false}).status().message().find("latency target") != std::string::npos);
+  CHECK_FALSE(OnlineBalancer::create({}, {}, {}).is_ok());
+  CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {false}).is_ok());
+  CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {false, false}, Setup{{1}, {256}}).is_ok());
+  CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {false, false}, Setup{{0, 0}, {256, 256}}).is_ok());
+  CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {false, false}, Setup{{NAN, 1}, {256, 256}}).is_ok());
+}
