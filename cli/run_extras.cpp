@@ -14,6 +14,13 @@ double g_print_interval_s = 1;  // the console line's interval (the pipeline's m
 
 void adjust_run_config(RunConfig& cfg) {
   g_print_interval_s = cfg.status_interval_s;
+  if (learning_mode(cfg)) {
+    // Lane buffers and queues must hold the largest batch the search may try.
+    if (cfg.max_batch == 0) cfg.max_batch = std::max(cfg.batch, kLearnMaxBatch);
+    cfg.queue = std::max(cfg.queue, 2 * cfg.max_batch);
+    cfg.status_interval_s = std::max(0.02, cfg.adapt_quantum_ms / 1e3);
+    return;
+  }
   if (cfg.adapt_table.empty()) return;
   // Lane buffers and queues must hold the table's largest batch (the fingerprint is checked later).
   if (auto t = prof::load_table(cfg.adapt_table, {}, true)) {
@@ -31,6 +38,23 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
   auto x = std::make_unique<RunExtras>();
   x->cfg_ = cfg;
   x->power_ = RunPower::create(cfg.power, power_lanes(ctx.devices, cfg.native_lanes), monotonic_ns());
+  if (learning_mode(cfg)) {
+    LearnOptions lo;
+    auto pol = sched::parse_policy(cfg.adapt_policy);
+    if (!pol) return error(Code::kInvalidArgument, "--policy: {}", pol.status().message());
+    lo.params.policy = *pol;
+    lo.params.latency_target_ns = cfg.adapt_latency_target_us * 1e3;
+    lo.params.max_batch = std::max(cfg.max_batch, cfg.batch);
+    lo.params.min_batch = std::min<uint32_t>(16, cfg.batch);
+    lo.batch = cfg.batch;
+    // Lane i is OpenCL device i, then the native lanes (prepare_run's order): device batches are searched.
+    lo.batch_searched.assign(ctx.pipeline->lane_count(), false);
+    for (size_t i = 0; i < ctx.devices.size() && i < lo.batch_searched.size(); ++i) lo.batch_searched[i] = true;
+    lo.csv_path = cfg.adapt_csv;
+    auto l = LearnControl::create(lo, *ctx.pipeline);
+    if (!l) return l.status();
+    x->learn_ = std::move(*l);
+  }
   if (!cfg.adapt_table.empty()) {
     AdaptiveOptions ao;
     ao.table_path = cfg.adapt_table;
@@ -64,7 +88,8 @@ bool RunExtras::on_status(Summary& s) {
   s.energy_j = ps.energy_j;
   s.power_source = ps.source;
   if (adapt_) adapt_->on_quantum(s, ps, now);
-  double interval = adapt_ ? g_print_interval_s : 0;
+  if (learn_) learn_->on_quantum(s, ps, now);
+  double interval = adapt_ || learn_ ? g_print_interval_s : 0;
   if (s.seconds - last_print_s_ >= interval) {
     last_print_s_ = s.seconds;
     return true;
@@ -80,9 +105,11 @@ void RunExtras::finish(Summary& s) {
   s.power_source = ps.source;
   if (adapt_)
     if (Status st = adapt_->finish(); !st.is_ok()) s.output_errors.push_back(st.message());
+  if (learn_)
+    if (Status st = learn_->finish(); !st.is_ok()) s.output_errors.push_back(st.message());
 }
 
-std::string RunExtras::report() const { return adapt_ ? adapt_->report() : ""; }
+std::string RunExtras::report() const { return adapt_ ? adapt_->report() : learn_ ? learn_->report() : ""; }
 
 std::string RunExtras::describe() const {
   std::string s = "power " + power_->source() + " (";
@@ -95,6 +122,10 @@ std::string RunExtras::describe() const {
                      adapt_->table().points.size(), adapt_->table().complete ? "complete" : "incomplete",
                      cfg_.adapt_policy, cfg_.adapt_quantum_ms);
   if (adapt_ && !cfg_.adapt_learn) s += " (table lookups only)";
+  if (learn_)
+    s += fmt::format("\n  learning: lane shares{} online, policy {}, quantum {} ms (--static: fixed weights)",
+                     cfg_.devices == std::vector<std::string>{"none"} ? "" : " and device batch sizes",
+                     cfg_.adapt_policy, cfg_.adapt_quantum_ms);
   return s;
 }
 

@@ -1,18 +1,21 @@
 #pragma once
-// The power and adaptive parts of `hpr run` (pipeline/power.hpp, adaptive_control.hpp), kept out of main.cpp.
+// The power, adaptive and learning parts of `hpr run` (pipeline/power.hpp, adaptive_control.hpp,
+// learn_control.hpp), kept out of main.cpp.
 #include <memory>
 #include <string>
 
 #include "pipeline/adaptive_control.hpp"
+#include "pipeline/learn_control.hpp"
 #include "pipeline/power.hpp"
 #include "pipeline/run_config.hpp"
 
 namespace hpr::cli {
 
-// Before prepare_run: in adaptive mode the pipeline's status interval becomes the quantum.
+// Before prepare_run: in adaptive and learning mode the pipeline's status interval becomes the quantum and the lanes
+// hold the largest batch that may be set.
 void adjust_run_config(RunConfig& cfg);
 
-// Power and (when cfg.adapt_table is set) the adaptive scheduler of one run.
+// Power and the adaptive scheduler (cfg.adapt_table set) or the learning mode (learning_mode(cfg)) of one run.
 class RunExtras {
  public:
   // Errors: the adaptive table (missing, mismatching fingerprint, bad policy) — kInvalidArgument / kNotFound.
@@ -29,6 +32,7 @@ class RunExtras {
   RunConfig cfg_;
   std::unique_ptr<RunPower> power_;
   std::unique_ptr<AdaptiveControl> adapt_;
+  std::unique_ptr<LearnControl> learn_;
   Summary prev_;
   bool have_prev_ = false;
   double last_print_s_ = 0;

@@ -93,9 +93,12 @@ struct RunConfig {
   double duration_s = 0;
 
   PowerConfig power;               // [power] rapl_root, rapl, nvml
-  // Adaptive mode ([adaptive]; pipeline/adaptive_control.hpp): on when table is set.
-  std::string adapt_table;         // table written by `hpr profile`
-  std::string adapt_policy = "energy";  // energy | latency | throughput | latency-target
+  // [adaptive]. With a table (written by `hpr profile`): the table-driven scheduler (pipeline/adaptive_control.hpp).
+  // Without one: learning mode (pipeline/learn_control.hpp) unless adapt_static, [lanes.weights] is given, or the
+  // run has one native lane and no device (nothing to choose; learning_mode()).
+  std::string adapt_table;
+  bool adapt_static = false;       // --static: the fixed weights of [lanes.weights] or the defaults
+  std::string adapt_policy = "throughput";  // energy | latency | throughput | latency-target
   double adapt_latency_target_us = 0;
   bool adapt_allow_mismatch = false;
   double adapt_quantum_ms = 40;
@@ -110,6 +113,10 @@ Status validate(const RunConfig& c);
 // completion: one thread has the whole path, so no packet waits for another thread to be scheduled
 // (light load, or a core shared with another process). Returns whether it turned the mode on.
 bool auto_run_to_completion(RunConfig& c);
+// Whether `hpr run` learns lane shares and batch sizes online (see RunConfig::adapt_static).
+bool learning_mode(const RunConfig& c);
+// The largest batch learning mode may set when lanes.max_batch is not given.
+inline constexpr uint32_t kLearnMaxBatch = 4096;
 // "dur_s:pps,dur_s:pps" → generator rate steps. Errors: kInvalidArgument naming the bad item.
 Result<std::vector<RateStep>> parse_rate_steps(const std::string& spec);
 

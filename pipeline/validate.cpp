@@ -132,6 +132,9 @@ Status validate(const RunConfig& c) {
       return error(Code::kInvalidArgument, "lanes.balancer: unknown policy '{}' (known: {})", c.balancer, known);
     }
   }
+  if (c.adapt_static && !c.adapt_table.empty())
+    return error(Code::kInvalidArgument,
+                 "adaptive.static (--static) and adaptive.table (--table): choose one (fixed weights, or the table)");
   if (c.native_lanes == 0 && c.devices.size() == 1 && c.devices[0] == "none")
     return error(Code::kInvalidArgument, "lanes: no lanes (lanes.native = 0 and lanes.devices = none)");
   return Status::ok();
@@ -155,6 +158,11 @@ Result<std::vector<RateStep>> parse_rate_steps(const std::string& spec) {
   }
   if (out.empty()) return error(Code::kInvalidArgument, "input.rate_steps: no step in '{}'", spec);
   return out;
+}
+
+bool learning_mode(const RunConfig& c) {
+  if (!c.adapt_table.empty() || c.adapt_static || !c.lane_weights.empty()) return false;
+  return !(c.native_lanes <= 1 && c.devices == std::vector<std::string>{"none"});
 }
 
 bool auto_run_to_completion(RunConfig& c) {

@@ -1,0 +1,55 @@
+#pragma once
+// Learning mode of `hpr run` (the default without --table or --static; docs/scheduler.md "Learning mode"): the
+// control thread calls on_quantum() every quantum with the pipeline's snapshot; the OnlineBalancer
+// (scheduler/adaptive/online_balancer.hpp) scores the quantum on what the whole run delivered and answers the lane
+// shares and batch sizes to run next, which are applied with Pipeline::set_lane_weights (flows move only when
+// nothing of theirs is in flight: never a reorder) and set_lane_batch. A lane that failed is taken out of the
+// search. Every decision is logged ("learn …") and kept for the summary; --adapt-csv writes one line per quantum.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hpr/atomic_file.hpp"
+#include "hpr/status.hpp"
+#include "pipeline/pipeline.hpp"
+#include "pipeline/power.hpp"
+#include "scheduler/adaptive/online_balancer.hpp"
+
+namespace hpr {
+
+struct LearnOptions {
+  sched::BalancerParams params;
+  std::vector<bool> batch_searched;  // per lane: the batch size is worth searching (OpenCL lanes)
+  uint32_t batch = 256;              // starting batch of every lane
+  std::optional<sched::Setup> start; // a saved setup to start from
+  std::string csv_path;              // per-quantum CSV; empty: none
+};
+
+class LearnControl {
+ public:
+  // Errors: kInvalidArgument (parameters, lane count), kIoError (the CSV).
+  static Result<std::unique_ptr<LearnControl>> create(const LearnOptions& opt, Pipeline& pipeline);
+  void on_quantum(const Summary& s, const PowerSample& power, uint64_t now_ns);
+  // End of the run: the CSV is renamed into place. Errors: kIoError naming the file.
+  Status finish();
+  std::string report() const;  // the setup learned, blocks measured, changes kept, restarts, the decisions
+  const sched::OnlineBalancer& balancer() const { return *bal_; }
+
+ private:
+  LearnControl() = default;
+  void apply(const sched::Setup& s);
+  Pipeline* pipeline_ = nullptr;
+  LearnOptions opt_;
+  std::optional<sched::OnlineBalancer> bal_;
+  Summary prev_;
+  bool have_prev_ = false;
+  uint64_t start_ns_ = 0;
+  std::vector<bool> lost_;
+  std::vector<std::string> log_;
+  uint64_t log_dropped_ = 0;
+  std::optional<AtomicFile> csv_;
+};
+
+}  // namespace hpr
