@@ -140,6 +140,7 @@ int run_profile_command() {
   fmt::print("hpr profile: {} of {} points in {:.1f} s{}, power source {} -> {} ({})\n", r->measured, r->planned,
              r->seconds, r->budget_hit ? " (time budget reached)" : "", r->power_source, o.out_path,
              r->complete ? "complete" : "incomplete: what was measured is kept");
+  fmt::print("  {}\n", r->power_description);
   return 0;
 }
 
@@ -216,11 +217,7 @@ void RunExtras::finish(Summary& s) {
 std::string RunExtras::report() const { return adapt_ ? adapt_->report() : ""; }
 
 std::string RunExtras::describe() const {
-  std::string s = "power " + power_->source() + " (";
-  auto names = power_->meter_names();
-  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
-  s += ")";
-  for (const auto& n : power_->notes()) s += "\n  power note: " + n;
+  std::string s = power_->describe();
   if (adapt_)
     s += fmt::format("\n  adaptive: table {} ({} points, {}), policy {}, quantum {} ms", cfg_.adapt_table,
                      adapt_->table().points.size(), adapt_->table().complete ? "complete" : "incomplete",
