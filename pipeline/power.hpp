@@ -1,5 +1,5 @@
 #pragma once
-// Power of a run, per lane (hetero-opencl-adaptive-scheduler §3.1.1 measured power; §7: RAPL or a model where
+// Power of a run (hetero-opencl-adaptive-scheduler §3.1.1 measured power; §7: RAPL or a model where
 // there is no sensor). Each lane gets one source, chosen once at start:
 //   * CPU lanes (native lanes and OpenCL devices of kind cpu): the RAPL package domain(s) under `rapl_root` when
 //     they can be read (shared by every CPU lane: counted once);
