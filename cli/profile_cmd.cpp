@@ -136,6 +136,7 @@ int run_profile_command() {
   fmt::print("hpr profile: {} of {} points in {:.1f} s{}, power source {} -> {} ({})\n", r->measured, r->planned,
              r->seconds, r->budget_hit ? " (time budget reached)" : "", r->power_source, o.out_path,
              r->complete ? "complete" : "incomplete: what was measured is kept");
+  fmt::print("  {}\n", r->power_description);
   return 0;
 }
 

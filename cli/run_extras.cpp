@@ -112,11 +112,7 @@ void RunExtras::finish(Summary& s) {
 std::string RunExtras::report() const { return adapt_ ? adapt_->report() : learn_ ? learn_->report() : ""; }
 
 std::string RunExtras::describe() const {
-  std::string s = "power " + power_->source() + " (";
-  auto names = power_->meter_names();
-  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
-  s += ")";
-  for (const auto& n : power_->notes()) s += "\n  power note: " + n;
+  std::string s = power_->describe();
   if (adapt_)
     s += fmt::format("\n  adaptive: table {} ({} points, {}), policy {}, quantum {} ms", cfg_.adapt_table,
                      adapt_->table().points.size(), adapt_->table().complete ? "complete" : "incomplete",

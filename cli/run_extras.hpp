@@ -25,7 +25,7 @@ class RunExtras {
   bool on_status(Summary& s);
   void finish(Summary& s);  // final power figures (mean power over the run)
   std::string report() const;
-  std::string describe() const;  // "power: model (model:cl0:..., ...)" and the adaptive setup
+  std::string describe() const;  // RunPower::describe() ("power model (model:host-cpu, ...)", notes), adaptive setup
   AdaptiveControl* adaptive() { return adapt_.get(); }
 
  private:

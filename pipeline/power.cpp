@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "pipeline/power_groups.hpp"
 #include "runtime/opencl/devices.hpp"
 
 namespace hpr {
@@ -10,8 +11,13 @@ namespace hpr {
 std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint32_t native_lanes) {
   std::vector<PowerLane> out;
   out.reserve(devices.size() + native_lanes);
-  for (const auto& d : devices) out.push_back({fmt::format("cl{}:{}", d.index, d.name), kind_name(d.kind), d.vendor});
-  for (uint32_t i = 0; i < native_lanes; ++i) out.push_back({fmt::format("native{}", i), "cpu", "host"});
+  for (const auto& d : devices) {
+    // A CPU device keeps its compute units busy (PoCL pthread: every core; basic: one); one lane per device.
+    std::string name = fmt::format("cl{}:{}", d.index, d.name);
+    uint32_t cores = d.kind == DeviceKind::kCpu ? d.compute_units : 1;
+    out.push_back({name, kind_name(d.kind), d.vendor, cores, name});
+  }
+  for (uint32_t i = 0; i < native_lanes; ++i) out.push_back({fmt::format("native{}", i), "cpu", "host", 1, "host"});
   return out;
 }
 
@@ -39,7 +45,7 @@ std::unique_ptr<RunPower> RunPower::create(const PowerConfig& cfg, const std::ve
           pkgs.clear();
           break;
         }
-        pkgs.push_back(Meter{std::move(*m), {}, 0, true});
+        pkgs.push_back(Meter{.meter = std::move(*m)});
       }
       if (!pkgs.empty()) {
         pkgs[0].lanes = cpu_lanes;  // the package meters together cover the CPU lanes
@@ -50,7 +56,7 @@ std::unique_ptr<RunPower> RunPower::create(const PowerConfig& cfg, const std::ve
       }
     }
   }
-  // NVML meters, one per NVIDIA lane in order.
+  // NVML meters, one per NVIDIA GPU (distinct device_key) in lane order; its lanes share it.
   if (cfg.use_nvml) {
     bool any = false;
     for (const auto& l : lanes) any = any || l.vendor.find("NVIDIA") != std::string::npos;
@@ -60,15 +66,22 @@ std::unique_ptr<RunPower> RunPower::create(const PowerConfig& cfg, const std::ve
       size_t next = 0;
       for (size_t i = 0; i < lanes.size() && probe.available; ++i) {
         if (covered[i] || lanes[i].vendor.find("NVIDIA") == std::string::npos || next >= probe.meters.size()) continue;
-        rp->meters_.push_back(Meter{std::move(probe.meters[next++]), {i}, 0, true});
-        covered[i] = true;
+        Meter m{.meter = std::move(probe.meters[next++])};
+        for (size_t j = i; j < lanes.size(); ++j)
+          if (!covered[j] && device_key(lanes[j]) == device_key(lanes[i])) {
+            m.lanes.push_back(j);
+            covered[j] = true;
+          }
+        rp->meters_.push_back(std::move(m));
       }
     }
   }
-  for (size_t i = 0; i < lanes.size(); ++i) {
-    if (covered[i]) continue;
-    auto p = prof::default_model_power(lanes[i].kind, lanes[i].name);
-    rp->meters_.push_back(Meter{std::make_unique<prof::ModelPowerMeter>(p, start_ns), {i}, 0, true});
+  // The rest: one model per piece of hardware (pipeline/power_groups.hpp), its note saying what it covers.
+  for (auto& g : model_groups(lanes, covered, cfg.host_cores)) {
+    rp->notes_.push_back(std::move(g.note));
+    rp->meters_.push_back(Meter{.meter = std::make_unique<prof::ModelPowerMeter>(std::move(g.params), start_ns),
+                                .lanes = std::move(g.lanes),
+                                .share = std::move(g.share)});
   }
   bool has[3] = {false, false, false};  // rapl, nvml, model
   for (const auto& m : rp->meters_) {
@@ -103,9 +116,8 @@ std::unique_ptr<RunPower> RunPower::create(const PowerConfig& cfg, const std::ve
 PowerSample RunPower::sample(const std::vector<double>& lane_util, uint64_t now_ns) {
   double joules = 0;
   for (auto& m : meters_) {
-    if (m.meter->source() == sched::PowerSource::kModel && !m.lanes.empty()) {
-      size_t i = m.lanes[0];
-      double u = i < lane_util.size() ? lane_util[i] : 0;
+    if (m.meter->source() == sched::PowerSource::kModel) {
+      double u = group_utilisation(m.lanes, m.share, lane_util);
       // The utilisation was measured over (last_ns_, now_ns]: integrate that interval at it.
       static_cast<prof::ModelPowerMeter*>(m.meter.get())->set_utilisation(u, last_ns_);
     }
@@ -137,6 +149,15 @@ std::vector<std::string> RunPower::meter_names() const {
   std::vector<std::string> v;
   for (const auto& m : meters_) v.push_back(m.meter->name());
   return v;
+}
+
+std::string RunPower::describe() const {
+  std::string s = "power " + source_ + " (";
+  auto names = meter_names();
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+  s += ")";
+  for (const auto& n : notes_) s += "\n  power note: " + n;
+  return s;
 }
 
 }  // namespace hpr

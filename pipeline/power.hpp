@@ -1,11 +1,14 @@
 #pragma once
-// Power of a run, per lane (hetero-opencl-adaptive-scheduler §3.1.1 measured power; §7: RAPL or a model where
+// Power of a run (hetero-opencl-adaptive-scheduler §3.1.1 measured power; §7: RAPL or a model where
 // there is no sensor). Each lane gets one source, chosen once at start:
 //   * CPU lanes (native lanes and OpenCL devices of kind cpu): the RAPL package domain(s) under `rapl_root` when
 //     they can be read (shared by every CPU lane: counted once);
-//   * NVIDIA GPU lanes (vendor contains "NVIDIA"): an NVML meter when libnvidia-ml loads (one per GPU, in order);
-//   * otherwise a ModelPowerMeter per lane: default_model_power(kind) — idle_w + dynamic_w × the lane's
-//     utilisation over the sample interval (profiler/power/power_meter.hpp for the defaults).
+//   * NVIDIA GPU lanes (vendor contains "NVIDIA"): an NVML meter when libnvidia-ml loads (one per GPU — per
+//     distinct PowerLane::device — in order);
+//   * otherwise a model (profiler/power/power_meter.hpp, default_model_power(kind) for the constants), one per
+//     piece of hardware, not per lane (pipeline/power_groups.hpp): all CPU lanes share one host-CPU model (idle
+//     once, dynamic × the share of the host's cores their utilisations keep busy), lanes of one GPU share that
+//     GPU's model.
 // The run's power is the sum of the distinct meters; its source is "model", "rapl", "nvml", or
 // "mixed: rapl+model" (the sources present, in that order). Control-plane code (file I/O for RAPL): call from the
 // control thread only; not thread safe.
@@ -22,12 +25,18 @@ struct PowerConfig {
   std::string rapl_root = "/sys/class/powercap";  // [power] rapl_root
   bool use_rapl = true;                           // [power] rapl
   bool use_nvml = true;                           // [power] nvml
+  uint32_t host_cores = 0;  // cores of the host CPU package for the model; 0: std::thread::hardware_concurrency()
 };
 
 struct PowerLane {
   std::string name;
   std::string kind = "cpu";  // cpu | igpu | dgpu | accelerator (model defaults: see default_model_power)
   std::string vendor;
+  // CPU lanes: cores the lane keeps busy at utilisation 1 (native lane 1; OpenCL cpu device its compute units;
+  // 0: every host core). Capped at the host's cores.
+  uint32_t cores = 1;
+  // Other lanes: lanes with the same device share one model (and one NVML meter); empty: the lane's name.
+  std::string device;
 };
 
 struct PowerSample {
@@ -46,8 +55,11 @@ class RunPower {
   const std::string& source() const { return source_; }
   // The sched::PowerSource of the sum: the single source, or kModel for a mix containing the model, else kRapl.
   sched::PowerSource power_source() const { return psource_; }
+  // Why a sensor was not used, and what each model covers ("model power: CPU lanes ... share one host-CPU model").
   const std::vector<std::string>& notes() const { return notes_; }
   std::vector<std::string> meter_names() const;
+  // "power model (model:host-cpu)" and one "\n  power note: ..." per note, for the start of a run.
+  std::string describe() const;
   double energy_j() const { return energy_j_; }
   double last_watts() const { return last_w_; }
   // Reads that failed (a meter that stopped answering); each streak is logged once, and its end.
@@ -56,7 +68,8 @@ class RunPower {
  private:
   struct Meter {
     std::unique_ptr<prof::PowerMeter> meter;
-    std::vector<size_t> lanes;  // lanes it covers (model: exactly one)
+    std::vector<size_t> lanes;  // lanes it covers
+    std::vector<double> share;  // model: lanes[k]'s share of the modelled hardware at utilisation 1
     uint64_t last_uj = 0;
     bool first = true;
     bool failing = false;  // the last read failed (logged once per streak)

@@ -99,6 +99,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
   ProfileResult res;
   res.planned = grid->size();
   res.power_source = power->source();
+  res.power_description = power->describe();
   Status write_error = Status::ok();
   // kWarm: every lane completes a few batches first (PoCL compiles kernels at the first launch).
   enum class Phase { kWarm, kApply, kSettle, kMeasure } phase = Phase::kWarm;

@@ -50,6 +50,7 @@ struct ProfileResult {
   bool budget_hit = false;
   double seconds = 0;
   std::string power_source;
+  std::string power_description;  // RunPower::describe(): meters and notes (what each model covers)
   prof::ConfigTable table;
 };
 

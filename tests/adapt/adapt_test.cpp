@@ -330,8 +330,9 @@ TEST_CASE("run power: RAPL package for CPU lanes on a fake powercap tree, model 
   // Only CPU lanes: RAPL alone.
   auto cpu = RunPower::create({.rapl_root = root.string()}, {{"native0", "cpu", "host"}}, 0);
   CHECK(cpu->source() == "rapl");
-  // No powercap: the model, with the reason kept.
-  auto none = RunPower::create({.rapl_root = (root / "absent").string()}, {{"native0", "cpu", "host"}}, 0);
+  // No powercap: the model (on a 1-core host: the lane keeps the whole package busy), with the reason kept.
+  auto none = RunPower::create({.rapl_root = (root / "absent").string(), .host_cores = 1},
+                               {{"native0", "cpu", "host"}}, 0);
   CHECK(none->source() == "model");
   CHECK(!none->notes().empty());
   CHECK(none->sample({0.5}, 1'000'000'000).watts == Approx(6 + 52 * 0.5));
