@@ -55,17 +55,22 @@ void Pipeline::dispatch_loop() {
     }
     uint64_t now = monotonic_ns();
     if (cfg_.max_duration_ns != 0 && now - start_ns_ >= cfg_.max_duration_ns) break;
+    bool did = flush_held();
     uint16_t n = worker_ ? worker_burst(now) : dispatch_burst(now);
-    bool did = n > 0;
+    did |= n > 0;
     if (did && now - last_expire_ns_ > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
       flows_->expire(now, 4096);
       last_expire_ns_ = now;
     }
     // The worker path leaves the lanes and egress nothing, but shaped packets wait for their time.
     if (cfg_.run_to_completion && (!worker_ || shaper_)) did |= service();
-    if (n == 0 && rx_->rx_done()) break;
+    if (n == 0 && rx_->rx_done() && held_.empty()) break;
     if (did) idle = 0;
     else backoff(idle);
+  }
+  for (int rounds = 0; !held_.empty();) {  // stopped: what moving flows hold goes on before the drain
+    bool did = handle_failed_lanes();
+    if (!(flush_held() || did)) wait_step(rounds);
   }
   handle_failed_lanes();
   if (cfg_.run_to_completion) {
@@ -119,7 +124,9 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     bump(flows_seen_, inserted);
     if (p.flow_id == kNoFlow) continue;
     what[i] = kFlow;
-    flow_pending_[p.flow_id] = flows_->in_flight(p.flow_id).load(std::memory_order_acquire);
+    // With move holding the balancer may move any flow (a busy one's packets wait in move_hold.cpp); without
+    // it, a flow with packets in flight stays where they are.
+    flow_pending_[p.flow_id] = held_to_.empty() ? flows_->in_flight(p.flow_id).load(std::memory_order_acquire) : 0;
     metas[nm++] = {to_five_tuple(k), p.hash, p.flow_id, p.len, p.service, 0};
   }
   if (nm > 0) {
@@ -143,6 +150,10 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     if (what[i] == kFlow) {
       fs = &flows_->state(p.flow_id);
       lane = static_cast<uint8_t>(chosen[j++]);
+      if (!held_to_.empty() && (held_count_[p.flow_id] != 0 ||
+                                (fs->lane != kNoLane && lane != fs->lane &&
+                                 flows_->in_flight(p.flow_id).load(std::memory_order_acquire) > 0)))
+        if (hold_for_move(p, *fs, lane)) continue;
       // Whatever the policy wanted, a flow with packets in flight stays where they are.
       auto stay = [&] {
         if (fs->lane != kNoLane && flows_->in_flight(p.flow_id).load(std::memory_order_acquire) > 0) lane = fs->lane;

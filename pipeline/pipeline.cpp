@@ -23,6 +23,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   if (!ft) return ft.status();
   p->flows_ = std::move(*ft);
   p->expected_seq_.assign(p->flows_->capacity(), 0);
+  if (cfg.move_hold > 32767) return error(Code::kInvalidArgument, "move_hold: {} is above 32767 packets", cfg.move_hold);
   std::vector<LaneSpec> started;
   for (auto& spec : cfg.lanes) {
     if (spec.lane.batch_size == 0) return error(Code::kInvalidArgument, "lane {}: batch size must be at least 1", spec.lane.name);
@@ -118,7 +119,13 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   p->app_ = std::move(app);
   p->rx_ = &rx;
   p->tx_ = &tx;
-  if (use_worker_path(p->cfg_)) p->init_worker();
+  if (use_worker_path(p->cfg_)) {
+    p->init_worker();
+  } else if (p->cfg_.move_hold > 0 && p->lanes_.size() > 1) {
+    p->held_count_.assign(p->flows_->capacity(), 0);
+    p->held_to_.assign(p->flows_->capacity(), kNoLane);
+    p->held_.reserve(p->cfg_.move_hold);
+  }
   return p;
 }
 
@@ -299,6 +306,7 @@ Summary Pipeline::snapshot() const {
   s.event_name = std::string(app_->event_name());
   s.balancer = cfg_.balancer;
   if (end_ns_ != 0) s.balance = balancer_->stats();  // the dispatcher has ended: no writer left
+  s.move_held = move_held_.load(std::memory_order_relaxed);
   if (shaper_) {
     std::lock_guard<std::mutex> g(shaper_mu_);
     s.shaping = true;

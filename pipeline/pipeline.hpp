@@ -90,6 +90,11 @@ struct PipelineConfig {
   bool backpressure = false;
   uint16_t rx_burst = 32;
   uint32_t completion_ring = 8192;
+  // A flow whose lane the balancer changes while packets of it are still in flight on the old lane has its new
+  // packets held (in arrival order, at most this many packets for all flows together) until the old lane has
+  // sent them all, then sent to the new lane: moves happen without reordering even for flows that are never
+  // idle. 0, or a full hold: such a flow stays on its lane for now (move_hold.cpp).
+  uint32_t move_hold = 4096;
   // One thread does rx, classification, every lane's batches and tx (polling the lanes and egress
   // between bursts) instead of a thread per lane and one for egress: no hand-off between cores,
   // for machines with few cores. Same books, order and failure handling.
@@ -182,6 +187,10 @@ class Pipeline {
   std::vector<Packet> retire(Lane& lane);
   bool enqueue(Packet& p, uint8_t lane);
   void drop_at_dispatch(Packet* p, uint16_t n, DropReason r);
+  // move_hold.cpp: hold a packet of a moving flow (false: no room, the flow stays); send on the held packets of
+  // flows with nothing in flight any more (returns whether any went).
+  bool hold_for_move(Packet& p, FlowState& fs, uint8_t to);
+  bool flush_held();
 
   PipelineConfig cfg_;
   std::shared_ptr<const kernels::App> app_;
@@ -205,6 +214,11 @@ class Pipeline {
   std::unique_ptr<Burst> burst_;         // dispatcher-owned
   std::unique_ptr<WorkerBurst> worker_;  // dispatcher-owned; set when the in-place worker path runs
   uint64_t last_expire_ns_ = 0;          // dispatcher-owned
+  // Moving flows' held packets (dispatcher-owned; move_hold.cpp): arrival order, per-flow count and target lane.
+  std::vector<Packet> held_;
+  std::vector<uint16_t> held_count_;
+  std::vector<uint8_t> held_to_;
+  std::atomic<uint64_t> move_held_{0};
   std::unique_ptr<shaper::EventShaper> shaper_;  // egress-owned
   std::atomic<uint64_t> shaper_delayed_{0};
   shaper::ShaperStats shaper_stats_;             // egress copy for snapshots (under shaper_mu_)

@@ -31,6 +31,7 @@ std::string Summary::to_json() const {
                      {"blocked_moves", balance->blocked_moves},
                      {"would_reorder", balance->would_reorder},
                      {"migrations", balance->migrations},
+                     {"held_for_moves", move_held},
                      {"adjustments", balance->adjustments}};
   if (shaping) {
     j["shaper"] = {{"queues", shaped_queues},
@@ -96,8 +97,10 @@ std::string Summary::to_text() const {
     if (!shaper_classes.empty()) s += fmt::format("    unclassified {} packets (sent unshaped)\n", shaper_unclassified);
   }
   if (balance)
-    s += fmt::format("  balancer    {}: {} flow moves, {} refused (would have reordered {} packets), {} migrations\n",
-                     balancer, balance->moves, balance->blocked_moves, balance->would_reorder, balance->migrations);
+    s += fmt::format(
+        "  balancer    {}: {} flow moves ({} packets held until their flow's old lane had sent the older ones), {} "
+        "refused (would have reordered {} packets), {} migrations\n",
+        balancer, balance->moves, move_held, balance->blocked_moves, balance->would_reorder, balance->migrations);
   if (host_frames) s += fmt::format("  host frames {} (ICMP sent by the host)\n", host_frames);
   s += fmt::format("  rx buffers  {} still in use\n", rx_buffers_in_use);
   s += "  lanes:\n";

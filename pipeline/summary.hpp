@@ -50,6 +50,7 @@ struct Summary {
   // The flow-to-lane policy and its counters (final summary only: the dispatcher owns them while it runs).
   std::string balancer;
   std::optional<balance::BalancerStats> balance;
+  uint64_t move_held = 0;  // packets held while their flow moved lane (PipelineConfig::move_hold)
   std::vector<uint64_t> latency_buckets;  // rx-to-tx histogram (hpr/histogram.hpp LogLinear layout), for per-interval deltas
   // Power, filled in by the caller (pipeline/power.hpp); shown when power_source is not empty.
   double power_w = 0, energy_j = 0;

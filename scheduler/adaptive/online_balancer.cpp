@@ -213,6 +213,7 @@ void OnlineBalancer::after(Phase ph) {
 
 bool OnlineBalancer::next_block() {
   block_ = {inc_};
+  confirming_ = false;
   for (auto& c : candidates())
     if (std::find(block_.begin(), block_.end(), c) == block_.end()) block_.push_back(std::move(c));
   if (block_.size() < 2) {
@@ -262,6 +263,20 @@ void OnlineBalancer::finish_block() {
       best = c;
     }
   }
+  // A local move that won among several is confirmed by a block of its own against the incumbent: picking the best
+  // of k raises the chance that noise alone wins about k-fold. (Solo and mix choose among setups that differ a lot,
+  // once, at the start: their winner is taken at once so that the first decision comes early.)
+  if (win != 0 && block_.size() > 2 && !confirming_ && (phase_ == Phase::kShift || phase_ == Phase::kBatch)) {
+    block_ = {inc_, block_[win]};
+    scores_.assign(2, {});
+    rates_.assign(2, {});
+    confirming_ = true;
+    visit_ = 1;
+    left_ = p_.visit_quanta;
+    run(block_[1]);
+    return;
+  }
+  confirming_ = false;
   inc_stats_ = best;
   if (win != 0) {
     event_ = fmt::format("{}: {} beats {} ({:.4g} ± {:.2g} vs {:.4g} ± {:.2g}, {}+{} samples)", phase_name(),
@@ -277,19 +292,46 @@ void OnlineBalancer::finish_block() {
   if (!again || !next_block()) after(phase_);
 }
 
-void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
+bool OnlineBalancer::drifted(double s, const QuantumFigures& q, uint32_t quanta) {
+  if (inc_stats_.n < p_.min_samples) return false;  // no reference yet
   double tol = 3 * inc_stats_.spread + p_.delta * std::fabs(inc_stats_.median);
-  off_count_ = std::fabs(s - inc_stats_.median) > tol ? off_count_ + 1 : 0;
-  if (off_count_ >= p_.drift_quanta) {
-    ++restarts_;
-    event_ = fmt::format("hold: {} quanta off the incumbent's figures ({:.4g} vs {:.4g} ± {:.2g}): search again",
-                         off_count_, s, inc_stats_.median, inc_stats_.spread);
-    note_lanes(q);
-    return start_phase(Phase::kSolo);
+  if (std::fabs(s - inc_stats_.median) <= tol) {
+    off_count_ = 0;
+    lane_ref_.resize(inc_.weight.size(), 0.0);
+    for (size_t i = 0; i < lane_ref_.size() && i < q.lane_bps.size() && i < q.lane_util.size(); ++i)
+      if (q.lane_util[i] > 1e-4) lane_ref_[i] = q.lane_bps[i] / q.lane_util[i];
+    return false;
   }
+  return ++off_count_ >= quanta;
+}
+
+void OnlineBalancer::restart(double s, const QuantumFigures& q) {
+  ++restarts_;
+  event_ = fmt::format("{}: {} quanta of the incumbent off its figures ({:.4g} vs {:.4g} ± {:.2g}): search again",
+                       phase_name(), off_count_, s, inc_stats_.median, inc_stats_.spread);
+  off_count_ = 0;
+  // A lane whose own rate (bits per busy second) fell by more than half loses its share at once.
+  Setup next = inc_;
+  for (size_t i = 0; i < next.weight.size() && i < lane_ref_.size() && i < q.lane_util.size(); ++i) {
+    if (next.weight[i] <= 0 || lane_ref_[i] <= 0 || q.lane_util[i] <= 1e-4) continue;
+    if (q.lane_bps[i] / q.lane_util[i] < 0.5 * lane_ref_[i] && next.weight[i] < 0.999f) {
+      next.weight[i] = 0;
+      event_ += fmt::format("; lane {} fell to {:.0f} % of its rate: share {:.2f} -> 0", i,
+                            100 * q.lane_bps[i] / q.lane_util[i] / lane_ref_[i], inc_.weight[i]);
+    }
+  }
+  normalise(next.weight);
+  inc_ = next;
+  inc_stats_ = {};  // the next block measures the incumbent afresh
+  note_lanes(q);
+  start_phase(Phase::kSolo);
+}
+
+void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
+  if (drifted(s, q, p_.drift_quanta)) return restart(s, q);
   if (now_ns_ >= hold_until_ns_) {
     hold_s_ = std::min(2 * hold_s_, p_.max_hold_s);
-    step_ = std::min(p_.first_step, 2 * p_.min_step);
+    step_ = p_.first_step;
     start_phase(Phase::kShift);
   }
 }
@@ -326,6 +368,11 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
       break;
     default:
       if (block_.empty()) break;
+      // The incumbent itself changed (its visits are rarer here: a whole visit off counts).
+      if (visit_ == 0 && drifted(s, q, std::min(p_.drift_quanta, p_.visit_quanta))) {
+        restart(s, q);
+        break;
+      }
       scores_[visit_].push_back(s);
       rates_[visit_].push_back(q.achieved_bps);
       if (--left_ > 0) break;

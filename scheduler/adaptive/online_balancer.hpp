@@ -42,7 +42,7 @@ struct BalancerParams {
   double latency_target_ns = 0;  // kLatencyTarget
   double delta = 0.05;           // relative spread a block aims at; a rate within δ of the best carries it
   double min_gain = 0.02;        // smallest relative improvement taken
-  uint32_t min_samples = 4, max_samples = 8;
+  uint32_t min_samples = 4, max_samples = 12;
   uint32_t settle_quanta = 1;
   uint32_t visit_quanta = 2;  // scored quanta per visit
   double first_step = 0.125, min_step = 1.0 / 32;
@@ -103,6 +103,9 @@ class OnlineBalancer {
   bool block_done() const;
   void finish_block();
   void hold_sample(double s, const QuantumFigures& q);
+  // Whether `quanta` samples of the incumbent in a row were off its figures (else notes its lanes' rates).
+  bool drifted(double s, const QuantumFigures& q, uint32_t quanta);
+  void restart(double s, const QuantumFigures& q);
   void note_lanes(const QuantumFigures& q);  // order_ from the lanes' delivered bits per busy second
 
   BalancerParams p_;
@@ -115,6 +118,8 @@ class OnlineBalancer {
   double step_ = 0.125;
   std::vector<double> order_;      // per lane: delivered bits per busy second (solo order)
   std::vector<double> solo_rate_;  // per lane: median rate alone (0: not measured)
+  std::vector<double> lane_ref_;   // per lane: bits per busy second while the incumbent ran as expected
+  bool confirming_ = false;        // the block confirms the winner of the previous one
   // block: block_[0] is the incumbent
   std::vector<Setup> block_;
   std::vector<std::vector<double>> scores_, rates_;

@@ -1,0 +1,68 @@
+// Moving a flow without reordering it: its new packets wait here until the old lane has sent every older one.
+#include "pipeline/pipeline.hpp"
+#include "pipeline/pipeline_internal.hpp"
+
+namespace hpr {
+using detail::kNoLane;
+
+namespace {
+constexpr uint16_t kGo = 0x8000;  // held_count_ flag: the flow has nothing in flight, its held packets go now
+}  // namespace
+
+bool Pipeline::hold_for_move(Packet& p, FlowState& fs, uint8_t to) {
+  uint16_t& c = held_count_[p.flow_id];
+  if (c == 0 && held_.size() >= cfg_.move_hold) return false;
+  // A flow that already holds packets must hold this one behind them: wait for room.
+  int rounds = 0;
+  while (held_.size() >= cfg_.move_hold || c + 1 >= kGo)
+    if (!flush_held()) wait_step(rounds);
+  p.seq = fs.next_seq++;
+  fs.packets++;
+  fs.bytes += p.len;
+  held_to_[p.flow_id] = to;  // the latest wish
+  ++c;
+  held_.push_back(p);
+  bump(move_held_, 1);
+  return true;
+}
+
+bool Pipeline::flush_held() {
+  if (held_.empty()) return false;
+  // Mark first (enqueueing a flow's first held packet puts it in flight again).
+  for (const Packet& p : held_) {
+    uint16_t& c = held_count_[p.flow_id];
+    if ((c & kGo) == 0 && flows_->in_flight(p.flow_id).load(std::memory_order_acquire) == 0) c |= kGo;
+  }
+  bool did = false;
+  size_t w = 0;
+  for (size_t r = 0; r < held_.size(); ++r) {
+    Packet& p = held_[r];
+    uint16_t& c = held_count_[p.flow_id];
+    if ((c & kGo) == 0) {
+      held_[w++] = p;
+      continue;
+    }
+    uint8_t& lane = held_to_[p.flow_id];
+    if (lane >= lanes_.size() || lanes_[lane]->state() != LaneState::kRunning) lane = pick_lane(p.hash);
+    if (lane == kNoLane) {
+      drop_at_dispatch(&p, 1, DropReason::kNoLane);
+    } else {
+      p.lane = lane;
+      flows_->in_flight(p.flow_id).fetch_add(1, std::memory_order_acq_rel);
+      if (!enqueue(p, lane)) {  // a full queue without backpressure: this packet and the flow's rest wait
+        flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
+        c &= static_cast<uint16_t>(~kGo);
+        held_[w++] = p;
+        continue;
+      }
+      flows_->state(p.flow_id).lane = lane;
+    }
+    did = true;
+    c = static_cast<uint16_t>(((c & ~kGo) - 1) | (c & kGo));
+    if ((c & ~kGo) == 0) c = 0;
+  }
+  held_.resize(w);
+  return did;
+}
+
+}  // namespace hpr
