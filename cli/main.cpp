@@ -13,6 +13,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
 
 #include "cli/profile_cmd.hpp"
 #include "cli/run_extras.hpp"
@@ -165,7 +166,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
     fmt::print(stderr, "hpr run: {}\n", v.message());
     return kExitConfig;
   }
-  const bool auto_rtc = auto_run_to_completion(cfg);
+  const char* auto_rtc = auto_run_to_completion(cfg, std::thread::hardware_concurrency());
   cli::adjust_run_config(cfg);
   auto ctx = prepare_run(cfg);
   if (!ctx) {
@@ -188,7 +189,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
   fmt::print("hpr run: app {} | in {} | out {} | lanes:", c.app->name(), c.rx->describe(), c.tx->describe());
   for (const auto& d : c.devices) fmt::print(" [{} {}]", d.name, kind_name(d.kind));
   fmt::print(" [native x{}] | batch {}{} | {}\n", cfg.native_lanes, cfg.batch,
-             cfg.run_to_completion ? (auto_rtc ? " | run to completion (one thread: one native lane, no device)" : " | run to completion (one thread)") : "", cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listening() + "/metrics");
+             cfg.run_to_completion ? (auto_rtc ? fmt::format(" | run to completion (one thread: {})", auto_rtc) : std::string(" | run to completion (one thread)")) : std::string(), cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listening() + "/metrics");
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
   fmt::print("  {}\n", (*extras)->describe());
   Summary prev;

@@ -428,7 +428,7 @@ std::vector<Setting> make_settings() {
       given_setting(bool_setting("lanes.run_to_completion", "--run-to-completion",
                                  "on: one thread does rx, classification, every lane and tx (for few cores); off: a "
                                  "thread per lane and one for egress. Default: on for one native lane and no "
-                                 "device, else off",
+                                 "device or on a host of 2 cores or fewer, else off",
                                  HPR_REF(bool, run_to_completion)),
                     HPR_REF(bool, run_to_completion_given)),
       bool_setting("lanes.run_what_arrived", "",

@@ -165,11 +165,17 @@ bool learning_mode(const RunConfig& c) {
   return !(c.native_lanes <= 1 && c.devices == std::vector<std::string>{"none"});
 }
 
-bool auto_run_to_completion(RunConfig& c) {
-  if (c.run_to_completion_given || c.run_to_completion) return false;
-  if (c.native_lanes != 1 || c.devices != std::vector<std::string>{"none"}) return false;
-  c.run_to_completion = true;
-  return true;
+const char* auto_run_to_completion(RunConfig& c, unsigned host_cores) {
+  if (c.run_to_completion_given || c.run_to_completion) return nullptr;
+  if (c.native_lanes == 1 && c.devices == std::vector<std::string>{"none"}) {
+    c.run_to_completion = true;
+    return "one native lane, no device";
+  }
+  if (host_cores != 0 && host_cores <= 2) {
+    c.run_to_completion = true;
+    return "2 cores or fewer: a thread per lane would take turns on them";
+  }
+  return nullptr;
 }
 
 }  // namespace hpr

@@ -199,13 +199,14 @@ void OnlineBalancer::after(Phase ph) {
     case Phase::kSolo:
       return start_phase(Phase::kMix);
     case Phase::kMix:
+      return start_phase(Phase::kBatch);
+    case Phase::kBatch:
+      if (won_in_pass_) return start_phase(Phase::kBatch);
       step_ = p_.first_step;
       return start_phase(Phase::kShift);
     case Phase::kShift:
       if (!won_in_pass_) step_ /= 2;
-      return start_phase(step_ >= p_.min_step - 1e-9 ? Phase::kShift : Phase::kBatch);
-    case Phase::kBatch:
-      return start_phase(won_in_pass_ ? Phase::kBatch : Phase::kHold);
+      return start_phase(step_ >= p_.min_step - 1e-9 ? Phase::kShift : Phase::kHold);
     default:
       return start_phase(Phase::kHold);
   }
@@ -294,7 +295,7 @@ void OnlineBalancer::finish_block() {
 
 bool OnlineBalancer::drifted(double s, const QuantumFigures& q, uint32_t quanta) {
   if (inc_stats_.n < p_.min_samples) return false;  // no reference yet
-  double tol = 3 * inc_stats_.spread + p_.delta * std::fabs(inc_stats_.median);
+  double tol = 3 * inc_stats_.spread + 2 * p_.delta * std::fabs(inc_stats_.median);
   if (std::fabs(s - inc_stats_.median) <= tol) {
     off_count_ = 0;
     lane_ref_.resize(inc_.weight.size(), 0.0);
@@ -331,8 +332,7 @@ void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
   if (drifted(s, q, p_.drift_quanta)) return restart(s, q);
   if (now_ns_ >= hold_until_ns_) {
     hold_s_ = std::min(2 * hold_s_, p_.max_hold_s);
-    step_ = p_.first_step;
-    start_phase(Phase::kShift);
+    start_phase(Phase::kBatch);
   }
 }
 

@@ -14,13 +14,18 @@
 //   phases    solo    each lane alone, the lane that delivered most per busy second first (the first decisions come
 //                     within the first second);
 //             mix     the best k lanes alone (k = 2 … N), shares in proportion to their rates alone;
+//             batch   ×2 and ÷2 for the lanes whose batch is worth searching (OpenCL lanes), within bounds,
+//                     until a pass finds nothing better;
 //             shift   move `step` of the share from one lane to another (every ordered pair), the step halved after
 //                     a pass without a win, down to min_step; a lane whose share reaches 0 is dropped, one with 0 can
 //                     come back;
-//             batch   ×2 and ÷2 for the lanes whose batch is worth searching (OpenCL lanes), within bounds;
-//             hold    run the incumbent; `drift_quanta` quanta in a row off its figures (a lane slowed down, a
-//                     traffic or rate step) start over from solo; after `hold_s` (doubling while nothing better is
-//                     found, up to max_hold_s) a local pass (shift at 2 × min_step, then batch) checks again.
+//             hold    run the incumbent; after `hold_s` (doubling while nothing better is found, up to
+//                     max_hold_s) the batch and shift passes run again, from first_step (a lane that recovered).
+//   confirm   a local move (batch, shift) that won among several candidates must win a block of its own against
+//             the incumbent (the best of k wins on noise alone about k times as often).
+//   drift     `drift_quanta` samples of the incumbent in a row (inside a block: a whole visit) off its figures by
+//             more than 3 spreads + 2δ (a lane slowed down, a traffic or rate step) start over from solo; a lane
+//             whose own rate (bits per busy second) fell below half of what it was loses its share at once.
 //
 // A quantum is scored only when the setup it ran was in force for the whole quantum (settle_quanta after a change:
 // flows move to their new lane only once nothing of theirs is in flight, so a change never reorders).
@@ -45,7 +50,7 @@ struct BalancerParams {
   uint32_t min_samples = 4, max_samples = 12;
   uint32_t settle_quanta = 1;
   uint32_t visit_quanta = 2;  // scored quanta per visit
-  double first_step = 0.125, min_step = 1.0 / 32;
+  double first_step = 0.125, min_step = 1.0 / 16;
   uint32_t min_batch = 32, max_batch = 4096;
   double hold_s = 4, max_hold_s = 64;
   uint32_t drift_quanta = 3;
