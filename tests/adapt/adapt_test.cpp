@@ -202,29 +202,43 @@ TEST_CASE("profile interrupted by SIGINT after two points keeps exactly those tw
   fs::remove(o.out_path);
 }
 
-TEST_CASE("a table with another fingerprint is refused with a clear message, accepted with allow_mismatch") {
+TEST_CASE("a table for another app or lanes is refused with a clear message; another traffic is not") {
   RunConfig c = base(2, false);
   c.input.gen_rate_pps = 1000;
   c.input.gen_packets = 100;
   auto ctx = prepare_run(c);
   REQUIRE(ctx.is_ok());
+  auto here = machine_fingerprint({}, 2, "ipv4", traffic_description(c.input));
+  AdaptiveOptions ao;
+  // Another app: refused, naming the field and the override.
   std::string path = tmp("mismatch.json");
-  auto fp = machine_fingerprint({}, 2, "ipv4", "generator sizes=imix flows=1 zipf=0 seed=9");
-  auto w = prof::TableWriter::create(path, fp);
+  auto w = prof::TableWriter::create(path, machine_fingerprint({}, 2, "md5", traffic_description(c.input)));
   REQUIRE(w.is_ok());
   REQUIRE(w->append(point(0, 64, 1e9, 10)).is_ok());
   REQUIRE(w->finish().is_ok());
-  AdaptiveOptions ao;
   ao.table_path = path;
-  auto here = machine_fingerprint({}, 2, "ipv4", traffic_description(c.input));
   auto refused = AdaptiveControl::create(ao, here, *(*ctx)->pipeline, nullptr);
   REQUIRE(!refused.is_ok());
   CHECK(refused.status().code() == Code::kInvalidArgument);
   INFO(refused.status().message());
-  CHECK(refused.status().message().find("traffic") != std::string::npos);
+  CHECK(refused.status().message().find("app: table has 'md5', this machine has 'ipv4'") != std::string::npos);
   CHECK(refused.status().message().find("allow-table-mismatch") != std::string::npos);
   ao.allow_mismatch = true;
   CHECK(AdaptiveControl::create(ao, here, *(*ctx)->pipeline, nullptr).is_ok());
+  ao.allow_mismatch = false;
+  // Another traffic: loaded without the override; the table has no point for this traffic, so all are used.
+  std::string path2 = tmp("other_traffic.json");
+  auto elsewhere = machine_fingerprint({}, 2, "ipv4", "generator sizes=imix flows=1 zipf=0 seed=9");
+  auto w2 = prof::TableWriter::create(path2, elsewhere);
+  REQUIRE(w2.is_ok());
+  REQUIRE(w2->append(point(0, 64, 1e9, 10)).is_ok());
+  REQUIRE(w2->finish().is_ok());
+  ao.table_path = path2;
+  auto other = AdaptiveControl::create(ao, here, *(*ctx)->pipeline, nullptr);
+  INFO((other.is_ok() ? std::string() : other.status().message()));
+  REQUIRE(other.is_ok());
+  CHECK((*other)->table().points.size() == 1);
+  fs::remove(path2);
   // A table naming a lane this run does not have.
   std::string path3 = tmp("lanes.json");
   auto w3 = prof::TableWriter::create(path3, here);
