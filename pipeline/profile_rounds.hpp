@@ -9,8 +9,8 @@
 // at least min_samples samples and a relative spread within δ on throughput and power, or after max_samples
 // rounds. A point's figures are the medians of its samples, its spreads their median absolute deviations
 // (hpr/median_spread.hpp). Latency median and p99 are summarised the same way but do not extend the sampling:
-// under saturation they are set by the queues and vary far more than throughput (docs/scheduler.md has the
-// figures).
+// throughput ("sustains R") and power are what every policy filters and ranks on first, and under saturation the
+// latencies are queueing figures quantised to histogram buckets (docs/scheduler.md has the measured spreads).
 //
 // Pure bookkeeping, no pipeline: pipeline/profile.cpp drives it from the status callback.
 #include <cstddef>
