@@ -63,6 +63,14 @@ CLI::App* add_profile_command(CLI::App& app) {
       ->capture_default_str();
   p->add_option("--max-set", g_prof.max_set_size, "Largest device combination (0: all lanes)")->capture_default_str();
   p->add_option("--budget-s", g_prof.budget_s, "Stop after this many seconds, keeping what was measured (0: none)");
+  p->add_option("--min-samples", g_prof.sampling.min_samples,
+                "Samples per point at least (each one quantum, interleaved with the point's neighbours)")
+      ->capture_default_str();
+  p->add_option("--max-samples", g_prof.sampling.max_samples, "Samples per point at most")->capture_default_str();
+  p->add_option("--spread", g_prof.sampling.spread_delta,
+                "Sample until each point's relative spread (median absolute deviation / median) of throughput and "
+                "power is within this")
+      ->capture_default_str();
   p->add_option("--rapl-root", g_prof.power.rapl_root, "powercap sysfs root for RAPL")->capture_default_str();
   p->add_flag("-q,--quiet", g_prof_quiet, "No progress bar");
   return p;
@@ -110,9 +118,15 @@ int run_profile_command() {
     }
   }
   o.run.output.kind = "null";
+  if (Status v = validate(o.sampling); !v.is_ok()) {
+    fmt::print(stderr, "hpr profile: {}\n", v.message());
+    return 2;
+  }
   spdlog::set_level(spdlog::level::warn);
-  fmt::print("hpr profile: app {} | traffic {} | batches {}..{} | quantum {} ms | splits 1/{} -> {}\n", o.run.app,
-             traffic_description(o.run.input), o.min_batch, o.max_batch, o.quantum_ms, o.split_steps, o.out_path);
+  fmt::print("hpr profile: app {} | traffic {} | batches {}..{} | quantum {} ms | splits 1/{} | {}..{} samples per "
+             "point, spread {} -> {}\n",
+             o.run.app, traffic_description(o.run.input), o.min_batch, o.max_batch, o.quantum_ms, o.split_steps,
+             o.sampling.min_samples, o.sampling.max_samples, o.sampling.spread_delta, o.out_path);
   std::signal(SIGINT, on_profile_signal);
   std::signal(SIGTERM, on_profile_signal);
   auto r = run_profile(
@@ -123,10 +137,14 @@ int run_profile_command() {
       },
       [&](const ProfileProgress& pr) {
         if (g_prof_quiet) return;
-        double frac = pr.planned ? static_cast<double>(pr.done) / static_cast<double>(pr.planned) : 1;
-        fmt::print(stderr, "\r[{}] {}/{} points, {} elapsed, ~{} left | {}: {:.3f} Gbit/s {:.1f} W    ", bar(frac, 30),
-                   pr.done, pr.planned, eta_text(pr.elapsed_s), eta_text(pr.eta_s), pr.last ? pr.last->describe() : "",
-                   pr.last ? pr.last->throughput_bps / 1e9 : 0, pr.last ? pr.last->power_w : 0);
+        // The bar and the estimate count samples (the repeats), not points.
+        double frac =
+            pr.samples_planned ? static_cast<double>(pr.samples) / static_cast<double>(pr.samples_planned) : 1;
+        fmt::print(stderr,
+                   "\r[{}] {}/{} points, {}/~{} samples, {} elapsed, ~{} left | {} #{}: {:.3f} Gbit/s {:.1f} W    ",
+                   bar(std::min(frac, 1.0), 30), pr.done, pr.planned, pr.samples, pr.samples_planned,
+                   eta_text(pr.elapsed_s), eta_text(pr.eta_s), pr.last->describe(), pr.last->samples,
+                   pr.last->throughput_bps / 1e9, pr.last->power_w);
       });
   if (!g_prof_quiet) fmt::print(stderr, "\n");
   if (!r) {
@@ -137,6 +155,9 @@ int run_profile_command() {
              r->seconds, r->budget_hit ? " (time budget reached)" : "", r->power_source, o.out_path,
              r->complete ? "complete" : "incomplete: what was measured is kept");
   fmt::print("  {}\n", r->power_description);
+  fmt::print("hpr profile: {} samples; samples per point: median {}, max {}; {} of {} points not within spread {} "
+             "(throughput or power)\n",
+             r->samples, r->samples_median, r->samples_max, r->not_within, r->measured, o.sampling.spread_delta);
   return 0;
 }
 

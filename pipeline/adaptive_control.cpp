@@ -114,7 +114,10 @@ Result<std::unique_ptr<AdaptiveControl>> AdaptiveControl::create(const AdaptiveO
       return error(Code::kInvalidArgument, "table {}: point {} uses device(s) {} but this run has {} lanes",
                    opt.table_path, i, mask_text(c->table_.points[i].device_mask), pipeline.lane_count());
   c->store_ = std::make_unique<sched::ConfigStore>(sched::StoreOptions{.delta = opt.params.delta});
-  HPR_RETURN_IF_ERROR(prof::fill_store(c->table_, *c->store_));
+  // The points measured on this run's traffic (the table's traffic is a dimension, not a refusal), else all.
+  auto filled = prof::fill_store(c->table_, *c->store_, machine.traffic);
+  if (!filled) return error(filled.status().code(), "table {}: {}", opt.table_path, filled.status().message());
+  if (!filled->note.empty()) spdlog::warn("adaptive: table {}: {}", opt.table_path, filled->note);
   sched::AdaptiveParams params = opt.params;
   {  // batch range of the scheduler: the table's
     uint32_t lo = 0, hi = 0;

@@ -54,7 +54,8 @@ IntervalStats interval_stats(const Summary& prev, const Summary& cur);
 // driver version), then one entry per native lane ("native<i>", "hpr", hpr version); app; traffic description.
 prof::Fingerprint machine_fingerprint(const std::vector<DeviceInfo>& devices, uint32_t native_lanes,
                                       const std::string& app, const std::string& traffic);
-// The traffic a table is valid for: generator sizes/flows/zipf/seed/match rate (not the rate), or the capture path.
+// The traffic a run or a table point is measured on: generator sizes/flows/zipf/seed/match rate (not the rate), or
+// the capture path.
 std::string traffic_description(const EndpointConfig& in);
 
 struct AdaptiveOptions {
@@ -80,8 +81,10 @@ struct RateStepRecord {
 
 class AdaptiveControl {
  public:
-  // Loads the table (load_table: refuses a mismatching fingerprint unless allow_mismatch, the message names the
-  // field and the override --allow-table-mismatch), fills a ConfigStore, creates the scheduler.
+  // Loads the table (load_table: refuses a mismatching fingerprint — devices, drivers, hpr version, app — unless
+  // allow_mismatch, the message names the field and the override --allow-table-mismatch), fills a ConfigStore
+  // with the points measured on machine.traffic (all points, with a warning logged, when it has none), creates
+  // the scheduler.
   // Errors: kNotFound (table), kInvalidArgument (table, fingerprint, parameters, a table naming a device beyond
   // the pipeline's lanes).
   static Result<std::unique_ptr<AdaptiveControl>> create(const AdaptiveOptions& opt, const prof::Fingerprint& machine,

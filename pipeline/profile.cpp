@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "hpr/clock.hpp"
+#include "hpr/median_spread.hpp"
 #include "pipeline/adaptive_control.hpp"
 
 namespace hpr {
@@ -54,8 +55,8 @@ Result<std::vector<sched::Configuration>> profile_grid(size_t lanes, const Profi
     // A set larger than split_steps gets the equal split only.
     uint32_t steps = std::max<uint32_t>(o.split_steps, static_cast<uint32_t>(devs.size()));
     compositions(steps, static_cast<uint32_t>(devs.size()), cur, splits);
-    for (uint32_t b = o.min_batch; b <= o.max_batch; b *= 2) {
-      for (const auto& sp : splits) {
+    for (const auto& sp : splits) {
+      for (uint32_t b = o.min_batch; b <= o.max_batch; b *= 2) {  // a block: the batch sizes of one set and split
         sched::Configuration c;
         c.device_mask = m;
         uint32_t tot = 0;
@@ -65,8 +66,8 @@ Result<std::vector<sched::Configuration>> profile_grid(size_t lanes, const Profi
           c.split[devs[k]] = static_cast<float>(sp[k]) / static_cast<float>(tot);
         }
         grid.push_back(c);
+        if (b == 65536) break;
       }
-      if (b == 65536) break;
     }
   }
   return grid;
@@ -74,6 +75,7 @@ Result<std::vector<sched::Configuration>> profile_grid(size_t lanes, const Profi
 
 Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<void(Pipeline*)>& on_start,
                                   const std::function<void(const ProfileProgress&)>& on_progress) {
+  HPR_RETURN_IF_ERROR(validate(o.sampling));
   RunConfig rc = o.run;
   rc.input.gen_rate_pps = 0;  // saturation: the point's throughput is what the configuration sustains
   rc.input.gen_rate_steps.clear();
@@ -91,6 +93,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
   Pipeline& p = *c.pipeline;
   auto grid = profile_grid(p.lane_count(), o);
   if (!grid) return grid.status();
+  const auto blocks = profile_blocks(*grid);
   prof::Fingerprint fp = machine_fingerprint(c.devices, rc.native_lanes, rc.app, traffic_description(rc.input));
   auto writer = prof::TableWriter::create(o.out_path, fp);
   if (!writer) return writer.status();
@@ -103,11 +106,14 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
   Status write_error = Status::ok();
   // kWarm: every lane completes a few batches first (PoCL compiles kernels at the first launch).
   enum class Phase { kWarm, kApply, kSettle, kMeasure } phase = Phase::kWarm;
-  size_t idx = 0;
+  size_t block = 0;  // index into blocks
+  BlockRounds rounds(*grid, blocks[0].first, blocks[0].second, o.sampling);
+  size_t finished_rounds = 0;  // over the finished blocks, for the estimate
+  size_t finished_samples = 0;
   Summary prev, base;
   bool have_prev = false;
   uint64_t phase_ns = 0, t0 = monotonic_ns();
-  int samples = 0;
+  int status_samples = 0;
   double energy0 = 0;
   std::vector<float> weights(p.lane_count(), 0.f);
 
@@ -117,6 +123,26 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
       if (cfg.uses(static_cast<int>(i))) p.set_lane_batch(i, cfg.batch[i]);
     }
     (void)p.set_lane_weights(weights);
+  };
+  auto write = [&](const std::vector<sched::Configuration>& points) {
+    for (auto pt : points) {
+      pt.traffic = fp.traffic;
+      pt.power_source = power->power_source();
+      if (Status w = writer->append(pt); !w.is_ok()) return w;
+      ++res.measured;
+    }
+    return Status::ok();
+  };
+  // Samples still expected: this block's and the later blocks' points × the rounds a block takes (the mean of
+  // the finished blocks, min_samples before any), the current block at least its rounds so far + 1.
+  auto samples_expected = [&]() {
+    double per_block = block > 0 ? static_cast<double>(finished_rounds) / static_cast<double>(block)
+                                 : static_cast<double>(o.sampling.min_samples);
+    per_block = std::max(per_block, static_cast<double>(o.sampling.min_samples));
+    size_t later = grid->size() - blocks[std::min(block, blocks.size() - 1)].second;
+    double cur_rounds = std::max(per_block, static_cast<double>(rounds.rounds() + 1));
+    return finished_samples + static_cast<size_t>(std::lround(cur_rounds * static_cast<double>(rounds.size()) +
+                                                              per_block * static_cast<double>(later)));
   };
 
   p.on_status([&](const Summary& s, double) {
@@ -129,17 +155,17 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
     PowerSample ps = power->sample(st.lane_util, now);
     prev = s;
     double elapsed = static_cast<double>(now - t0) / 1e9;
-    if (p.stop_requested()) return;  // interrupted (SIGINT) or budget reached: no new point while it drains
+    if (p.stop_requested()) return;  // interrupted (SIGINT) or budget reached: no new sample while it drains
     if (o.budget_s > 0 && elapsed >= o.budget_s) {
       res.budget_hit = true;
       p.request_stop();
       return;
     }
-    if (idx >= grid->size() || !write_error.is_ok()) {
+    if (block >= blocks.size() || !write_error.is_ok()) {
       p.request_stop();
       return;
     }
-    const sched::Configuration& cfg = (*grid)[idx];
+    const sched::Configuration& cfg = (*grid)[rounds.next()];
     switch (phase) {
       case Phase::kWarm: {
         if (phase_ns == 0) phase_ns = now;
@@ -167,45 +193,50 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
         if (waited >= quantum_s && (clean || waited >= 5 * quantum_s)) {
           base = s;
           energy0 = ps.energy_j;
-          samples = 0;
+          status_samples = 0;
           phase = Phase::kMeasure;
           phase_ns = now;
         }
         break;
       }
       case Phase::kMeasure: {
-        ++samples;
+        ++status_samples;
         double waited = static_cast<double>(now - phase_ns) / 1e9;
-        if (waited < quantum_s || samples < 2) break;
+        if (waited < quantum_s || status_samples < 2) break;
         IntervalStats m = interval_stats(base, s);
         // Slow devices: extend the window until every lane of the set completed two batches (at most 25 quanta).
         bool enough = true;
         for (size_t i = 0; i < m.lane_batches.size(); ++i)
           if (cfg.uses(static_cast<int>(i)) && m.lane_batches[i] < 2) enough = false;
         if (!enough && waited < 25 * quantum_s) break;
-        sched::Configuration pt = cfg;
-        pt.throughput_bps = m.achieved_bps;
-        pt.latency_ns = static_cast<double>(m.latency_p50_ns);
-        pt.latency_p99_ns = static_cast<double>(m.latency_p99_ns);
-        pt.power_w = m.seconds > 0 ? (ps.energy_j - energy0) / m.seconds : 0;
-        pt.power_source = power->power_source();
-        if (Status w = writer->append(pt); !w.is_ok()) {
-          write_error = w;
-          p.request_stop();
-          return;
+        size_t measured_index = rounds.next();
+        rounds.record({m.achieved_bps, static_cast<double>(m.latency_p50_ns), static_cast<double>(m.latency_p99_ns),
+                       m.seconds > 0 ? (ps.energy_j - energy0) / m.seconds : 0});
+        ++res.samples;
+        sched::Configuration last = rounds.point(measured_index);
+        last.power_source = power->power_source();
+        if (rounds.done()) {
+          finished_rounds += rounds.rounds();
+          finished_samples += rounds.rounds() * rounds.size();
+          if (Status w = write(rounds.points(1)); !w.is_ok()) {
+            write_error = w;
+            p.request_stop();
+            return;
+          }
+          if (++block < blocks.size())
+            rounds = BlockRounds(*grid, blocks[block].first, blocks[block].second, o.sampling);
         }
-        ++idx;
-        res.measured = idx;
         if (on_progress) {
-          double per = elapsed / static_cast<double>(idx);
-          on_progress({idx, grid->size(), elapsed, per * static_cast<double>(grid->size() - idx),
-                       &writer->table().points.back()});
+          size_t expected = block < blocks.size() ? samples_expected() : res.samples;
+          double per = elapsed / static_cast<double>(res.samples);
+          on_progress({res.measured, grid->size(), res.samples, expected, elapsed,
+                       per * static_cast<double>(expected - std::min(expected, res.samples)), &last});
         }
-        if (idx >= grid->size()) {
+        if (block >= blocks.size()) {
           p.request_stop();
           return;
         }
-        apply((*grid)[idx]);
+        apply((*grid)[rounds.next()]);
         phase = Phase::kSettle;
         phase_ns = now;
         break;
@@ -216,6 +247,9 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
   (void)p.run();
   if (on_start) on_start(nullptr);
   HPR_RETURN_IF_ERROR(write_error);
+  if (block < blocks.size()) {  // stopped mid-block: keep the points that have min_samples samples
+    HPR_RETURN_IF_ERROR(write(rounds.points(o.sampling.min_samples)));
+  }
   res.seconds = static_cast<double>(monotonic_ns() - t0) / 1e9;
   res.complete = res.measured == res.planned;
   if (res.complete)
@@ -223,6 +257,13 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
   else
     HPR_RETURN_IF_ERROR(writer->save());
   res.table = writer->table();
+  std::vector<double> per_point;
+  for (const auto& pt : res.table.points) {
+    per_point.push_back(pt.samples);
+    res.samples_max = std::max(res.samples_max, pt.samples);
+    if (!within_spread(pt, o.sampling.spread_delta)) ++res.not_within;
+  }
+  res.samples_median = median(per_point);
   return res;
 }
 

@@ -1,23 +1,12 @@
 #pragma once
-// Small statistics helpers for benchmarks and telemetry: median, percentiles, spread.
+// Small statistics helpers for benchmarks and telemetry: median, percentiles, spread (percentile, median and
+// median_spread live in hpr/median_spread.hpp, which code that has its own `Summary` — pipeline/ — includes alone).
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
+#include "hpr/median_spread.hpp"
+
 namespace hpr {
-
-// p in [0,100]; nearest-rank on a copy. Empty input gives 0.
-inline double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  double rank = p / 100.0 * static_cast<double>(v.size() - 1);
-  auto lo = static_cast<size_t>(std::floor(rank));
-  auto hi = static_cast<size_t>(std::ceil(rank));
-  double frac = rank - static_cast<double>(lo);
-  return v[lo] + (v[hi] - v[lo]) * frac;
-}
-
-inline double median(const std::vector<double>& v) { return percentile(v, 50.0); }
 
 struct Summary {
   double median = 0, p1 = 0, p99 = 0, min = 0, max = 0;

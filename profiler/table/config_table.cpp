@@ -3,6 +3,7 @@
 
 #include "hpr/atomic_file.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -21,7 +22,6 @@ std::string fingerprint_difference(const Fingerprint& t, const Fingerprint& m) {
   };
   if (t.hpr_version != m.hpr_version) return diff("hpr_version", t.hpr_version, m.hpr_version);
   if (t.app != m.app) return diff("app", t.app, m.app);
-  if (t.traffic != m.traffic) return diff("traffic", t.traffic, m.traffic);
   if (t.devices.size() != m.devices.size())
     return fmt::format("devices: table has {} devices, this machine has {}", t.devices.size(), m.devices.size());
   for (size_t i = 0; i < t.devices.size(); ++i) {
@@ -77,9 +77,10 @@ Result<ConfigTable> load_table(const std::string& path, const Fingerprint& machi
       return error(Code::kInvalidArgument, "{}: not an hpr configuration table (\"format\" is not \"hpr-config-table\")",
                    path);
     t.version = sched::json_integer<int>(j.at("version"));
-    if (t.version != kTableFormatVersion)
-      return error(Code::kInvalidArgument, "{}: table format version {} is not supported (this hpr reads {}); "
-                   "re-run `hpr profile`", path, t.version, kTableFormatVersion);
+    if (t.version < kOldestTableFormatVersion || t.version > kTableFormatVersion)
+      return error(Code::kInvalidArgument,
+                   "{}: table format version {} is not supported (this hpr reads {} to {}); re-run `hpr profile`",
+                   path, t.version, kOldestTableFormatVersion, kTableFormatVersion);
     t.complete = j.value("complete", false);
     t.fingerprint = fingerprint_from(j.at("fingerprint"));
   } catch (const json::exception& e) {
@@ -99,22 +100,43 @@ Result<ConfigTable> load_table(const std::string& path, const Fingerprint& machi
       return error(Code::kInvalidArgument, "{}: points[{}]: {}", path, i, e.what());
     }
     if (Status s = sched::validate(c); !s.is_ok())
-      return error(Code::kInvalidArgument, "{}: points[{}]: {}", path, i, s.message());
+      return error(Code::kInvalidArgument, "{}: points[{}] ({}): {}", path, i, c.describe(), s.message());
     for (auto b : c.batch)
       if (b > kMaxTableBatch)
         return error(Code::kInvalidArgument, "{}: points[{}]: batch {} is above the largest lane batch {}; re-run `hpr profile`",
                      path, i, b, kMaxTableBatch);
+    if (c.traffic.empty()) c.traffic = t.fingerprint.traffic;
     t.points.push_back(c);
   }
   return t;
 }
 
-Status fill_store(const ConfigTable& t, sched::ConfigStore& store) {
+Result<FillReport> fill_store(const ConfigTable& t, sched::ConfigStore& store, const std::string& traffic) {
+  auto traffic_of = [&](const sched::Configuration& c) -> const std::string& {
+    return c.traffic.empty() ? t.fingerprint.traffic : c.traffic;
+  };
+  bool any = false;
+  std::vector<std::string> seen;  // the table's traffics, in order of appearance
+  for (const auto& c : t.points) {
+    any = any || traffic_of(c) == traffic;
+    if (std::find(seen.begin(), seen.end(), traffic_of(c)) == seen.end()) seen.push_back(traffic_of(c));
+  }
+  bool all = traffic.empty() || !any;
+  FillReport r;
+  if (all && !traffic.empty() && !t.points.empty()) {
+    std::string listed;
+    for (const auto& s : seen) listed += (listed.empty() ? "'" : ", '") + s + "'";
+    r.note = fmt::format("the table has no point measured on this traffic ('{}'); using every point ({}), "
+                         "measured on {}",
+                         traffic, t.points.size(), listed);
+  }
   for (size_t i = 0; i < t.points.size(); ++i) {
+    if (!all && traffic_of(t.points[i]) != traffic) continue;
     auto id = store.insert(t.points[i]);
     if (!id) return error(Code::kInvalidArgument, "points[{}]: {}", i, id.status().message());
+    ++r.inserted;
   }
-  return Status::ok();
+  return r;
 }
 
 Result<TableWriter> TableWriter::create(std::string path, Fingerprint fp) {

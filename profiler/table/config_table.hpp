@@ -1,12 +1,18 @@
 #pragma once
 // The configuration table file written by `hpr profile` and read by the daemon (hetero-opencl-adaptive-scheduler
 // §4.1: the profiled dictionary of configurations). Versioned JSON (nlohmann):
-//   { "format": "hpr-config-table", "version": 1, "complete": false|true,
+//   { "format": "hpr-config-table", "version": 2, "complete": false|true,
 //     "fingerprint": { "hpr_version": "0.1.0", "app": "md5", "traffic": "...",
 //                      "devices": [ {"name": ..., "driver": ..., "version": ...}, ... ] },
 //     "points": [ Configuration, ... ] }
-// A table measured on another machine (other devices, drivers, hpr version, app or traffic) describes another
-// machine: load() refuses it, naming the first differing field, unless allow_mismatch is set.
+// A point (sched::Configuration's JSON) holds the medians of its samples, their spreads
+// ("throughput_spread_bps", "latency_spread_ns", "latency_p99_spread_ns", "power_spread_w"), "samples", and the
+// "traffic" it was measured on (absent: the fingerprint's traffic, the table's default). Version 1 (no spreads,
+// samples, traffic per point) still loads: spread 0, 1 sample, the fingerprint's traffic.
+// The fingerprint describes the machine, not the traffic: a table measured on another machine (other devices,
+// drivers, hpr version) or for another app describes something else, and load_table() refuses it, naming the first
+// differing field, unless allow_mismatch is set; the traffic is a dimension of the table (fill_store picks the
+// points of the traffic asked for).
 // Interrupted profiling keeps what was measured: TableWriter rewrites the file atomically (temp file + rename)
 // after every point, so the file on disk is always a valid table ("complete": false until finish()).
 #include <string>
@@ -21,7 +27,8 @@ namespace hpr::prof {
 // The largest batch a lane takes (lanes.batch / lanes.max_batch): a table point above it is refused.
 inline constexpr uint32_t kMaxTableBatch = 65536;
 
-inline constexpr int kTableFormatVersion = 1;
+inline constexpr int kTableFormatVersion = 2;        // what save_table writes
+inline constexpr int kOldestTableFormatVersion = 1;  // the oldest load_table reads
 
 struct DeviceFingerprint {
   std::string name;     // "pthread-AMD EPYC", "NVIDIA GeForce GTX 480"
@@ -34,11 +41,12 @@ struct Fingerprint {
   std::vector<DeviceFingerprint> devices;
   std::string hpr_version = HPR_VERSION;
   std::string app;      // "ipv4" | "dpi" | "md5" | "aes"
-  std::string traffic;  // description of the traffic used while profiling (file, sizes, match rate)
+  std::string traffic;  // the traffic profiled (file, sizes, match rate): the default of points without their own
   bool operator==(const Fingerprint&) const = default;
 };
 
-// "" when equal; else the first difference, e.g. "devices[1].driver: table has '9.17', this machine has '3.1'".
+// "" when equal but for the traffic; else the first difference (hpr_version, app, devices), e.g.
+// "devices[1].driver: table has '9.17', this machine has '3.1'".
 std::string fingerprint_difference(const Fingerprint& table, const Fingerprint& machine);
 
 struct ConfigTable {
@@ -52,13 +60,24 @@ struct ConfigTable {
 // the path and errno text; kInvalidArgument when the path exists and is not a regular file.
 Status save_table(const std::string& path, const ConfigTable& t);
 
-// Reads and checks a table. Errors: kNotFound (no such file), kInvalidArgument (not JSON, wrong format or
-// version, a bad point — with its index —, or a fingerprint that differs from `machine` while !allow_mismatch;
-// the message names the field and says how to override).
+// Reads and checks a table (format version 1 or 2); every point comes back with its traffic set (the fingerprint's
+// where the file has none). A traffic other than machine.traffic is not an error. Errors: kNotFound (no such
+// file), kInvalidArgument (not JSON, wrong format or version, a bad point — with its index, setup and field —, or
+// a fingerprint (hpr version, app, devices) that differs from `machine` while !allow_mismatch; the message names
+// the field and says how to override).
 Result<ConfigTable> load_table(const std::string& path, const Fingerprint& machine, bool allow_mismatch = false);
 
-// Inserts every point into `store`; kInvalidArgument names the first point the store refuses.
-Status fill_store(const ConfigTable& t, sched::ConfigStore& store);
+// What fill_store inserted.
+struct FillReport {
+  size_t inserted = 0;  // points given to the store (a setup seen twice is one configuration, updated)
+  std::string note;     // "" or why all points were used, for the caller to log
+};
+
+// Inserts the points measured on `traffic` into `store`; when `traffic` is empty, or the table has no point
+// measured on it, every point (then `note` names the traffic asked for and those in the table; a setup measured
+// on several traffics is then one configuration, updated by the later point as ConfigStore::insert does).
+// Errors: kInvalidArgument naming the first point the store refuses.
+Result<FillReport> fill_store(const ConfigTable& t, sched::ConfigStore& store, const std::string& traffic = "");
 
 // Incremental writer for the profiling loop: create(), then append() after each measured point (the file on
 // disk is rewritten each time, so an interrupted run keeps every point appended), finish() at the end.

@@ -91,7 +91,8 @@ void AdaptiveScheduler::record(ConfigStore& s, const Measurement& m) {
   // Power only from (near-)saturated measurements: a table power must be comparable between configurations.
   bool saturated = m.achieved_bps >= (1 - p_.delta) * m.capacity_bps;
   if (running_id_ == kNoConfig) {
-    Configuration c = running_;
+    Configuration c = running_;  // a new batch of a stored setup: its spreads are the best noise estimate there is
+    c.samples = 1;
     c.throughput_bps = m.capacity_bps;
     c.latency_ns = m.latency_ns;
     c.latency_p99_ns = m.latency_p99_ns;

@@ -56,6 +56,20 @@ double ConfigStore::value_of(ConfigId id, Metric m) const {
   return 0;
 }
 
+double ConfigStore::spread_of(ConfigId id, Metric m) const {
+  const auto& c = configs_[id];
+  switch (m) {
+    case Metric::kThroughput: return c.throughput_spread_bps;
+    case Metric::kLatency: return c.latency_spread_ns;
+    case Metric::kPower: return c.power_spread_w;
+  }
+  return 0;
+}
+
+bool ConfigStore::within_spread(ConfigId a, ConfigId b, Metric m) const {
+  return std::fabs(value_of(a, m) - value_of(b, m)) < spread_of(a, m) + spread_of(b, m);
+}
+
 void ConfigStore::tree_insert(ConfigId id) {
   for (int t = 0; t < 3; ++t) {
     auto m = static_cast<Metric>(t);
@@ -109,6 +123,7 @@ Result<ConfigId> ConfigStore::insert(const Configuration& c) {
   configs_.push_back(c);
   node_key_.push_back({});
   by_setup_.emplace(setup_hash(c), id);
+  for (int t = 0; t < 3; ++t) max_spread_[t] = std::max(max_spread_[t], spread_of(id, static_cast<Metric>(t)));
   tree_insert(id);
   index_attach(id, kNoPos);
   return id;
@@ -132,6 +147,7 @@ bool ConfigStore::update(ConfigId id, double throughput_bps, double latency_ns, 
   w.latency_p99_ns = latency_p99_ns;
   w.power_w = power_w;
   w.power_source = source;
+  w.samples = 1;  // one live measurement; the spreads stay: the profile's estimate of this setup's noise
   tree_insert(id);
   index_attach(id, old_pos);
   return true;
@@ -191,12 +207,14 @@ std::vector<NodeView> ConfigStore::nodes(Metric m) const {
   return out;
 }
 
-// a better than b on metric m (power or latency); values within tie_tolerance of each other are a tie, broken
-// by the other less-is-better metric (§4.1: the configuration best for both requirements).
+// a better than b on metric m (power or latency); values within tie_tolerance of each other, or closer than their
+// two spreads combined, are a tie, broken by the other less-is-better metric (§4.1: the configuration best for
+// both requirements).
 bool ConfigStore::better(ConfigId a, ConfigId b, Metric m) const {
   Metric other = m == Metric::kPower ? Metric::kLatency : Metric::kPower;
   double va = value_of(a, m), vb = value_of(b, m);
-  if (std::fabs(va - vb) <= opt_.tie_tolerance * std::max(va, vb)) return value_of(a, other) < value_of(b, other);
+  if (std::fabs(va - vb) <= opt_.tie_tolerance * std::max(va, vb) || within_spread(a, b, m))
+    return value_of(a, other) < value_of(b, other);
   return va < vb;
 }
 
@@ -235,13 +253,22 @@ bool ConfigStore::power_less(ConfigId a, ConfigId b) const {
   return pa < pb || (pa == pb && a < b);
 }
 
-// Highest throughput; among those within tie_tolerance of it, the least power.
+// Highest throughput; among those tied with it — within tie_tolerance, or closer to it than the two throughput
+// spreads combined —, the least power (better(), folded downwards as the suffix minima are). The spread ties are
+// found by a scan below the tolerance band, as far as the top's spread plus the largest spread reach: O(k).
 void ConfigStore::set_max_throughput() const {
   max_throughput_ = kNoConfig;
   if (thr_sorted_.empty()) return;
   double top = thr_sorted_.back();
+  ConfigId top_id = thr_order_.back();
   auto first = std::lower_bound(thr_sorted_.begin(), thr_sorted_.end(), top * (1 - opt_.tie_tolerance));
-  max_throughput_ = suffix_min_power_[static_cast<size_t>(first - thr_sorted_.begin())];
+  auto k = static_cast<size_t>(first - thr_sorted_.begin());
+  ConfigId best = suffix_min_power_[k];
+  double reach = spread_of(top_id, Metric::kThroughput) + max_spread_[static_cast<int>(Metric::kThroughput)];
+  for (size_t i = k; i-- > 0 && top - thr_sorted_[i] < reach;)
+    if (within_spread(thr_order_[i], top_id, Metric::kThroughput) && better(thr_order_[i], best, Metric::kPower))
+      best = thr_order_[i];
+  max_throughput_ = best;
 }
 
 // The incremental path (after the first rebuild): `id` leaves the orders before its values change...
@@ -299,12 +326,29 @@ ConfigId ConfigStore::best(const Query& q) const {
   switch (q.policy) {
     case Policy::kEnergyCritical: return suffix_min_power_[k];
     case Policy::kLatencyCritical: return suffix_min_latency_[k];
-    case Policy::kLatencyTarget:
-      for (ConfigId id : power_order_) {
+    case Policy::kLatencyTarget: {
+      auto meets = [&](ConfigId id) {
         const auto& c = configs_[id];
-        if (c.throughput_bps >= q.rate_bps && c.latency_p99_ns <= q.latency_target_ns) return id;
+        return c.throughput_bps >= q.rate_bps && c.latency_p99_ns <= q.latency_target_ns;
+      };
+      for (size_t i = 0; i < power_order_.size(); ++i) {
+        ConfigId least = power_order_[i];
+        if (!meets(least)) continue;
+        // Those whose power is closer to the least than their two power spreads combined tie with it; the tie
+        // goes to the lower median latency (as better() breaks ties). Scanned as far as the spreads reach.
+        ConfigId pick = least;
+        double reach = configs_[least].power_w + spread_of(least, Metric::kPower) +
+                       max_spread_[static_cast<int>(Metric::kPower)];
+        for (size_t j = i + 1; j < power_order_.size() && configs_[power_order_[j]].power_w < reach; ++j) {
+          ConfigId id = power_order_[j];
+          if (meets(id) && within_spread(id, least, Metric::kPower) &&
+              configs_[id].latency_ns < configs_[pick].latency_ns)
+            pick = id;
+        }
+        return pick;
       }
       return suffix_min_latency_[k];  // the target cannot be met at this rate: the lowest latency that can
+    }
     case Policy::kThroughputCritical: break;
   }
   return max_throughput_;

@@ -20,6 +20,12 @@
 //   * kLatencyTarget   (rate R, target L): least power among configurations with throughput >= R and
 //     p99 latency <= L — O(log N + k), k = cheaper configurations skipped because they miss L.
 //   When no configuration sustains R, the policy falls back to the highest-throughput configuration.
+//   Measurements have a spread (Configuration::*_spread_*, the median absolute deviation of the profile's samples;
+//   architecture.md convention 13): wherever a policy compares two configurations' power, latency or throughput,
+//   a difference smaller than their two spreads combined is a tie, resolved as a tie_tolerance tie is (by the
+//   other less-is-better metric). Spread 0 (format-1 tables, hand-made stores) gives exactly the answers of
+//   tie_tolerance alone. "Sustains R" compares a configuration with the requirement, not with another
+//   configuration, and stays on the median.
 //   The paper looks up only the nearest node; "sustains at least R" is a range query, which we answer on the
 //   configurations' own measured values (not the merged node keys, which are only within δ) with
 //   suffix-minimum arrays over the throughput order. They are built (O(N log N)) on the first policy query;
@@ -68,7 +74,8 @@ struct StoreOptions {
   double power_scale_w = 100;
   // Policy answers: power (latency) values within this relative tolerance tie, and the tie goes to the lower
   // latency (power) — e.g. one device at several batch sizes with the same power: the smallest batch that
-  // sustains R wins.
+  // sustains R wins. Values closer than the two configurations' spreads combined tie as well (see above);
+  // the latency-target policy's power comparison uses the spreads only.
   double tie_tolerance = 0.01;
 };
 
@@ -89,7 +96,8 @@ class ConfigStore {
   Result<ConfigId> insert(const Configuration& c);
 
   // A new measurement of configuration `id`. The stored values are replaced only when one metric differs
-  // by more than δ (relative) from the stored value (§4.2 step 3); returns whether it did.
+  // by more than δ (relative) from the stored value (§4.2 step 3); returns whether it did. A replaced
+  // configuration has samples = 1 and keeps its spreads (the profile's estimate of how noisy its measurement is).
   // `id` must be a valid id (checked by assert).
   bool update(ConfigId id, double throughput_bps, double latency_ns, double latency_p99_ns, double power_w,
               PowerSource source);
@@ -125,6 +133,9 @@ class ConfigStore {
   NodeView view(Metric m, const Tree::const_iterator& it) const;
   void rebuild() const;
   bool better(ConfigId a, ConfigId b, Metric m) const;
+  double spread_of(ConfigId id, Metric m) const;
+  // |a - b| on metric m is smaller than the two spreads combined (never with both spreads 0).
+  bool within_spread(ConfigId a, ConfigId b, Metric m) const;
   // Policy-index orders: (throughput, id) and (power, id), ascending.
   bool thr_less(ConfigId a, ConfigId b) const;
   bool power_less(ConfigId a, ConfigId b) const;
@@ -141,6 +152,7 @@ class ConfigStore {
   std::vector<std::array<double, 3>> node_key_;  // per config: the key of the node it sits in, per tree
   std::array<Tree, 3> trees_;
   std::unordered_multimap<uint64_t, ConfigId> by_setup_;
+  std::array<double, 3> max_spread_{};  // largest spread per metric (spreads change only with an insert)
 
   // Policy indexes over measured values: built at the first query, then maintained by index_detach/attach.
   mutable bool built_ = false;

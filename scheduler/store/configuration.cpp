@@ -66,9 +66,14 @@ Status validate(const Configuration& c) {
   if (std::fabs(sum - 1.0) > 1e-3)
     return error(Code::kInvalidArgument, "configuration: split sums to {:.4f} over used devices, expected 1", sum);
   for (auto [name, v] : {std::pair{"throughput_bps", c.throughput_bps}, std::pair{"latency_ns", c.latency_ns},
-                         std::pair{"latency_p99_ns", c.latency_p99_ns}, std::pair{"power_w", c.power_w}}) {
+                         std::pair{"latency_p99_ns", c.latency_p99_ns}, std::pair{"power_w", c.power_w},
+                         std::pair{"throughput_spread_bps", c.throughput_spread_bps},
+                         std::pair{"latency_spread_ns", c.latency_spread_ns},
+                         std::pair{"latency_p99_spread_ns", c.latency_p99_spread_ns},
+                         std::pair{"power_spread_w", c.power_spread_w}}) {
     if (!std::isfinite(v) || v < 0) return error(Code::kInvalidArgument, "configuration: {} = {} is not >= 0", name, v);
   }
+  if (c.samples == 0) return error(Code::kInvalidArgument, "configuration: samples = 0, at least 1");
   return Status::ok();
 }
 
@@ -83,7 +88,13 @@ void to_json(nlohmann::json& j, const Configuration& c) {
                      {"latency_ns", c.latency_ns},
                      {"latency_p99_ns", c.latency_p99_ns},
                      {"power_w", c.power_w},
-                     {"power_source", power_source_name(c.power_source)}};
+                     {"power_source", power_source_name(c.power_source)},
+                     {"throughput_spread_bps", c.throughput_spread_bps},
+                     {"latency_spread_ns", c.latency_spread_ns},
+                     {"latency_p99_spread_ns", c.latency_p99_spread_ns},
+                     {"power_spread_w", c.power_spread_w},
+                     {"samples", c.samples}};
+  if (!c.traffic.empty()) j["traffic"] = c.traffic;
 }
 
 void from_json(const nlohmann::json& j, Configuration& c) {
@@ -101,6 +112,13 @@ void from_json(const nlohmann::json& j, Configuration& c) {
   c.power_w = j.at("power_w").get<double>();
   auto src = parse_power_source(j.value("power_source", std::string("unknown")));
   c.power_source = src ? *src : PowerSource::kUnknown;
+  auto optional_number = [&](const char* key) { return j.contains(key) ? j.at(key).get<double>() : 0.0; };
+  c.throughput_spread_bps = optional_number("throughput_spread_bps");
+  c.latency_spread_ns = optional_number("latency_spread_ns");
+  c.latency_p99_spread_ns = optional_number("latency_p99_spread_ns");
+  c.power_spread_w = optional_number("power_spread_w");
+  if (j.contains("samples")) c.samples = json_integer<uint32_t>(j.at("samples"));
+  if (j.contains("traffic")) c.traffic = j.at("traffic").get<std::string>();
 }
 
 }  // namespace hpr::sched

@@ -1,7 +1,8 @@
 #pragma once
 // A device configuration of the adaptive scheduler (hetero-opencl-adaptive-scheduler §4.1): which devices
 // process the traffic, the batch size of each, how a batch is split between them, and what was measured
-// for it (throughput, latency median/p99, power with the power's source).
+// for it (throughput, latency median/p99, power with the power's source): the median of `samples` samples and
+// its spread (architecture.md convention 13), and the traffic it was measured on.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -31,6 +32,15 @@ struct Configuration {
   double latency_p99_ns = 0;
   double power_w = 0;                           // whole-system power while running this configuration
   PowerSource power_source = PowerSource::kUnknown;
+  // Spread of each figure over its samples: the median absolute deviation (hpr/median_spread.hpp), the figures
+  // above being the medians. 0: one sample, or not known (format-1 tables). ConfigStore policies treat two
+  // configurations whose difference is smaller than their two spreads combined as a tie.
+  double throughput_spread_bps = 0;
+  double latency_spread_ns = 0;
+  double latency_p99_spread_ns = 0;
+  double power_spread_w = 0;
+  uint32_t samples = 1;  // samples behind the medians (1 after a live update)
+  std::string traffic;   // traffic it was measured on; "" in a table: the fingerprint's (the table's default)
 
   int device_count() const { return __builtin_popcount(device_mask); }
   bool uses(int device) const { return (device_mask >> device) & 1U; }
@@ -41,11 +51,13 @@ struct Configuration {
 };
 
 // Validates a configuration read from a file or built by a caller: non-empty mask within kMaxDevices,
-// a batch >= 1 for every used device, split >= 0 summing to 1 (±1e-3) over used devices, finite metrics >= 0.
-// Returns kInvalidArgument naming the field.
+// a batch >= 1 for every used device, split >= 0 summing to 1 (±1e-3) over used devices, finite metrics and
+// spreads >= 0, samples >= 1. Returns kInvalidArgument naming the field.
 Status validate(const Configuration& c);
 
 void to_json(nlohmann::json& j, const Configuration& c);
+// The spreads, "samples" and "traffic" are optional (format-1 tables have none: spread 0, 1 sample, the table's
+// traffic); "traffic" is written only when set.
 void from_json(const nlohmann::json& j, Configuration& c);  // throws nlohmann::json::exception on bad types
 
 }  // namespace hpr::sched

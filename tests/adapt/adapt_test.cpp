@@ -83,6 +83,21 @@ TEST_CASE("profile grid: singles first, every combination, batches and splits") 
   auto g4 = profile_grid(2, o);
   REQUIRE(g4.is_ok());
   CHECK(g4->size() == 6 + 3 * 3);  // pair splits 1/4, 2/4, 3/4
+  // Blocks of neighbours: the batch sizes of one device set and split are consecutive.
+  auto blocks = profile_blocks(*g4);
+  REQUIRE(blocks.size() == 2 + 3);
+  for (auto [first, last] : blocks) {
+    CHECK(last - first == 3);
+    CHECK((*g4)[first].batch[__builtin_ctz((*g4)[first].device_mask)] == 64);
+    CHECK((*g4)[last - 1].batch[__builtin_ctz((*g4)[first].device_mask)] == 256);
+    for (size_t i = first + 1; i < last; ++i) {
+      CHECK((*g4)[i].device_mask == (*g4)[first].device_mask);
+      CHECK((*g4)[i].split == (*g4)[first].split);
+    }
+  }
+  CHECK((*g4)[6].split[0] == Approx(0.25));
+  CHECK((*g4)[8].batch[0] == 256);
+  CHECK((*g4)[9].split[0] == Approx(0.5));
   o.min_batch = 100;
   CHECK(profile_grid(2, o).status().code() == Code::kInvalidArgument);
   o.min_batch = 512;
@@ -109,7 +124,8 @@ TEST_CASE("profile on a tiny grid writes a table that loads back") {
   CHECK(r->measured == r->planned);
   CHECK(r->complete);
   CHECK(r->power_source == "model");
-  CHECK(progress_calls == r->measured);
+  CHECK(progress_calls == r->samples);  // one call per sample
+  CHECK(r->samples >= 3 * r->measured);
   auto devs = discover_devices();
   REQUIRE(devs.is_ok());
   auto fp = machine_fingerprint(*devs, 1, "ipv4", traffic_description(o.run.input));
@@ -185,6 +201,53 @@ void on_sigint(int) {  // what `hpr profile` installs for SIGINT / SIGTERM (cli/
 }
 }  // namespace
 
+TEST_CASE("profile on two lanes: every point sampled min_samples..max_samples times, interleaved, with spreads") {
+  ProfileOptions o = small_profile("repeats.json");
+  o.max_set_size = 1;  // two blocks: lane 0 at batches 64 and 128, lane 1 at 64 and 128
+  o.quantum_ms = 20;
+  o.sampling = {.min_samples = 3, .max_samples = 5, .spread_delta = 0.05};
+  std::vector<size_t> order;  // the point of each sample, from the progress callback
+  auto r = run_profile(o, {}, [&](const ProfileProgress& p) {
+    order.push_back(static_cast<size_t>(p.last->batch[p.last->uses(0) ? 0 : 1] == 128) +
+                    (p.last->uses(0) ? 0 : 2));
+    CHECK(p.samples == order.size());
+    CHECK(p.samples <= p.samples_planned);
+  });
+  REQUIRE(r.is_ok());
+  CHECK(r->complete);
+  REQUIRE(r->measured == 4);
+  CHECK(r->samples == order.size());
+  auto t = prof::load_table(o.out_path, machine_fingerprint({}, 2, "ipv4", traffic_description(o.run.input)));
+  REQUIRE(t.is_ok());
+  CHECK(t->version == prof::kTableFormatVersion);
+  REQUIRE(t->points.size() == 4);
+  size_t total = 0;
+  for (const auto& pt : t->points) {
+    INFO(pt.describe() << " samples " << pt.samples);
+    CHECK(pt.samples >= o.sampling.min_samples);
+    CHECK(pt.samples <= o.sampling.max_samples);
+    // Fewer than the most only when the spreads came within δ.
+    if (pt.samples < o.sampling.max_samples) CHECK(within_spread(pt, o.sampling.spread_delta));
+    CHECK(pt.throughput_bps > 0);
+    CHECK(pt.throughput_spread_bps > 0);  // the median absolute deviation of 3+ measured rates
+    CHECK(pt.throughput_spread_bps < pt.throughput_bps);
+    CHECK(pt.latency_spread_ns >= 0);
+    CHECK(pt.latency_p99_spread_ns >= 0);
+    CHECK(pt.power_spread_w >= 0);
+    CHECK(pt.traffic == traffic_description(o.run.input));
+    total += pt.samples;
+  }
+  CHECK(total == r->samples);
+  // One block after the other; within a block the points take turns (round-robin), so both get as many samples.
+  CHECK(t->points[0].samples == t->points[1].samples);
+  CHECK(t->points[2].samples == t->points[3].samples);
+  size_t first_block = 2 * t->points[0].samples;
+  REQUIRE(order.size() == total);
+  for (size_t i = 0; i < order.size(); ++i) CHECK(order[i] == (i < first_block ? 0 : 2) + i % 2);
+  CHECK(r->samples_max == std::max(t->points[0].samples, t->points[2].samples));
+  fs::remove(o.out_path);
+}
+
 TEST_CASE("profile interrupted by SIGINT after two points keeps exactly those two, incomplete") {
   ProfileOptions o = small_profile("interrupted.json");
   o.quantum_ms = 20;
@@ -192,39 +255,53 @@ TEST_CASE("profile interrupted by SIGINT after two points keeps exactly those tw
   auto r = run_profile(
       o, [](Pipeline* p) { g_profile_pipeline = p; },
       [](const ProfileProgress& p) {
-        if (p.done == 2) std::raise(SIGINT);
+        if (p.done == 2) std::raise(SIGINT);  // the first block (lane 0 at batches 64 and 128) is done
       });
   std::signal(SIGINT, old);
   REQUIRE(r.is_ok());
   CHECK_FALSE(r->budget_hit);
-  CHECK(r->measured == 2);  // no point is measured after the stop request
+  CHECK(r->measured == 2);  // no sample is measured after the stop request
   check_kept_table(o, *r);
   fs::remove(o.out_path);
 }
 
-TEST_CASE("a table with another fingerprint is refused with a clear message, accepted with allow_mismatch") {
+TEST_CASE("a table for another app or lanes is refused with a clear message; another traffic is not") {
   RunConfig c = base(2, false);
   c.input.gen_rate_pps = 1000;
   c.input.gen_packets = 100;
   auto ctx = prepare_run(c);
   REQUIRE(ctx.is_ok());
+  auto here = machine_fingerprint({}, 2, "ipv4", traffic_description(c.input));
+  AdaptiveOptions ao;
+  // Another app: refused, naming the field and the override.
   std::string path = tmp("mismatch.json");
-  auto fp = machine_fingerprint({}, 2, "ipv4", "generator sizes=imix flows=1 zipf=0 seed=9");
-  auto w = prof::TableWriter::create(path, fp);
+  auto w = prof::TableWriter::create(path, machine_fingerprint({}, 2, "md5", traffic_description(c.input)));
   REQUIRE(w.is_ok());
   REQUIRE(w->append(point(0, 64, 1e9, 10)).is_ok());
   REQUIRE(w->finish().is_ok());
-  AdaptiveOptions ao;
   ao.table_path = path;
-  auto here = machine_fingerprint({}, 2, "ipv4", traffic_description(c.input));
   auto refused = AdaptiveControl::create(ao, here, *(*ctx)->pipeline, nullptr);
   REQUIRE(!refused.is_ok());
   CHECK(refused.status().code() == Code::kInvalidArgument);
   INFO(refused.status().message());
-  CHECK(refused.status().message().find("traffic") != std::string::npos);
+  CHECK(refused.status().message().find("app: table has 'md5', this machine has 'ipv4'") != std::string::npos);
   CHECK(refused.status().message().find("allow-table-mismatch") != std::string::npos);
   ao.allow_mismatch = true;
   CHECK(AdaptiveControl::create(ao, here, *(*ctx)->pipeline, nullptr).is_ok());
+  ao.allow_mismatch = false;
+  // Another traffic: loaded without the override; the table has no point for this traffic, so all are used.
+  std::string path2 = tmp("other_traffic.json");
+  auto elsewhere = machine_fingerprint({}, 2, "ipv4", "generator sizes=imix flows=1 zipf=0 seed=9");
+  auto w2 = prof::TableWriter::create(path2, elsewhere);
+  REQUIRE(w2.is_ok());
+  REQUIRE(w2->append(point(0, 64, 1e9, 10)).is_ok());
+  REQUIRE(w2->finish().is_ok());
+  ao.table_path = path2;
+  auto other = AdaptiveControl::create(ao, here, *(*ctx)->pipeline, nullptr);
+  INFO((other.is_ok() ? std::string() : other.status().message()));
+  REQUIRE(other.is_ok());
+  CHECK((*other)->table().points.size() == 1);
+  fs::remove(path2);
   // A table naming a lane this run does not have.
   std::string path3 = tmp("lanes.json");
   auto w3 = prof::TableWriter::create(path3, here);

@@ -102,6 +102,11 @@ rc=$?
 if [[ $rc -eq 0 ]] && grep -q "not reading it again" "$tmp/empty.log"; then echo "ok: empty capture with --loops 0 ends"
 else fail "empty capture with --loops 0: exit $rc: $(tail -c 300 "$tmp/empty.log")"; fi
 expect 2 "is a directory" run --table "$tmp" --devices none -q --packets 10
+# hpr profile's sampling flags (issue 13): checked before any lane is built, the error names the flag.
+expect 2 "--min-samples 0: at least 1" profile --min-samples 0 --devices none -q -o "$tmp/p.json"
+expect 2 "--max-samples 2: below --min-samples 3" profile --max-samples 2 --devices none -q -o "$tmp/p.json"
+expect 2 "--spread -0.5: a relative spread >= 0" profile --spread -0.5 --devices none -q -o "$tmp/p.json"
+expect 2 "--min-samples" profile --min-samples x --devices none -q -o "$tmp/p.json"
 
 "$hpr" --help | grep -q "Exit codes: 0 ok; 1" || fail "--help does not list the exit codes"
 "$hpr" bench >"$tmp/bench.txt" || fail "hpr bench (list) exited $?"

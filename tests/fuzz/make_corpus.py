@@ -107,6 +107,14 @@ table = {"format": "hpr-config-table", "version": 1, "complete": True,
                      "throughput_bps": 2e9, "latency_ns": 20000.0, "latency_p99_ns": 40000.0, "power_w": 0.0,
                      "power_source": "unknown"}]}
 write(d, "table.json", json.dumps(table, indent=1).encode())
+# Format 2: medians with their spreads and sample counts, a point measured on a traffic of its own.
+v2 = json.loads(json.dumps(table))
+v2["version"] = 2
+v2["points"][0].update({"throughput_spread_bps": 2.5e7, "latency_spread_ns": 1500.0, "latency_p99_spread_ns": 4000.0,
+                        "power_spread_w": 1.25, "samples": 5})
+v2["points"][1].update({"throughput_spread_bps": 0.0, "latency_spread_ns": 0.0, "latency_p99_spread_ns": 0.0,
+                        "power_spread_w": 0.0, "samples": 7, "traffic": "generator sizes=fixed:64 flows=1000"})
+write(d, "table_v2.json", json.dumps(v2, indent=1).encode())
 table["complete"] = False
 table["points"] = []
 write(d, "empty.json", json.dumps(table).encode())

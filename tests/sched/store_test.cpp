@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -165,7 +167,138 @@ TEST_CASE("configuration json round trip") {
   CHECK(back.describe() == "dev{0,2} b=[2048,2048] s=[0.25,0.75]");
 }
 
-TEST_CASE("inserts and updates after the first query answer as a store built from scratch, ties included") {
+namespace {
+
+Configuration with_spread(Configuration c, double thr_spread_bps, double lat_spread_ns, double power_spread_w) {
+  c.throughput_spread_bps = thr_spread_bps;
+  c.latency_spread_ns = lat_spread_ns;
+  c.power_spread_w = power_spread_w;
+  c.samples = 5;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("validate names a bad spread or sample count") {
+  Configuration c = with_spread(cfg(0b1, 64, 1 * G, 1e3, 10), 1e7, 10, 0.5);
+  REQUIRE(validate(c).is_ok());
+  auto neg = c;
+  neg.power_spread_w = -0.5;
+  CHECK(validate(neg).message().find("power_spread_w") != std::string::npos);
+  auto inf = c;
+  inf.throughput_spread_bps = std::numeric_limits<double>::infinity();
+  CHECK(validate(inf).message().find("throughput_spread_bps") != std::string::npos);
+  auto nan = c;
+  nan.latency_p99_spread_ns = std::nan("");
+  CHECK(validate(nan).message().find("latency_p99_spread_ns") != std::string::npos);
+  auto none = c;
+  none.samples = 0;
+  CHECK(validate(none).message().find("samples") != std::string::npos);
+}
+
+TEST_CASE("energy policy: a power difference within the two spreads is a tie, won by the lower latency") {
+  // One lane at two batch sizes, both sustaining 8 Gbit/s; 47 vs 50 W is 6 % apart (beyond tie_tolerance).
+  auto small = cfg(0b1, 64, 10 * G, 100e3, 50);
+  auto large = cfg(0b1, 128, 10 * G, 200e3, 47);
+  {
+    ConfigStore s;  // exact figures (spread 0): the less power wins, as before
+    REQUIRE(s.insert(small));
+    auto l = *s.insert(large);
+    CHECK(s.best({Policy::kEnergyCritical, 8 * G}) == l);
+  }
+  {
+    ConfigStore s;  // ±3 W each: 3 W apart is within 6 W, a tie; the lower latency wins
+    auto a = *s.insert(with_spread(small, 0, 0, 3));
+    REQUIRE(s.insert(with_spread(large, 0, 0, 3)));
+    CHECK(s.best({Policy::kEnergyCritical, 8 * G}) == a);
+  }
+  {
+    ConfigStore s;  // one spread is enough: 3 W apart, ±4 W and ±0
+    auto a = *s.insert(with_spread(small, 0, 0, 4));
+    REQUIRE(s.insert(large));
+    CHECK(s.best({Policy::kEnergyCritical, 8 * G}) == a);
+  }
+  {
+    ConfigStore s;  // ±1 W each: 3 W apart is a real difference; the less power wins
+    REQUIRE(s.insert(with_spread(small, 0, 0, 1)));
+    auto l = *s.insert(with_spread(large, 0, 0, 1));
+    CHECK(s.best({Policy::kEnergyCritical, 8 * G}) == l);
+  }
+}
+
+TEST_CASE("latency policy: a latency difference within the spreads is a tie, won by the lower power") {
+  auto fast = cfg(0b01, 64, 10 * G, 90e3, 60);
+  auto frugal = cfg(0b10, 64, 10 * G, 100e3, 40);
+  ConfigStore exact;
+  auto f = *exact.insert(fast);
+  REQUIRE(exact.insert(frugal));
+  CHECK(exact.best({Policy::kLatencyCritical, 5 * G}) == f);
+  ConfigStore noisy;
+  REQUIRE(noisy.insert(with_spread(fast, 0, 8e3, 0)));
+  auto g = *noisy.insert(with_spread(frugal, 0, 8e3, 0));
+  CHECK(noisy.best({Policy::kLatencyCritical, 5 * G}) == g);
+}
+
+TEST_CASE("throughput policy: throughputs within their spreads tie, the lower power wins") {
+  auto dear = cfg(0b01, 64, 10.6 * G, 100e3, 80);
+  auto cheap = cfg(0b10, 64, 10.0 * G, 100e3, 60);
+  auto far = cfg(0b11, 64, 8.0 * G, 100e3, 30);  // 2.6 Gbit/s below the top: beyond any spread here
+  ConfigStore exact;
+  auto d = *exact.insert(dear);
+  REQUIRE(exact.insert(cheap));
+  REQUIRE(exact.insert(far));
+  CHECK(exact.best({Policy::kThroughputCritical}) == d);
+  ConfigStore noisy;  // 0.6 Gbit/s apart, ±0.5 each
+  REQUIRE(noisy.insert(with_spread(dear, 0.5 * G, 0, 0)));
+  auto c = *noisy.insert(with_spread(cheap, 0.5 * G, 0, 0));
+  REQUIRE(noisy.insert(with_spread(far, 0.5 * G, 0, 0)));
+  CHECK(noisy.best({Policy::kThroughputCritical}) == c);
+  // Nothing sustains 50 Gbit/s: the same fallback answer.
+  CHECK(noisy.best({Policy::kEnergyCritical, 50 * G}) == c);
+  ConfigStore tight;  // ±0.2 each: 0.6 apart is a difference
+  auto t = *tight.insert(with_spread(dear, 0.2 * G, 0, 0));
+  REQUIRE(tight.insert(with_spread(cheap, 0.2 * G, 0, 0)));
+  CHECK(tight.best({Policy::kThroughputCritical}) == t);
+}
+
+TEST_CASE("latency target: powers within their spreads tie, the lower latency that meets the target wins") {
+  auto a = cfg(0b001, 64, 10 * G, 200e3, 40);   // p99 300 µs
+  auto b = cfg(0b010, 64, 10 * G, 100e3, 42);   // p99 150 µs
+  auto miss = cfg(0b100, 64, 10 * G, 50e3, 41);  // p99 75 µs, but slow
+  miss.throughput_bps = 1 * G;
+  ConfigStore exact;
+  auto ea = *exact.insert(a);
+  REQUIRE(exact.insert(b));
+  REQUIRE(exact.insert(miss));
+  CHECK(exact.best({Policy::kLatencyTarget, 5 * G, 400e3}) == ea);
+  ConfigStore noisy;  // 2 W apart, ±3 W each; `miss` ties on power too but does not sustain 5 Gbit/s
+  REQUIRE(noisy.insert(with_spread(a, 0, 0, 3)));
+  auto nb = *noisy.insert(with_spread(b, 0, 0, 3));
+  REQUIRE(noisy.insert(with_spread(miss, 0, 0, 3)));
+  CHECK(noisy.best({Policy::kLatencyTarget, 5 * G, 400e3}) == nb);
+  // A tied configuration with the lower median latency but a p99 beyond the target does not take it.
+  auto b_tail = with_spread(b, 0, 0, 3);
+  b_tail.latency_p99_ns = 500e3;
+  ConfigStore tail;
+  auto ta = *tail.insert(with_spread(a, 0, 0, 3));
+  REQUIRE(tail.insert(b_tail));
+  CHECK(tail.best({Policy::kLatencyTarget, 5 * G, 400e3}) == ta);
+}
+
+TEST_CASE("a live update keeps the spreads and counts one sample") {
+  ConfigStore s;
+  auto id = *s.insert(with_spread(cfg(0b1, 64, 10 * G, 100e3, 50), 1 * G, 5e3, 2));
+  REQUIRE(s.update(id, 5 * G, 100e3, 150e3, 50, PowerSource::kModel));
+  CHECK(s.get(id).samples == 1);
+  CHECK(s.get(id).throughput_spread_bps == 1 * G);
+  CHECK(s.get(id).power_spread_w == 2);
+}
+
+namespace {
+
+// Random inserts and updates after the first query must answer as a store built from scratch. `spread`: also
+// give every configuration random spreads (ties decided by them, not only by tie_tolerance).
+void check_incremental_equals_rebuild(bool spread) {
   // Coarse values so that many throughputs are equal and many powers / latencies tie within tie_tolerance.
   std::mt19937 rng(7);
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
@@ -175,7 +308,10 @@ TEST_CASE("inserts and updates after the first query answer as a store built fro
   ConfigStore s;
   std::vector<Configuration> setups;
   for (uint32_t b = 64; b <= 65536; b *= 2)
-    for (uint32_t mask = 1; mask < 8; ++mask) setups.push_back(cfg(mask, b, thr(), lat(), pw()));
+    for (uint32_t mask = 1; mask < 8; ++mask) {
+      setups.push_back(cfg(mask, b, thr(), lat(), pw()));
+      if (spread) setups.back() = with_spread(setups.back(), pick(4) * 1.25 * G, pick(3) * 50e3, pick(4) * 5.0);
+    }
   for (size_t i = 0; i < setups.size() / 2; ++i) REQUIRE(s.insert(setups[i]));
   std::vector<Query> queries{{Policy::kThroughputCritical}};
   for (double r = 0; r <= 32 * G; r += 1.25 * G) {
@@ -212,4 +348,14 @@ TEST_CASE("inserts and updates after the first query answer as a store built fro
       CHECK(s.best(q) == fresh.best(q));
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("inserts and updates after the first query answer as a store built from scratch, ties included") {
+  check_incremental_equals_rebuild(false);
+}
+
+TEST_CASE("inserts and updates after the first query answer as a store built from scratch, with spreads") {
+  check_incremental_equals_rebuild(true);
 }
