@@ -7,7 +7,7 @@
 // one sample), in grid order, so that drift — another job starting on the machine, a clock ramping — hits every
 // point of the block alike instead of the points measured last. A block ends after a round when every point has
 // at least min_samples samples and a relative spread within δ on throughput and power, or after max_samples
-// rounds. A point's figures are the medians of its samples, its spreads their median absolute deviations
+// rounds. A point's figures are the medians of its samples, its spreads the half-widths of their medians' confidence intervals
 // (hpr/median_spread.hpp). Latency median and p99 are summarised the same way but do not extend the sampling:
 // throughput ("sustains R") and power are what every policy filters and ranks on first, and under saturation the
 // latencies are queueing figures quantised to histogram buckets (docs/scheduler.md has the measured spreads).
@@ -40,7 +40,7 @@ struct PointSample {
   double throughput_bps = 0, latency_ns = 0, latency_p99_ns = 0, power_w = 0;
 };
 
-// `setup` with its figures set to the medians of `samples`, the spreads to their median absolute deviations and
+// `setup` with its figures set to the medians of `samples`, the spreads to the half-widths of their medians' confidence intervals and
 // `samples` to their count (an empty `samples` gives zeros and a count of 0: not a valid table point).
 sched::Configuration summarize(const sched::Configuration& setup, const std::vector<PointSample>& samples);
 

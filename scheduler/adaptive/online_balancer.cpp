@@ -237,27 +237,27 @@ bool OnlineBalancer::block_done() const {
   }
   if (lo < p_.min_samples) return false;
   if (lo >= p_.max_samples) return true;
-  SampleStats inc = sample_stats(scores_[0]);
-  bool all_lose = true, tight = inc.relative_spread() <= p_.delta;
+  MedianSpread inc = median_spread(scores_[0]);
+  bool all_lose = true, tight = inc.relative() <= p_.delta;
   for (size_t k = 1; k < block_.size(); ++k) {
-    SampleStats c = sample_stats(scores_[k]);
+    MedianSpread c = median_spread(scores_[k]);
     if (better_beyond_spread(c, inc, p_.min_gain)) return true;
     all_lose = all_lose && better_beyond_spread(inc, c, p_.min_gain);
-    tight = tight && c.relative_spread() <= p_.delta;
+    tight = tight && c.relative() <= p_.delta;
   }
   return all_lose || tight;
 }
 
 void OnlineBalancer::finish_block() {
   ++blocks_;
-  SampleStats inc = sample_stats(scores_[0]), best = inc;
+  MedianSpread inc = median_spread(scores_[0]), best = inc;
   size_t win = 0;
   for (size_t k = 1; k < block_.size(); ++k) {
-    SampleStats c = sample_stats(scores_[k]);
+    MedianSpread c = median_spread(scores_[k]);
     if (phase_ == Phase::kSolo) {
       size_t lane = static_cast<size_t>(std::max_element(block_[k].weight.begin(), block_[k].weight.end()) -
                                         block_[k].weight.begin());
-      solo_rate_[lane] = sample_stats(rates_[k]).median;
+      solo_rate_[lane] = median_spread(rates_[k]).median;
     }
     if (better_beyond_spread(c, inc, p_.min_gain) && (win == 0 || c.median > best.median)) {
       win = k;
@@ -359,7 +359,7 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
       scores_[0].push_back(s);
       note_lanes(q);
       if (!from_saved_ || scores_[0].size() >= p_.min_samples) {
-        inc_stats_ = sample_stats(scores_[0]);
+        inc_stats_ = median_spread(scores_[0]);
         start_phase(from_saved_ ? Phase::kHold : Phase::kSolo);
       }
       break;

@@ -10,7 +10,7 @@
 //             all alike), each visit a settling quantum and then `visit_quanta` scored quanta, until each has
 //             min_samples and a relative spread within δ, or max_samples, or the answer is clear; the best
 //             candidate replaces I when its median score beats I's by more than both spreads together and by
-//             min_gain (sample_stats.hpp).
+//             min_gain (hpr/median_spread.hpp).
 //   phases    solo    each lane alone, the lane that delivered most per busy second first (the first decisions come
 //                     within the first second);
 //             mix     the best k lanes alone (k = 2 … N), shares in proportion to their rates alone;
@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "hpr/status.hpp"
-#include "scheduler/adaptive/sample_stats.hpp"
+#include "hpr/median_spread.hpp"
 #include "scheduler/store/config_store.hpp"
 
 namespace hpr::sched {
@@ -87,7 +87,7 @@ class OnlineBalancer {
 
   const Setup& setup() const { return running_; }      // in force now (incumbent or candidate)
   const Setup& incumbent() const { return inc_; }       // the best setup found so far
-  const SampleStats& incumbent_score() const { return inc_stats_; }
+  const MedianSpread& incumbent_score() const { return inc_stats_; }
   bool changed() const { return changed_; }             // the last step changed setup()
   // What the last step decided, for the log ("" when nothing was decided).
   const std::string& event() const { return event_; }
@@ -116,7 +116,7 @@ class OnlineBalancer {
   BalancerParams p_;
   std::vector<bool> searched_, alive_;
   Setup inc_, running_;
-  SampleStats inc_stats_;
+  MedianSpread inc_stats_;
   Phase phase_ = Phase::kStart;
   bool from_saved_ = false;
   bool won_in_pass_ = false;

@@ -20,7 +20,7 @@
 //   * kLatencyTarget   (rate R, target L): least power among configurations with throughput >= R and
 //     p99 latency <= L — O(log N + k), k = cheaper configurations skipped because they miss L.
 //   When no configuration sustains R, the policy falls back to the highest-throughput configuration.
-//   Measurements have a spread (Configuration::*_spread_*, the median absolute deviation of the profile's samples;
+//   Measurements have a spread (Configuration::*_spread_*, half-width of the median's confidence interval over the profile's samples;
 //   architecture.md convention 13): wherever a policy compares two configurations' power, latency or throughput,
 //   a difference smaller than their two spreads combined is a tie, resolved as a tie_tolerance tie is (by the
 //   other less-is-better metric). Spread 0 (format-1 tables, hand-made stores) gives exactly the answers of

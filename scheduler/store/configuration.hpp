@@ -32,7 +32,7 @@ struct Configuration {
   double latency_p99_ns = 0;
   double power_w = 0;                           // whole-system power while running this configuration
   PowerSource power_source = PowerSource::kUnknown;
-  // Spread of each figure over its samples: the median absolute deviation (hpr/median_spread.hpp), the figures
+  // Spread of each figure over its samples: the half-width of the median's confidence interval (hpr/median_spread.hpp), the figures
   // above being the medians. 0: one sample, or not known (format-1 tables). ConfigStore policies treat two
   // configurations whose difference is smaller than their two spreads combined as a tie.
   double throughput_spread_bps = 0;

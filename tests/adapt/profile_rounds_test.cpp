@@ -23,23 +23,23 @@ PointSample rate(double gbps, double watts = 20) { return {gbps * 1e9, 1e5, 2e5,
 
 }  // namespace
 
-TEST_CASE("summarize: medians, median absolute deviations and the sample count") {
+TEST_CASE("summarize: medians, spreads (half-widths of the medians' intervals) and the sample count") {
   // The pthread lane's neighbours of issue 13, measured three times at one batch size.
   auto c = summarize(lane(0, 64), {{7.48e9, 100e3, 900e3, 20.0},
                                    {4.77e9, 140e3, 700e3, 21.0},
                                    {5.92e9, 120e3, 800e3, 23.0}});
   CHECK(c.throughput_bps == Approx(5.92e9));
-  CHECK(c.throughput_spread_bps == Approx(1.15e9));
+  CHECK(c.throughput_spread_bps == Approx(1.355e9));  // three samples: half the range
   CHECK(c.latency_ns == Approx(120e3));
   CHECK(c.latency_spread_ns == Approx(20e3));
   CHECK(c.latency_p99_ns == Approx(800e3));
   CHECK(c.latency_p99_spread_ns == Approx(100e3));
   CHECK(c.power_w == Approx(21.0));
-  CHECK(c.power_spread_w == Approx(1.0));
+  CHECK(c.power_spread_w == Approx(1.5));
   CHECK(c.samples == 3);
   CHECK(c.same_setup(lane(0, 64)));
-  CHECK_FALSE(within_spread(c, 0.05));  // 1.15 / 5.92 = 0.19
-  CHECK(within_spread(c, 0.2));
+  CHECK_FALSE(within_spread(c, 0.2));  // 1.355 / 5.92 = 0.23
+  CHECK(within_spread(c, 0.25));
   auto one = summarize(lane(0, 64), {rate(3)});
   CHECK(one.throughput_spread_bps == 0);
   CHECK(one.samples == 1);
@@ -108,21 +108,23 @@ TEST_CASE("rounds: one noisy point keeps the whole block sampling, until max_sam
 
 TEST_CASE("rounds: a spread that comes within δ after min_samples ends the block there") {
   std::vector<sched::Configuration> grid{lane(0, 64)};
-  BlockRounds r(grid, 0, 1, {.min_samples = 3, .max_samples = 7, .spread_delta = 0.05});
-  for (double g : {5.0, 8.0, 5.1}) r.record(rate(g));  // median 5.1, MAD 0.1 (0.02): within δ at round 3
+  BlockRounds r(grid, 0, 1, {.min_samples = 3, .max_samples = 9, .spread_delta = 0.05});
+  for (double g : {5.0, 5.1, 5.05}) r.record(rate(g));  // median 5.05, spread 0.05 (0.01): within δ at round 3
   CHECK(r.done());
-  BlockRounds s(grid, 0, 1, {.min_samples = 3, .max_samples = 7, .spread_delta = 0.05});
-  for (double g : {5.0, 8.0, 3.0}) s.record(rate(g));  // median 5, MAD 2
+  BlockRounds s(grid, 0, 1, {.min_samples = 3, .max_samples = 9, .spread_delta = 0.05});
+  for (double g : {5.0, 8.0, 3.0}) s.record(rate(g));  // median 5, spread 2.5
   CHECK_FALSE(s.done());
-  for (double g : {5.1, 4.9}) s.record(rate(g));  // 3, 4.9, 5, 5.1, 8: MAD 0.1
+  for (double g : {5.1, 4.9, 5.05}) s.record(rate(g));  // six samples: still the whole range
+  CHECK_FALSE(s.done());
+  s.record(rate(4.95));  // seven: [x(2), x(6)] = [4.9, 5.1], spread 0.1 (0.02)
   CHECK(s.done());
-  CHECK(s.rounds() == 5);
+  CHECK(s.rounds() == 7);
 }
 
 TEST_CASE("rounds: power counts for the spread as throughput does") {
   std::vector<sched::Configuration> grid{lane(0, 64)};
   BlockRounds r(grid, 0, 1, {.min_samples = 2, .max_samples = 4, .spread_delta = 0.05});
-  for (double w : {10.0, 14.0}) r.record(rate(5, w));  // power median 12, MAD 2
+  for (double w : {10.0, 14.0}) r.record(rate(5, w));  // power median 12, spread 2
   CHECK_FALSE(r.done());
 }
 

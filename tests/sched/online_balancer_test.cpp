@@ -9,10 +9,9 @@
 #include <random>
 
 #include "scheduler/adaptive/online_balancer.hpp"
-#include "scheduler/adaptive/sample_stats.hpp"
+#include "hpr/median_spread.hpp"
 
 using namespace hpr::sched;
-using Catch::Matchers::WithinAbs;
 
 namespace {
 
@@ -82,39 +81,6 @@ void run(OnlineBalancer& b, World& w, int quanta) {
 }
 
 }  // namespace
-
-TEST_CASE("sample_stats: median and the median's confidence interval") {
-  CHECK(median_interval_rank(4) == 1);
-  CHECK(median_interval_rank(6) == 1);
-  CHECK(median_interval_rank(7) == 2);
-  CHECK(median_interval_rank(9) == 2);
-  CHECK(median_interval_rank(10) == 3);
-  CHECK(median_interval_rank(12) == 3);
-  std::vector<double> odd{1, 2, 3, 4, 100};
-  auto s = sample_stats(odd);
-  CHECK(s.median == 3);
-  CHECK(s.spread == 49.5);  // n = 5: the whole range
-  CHECK(s.n == 5);
-  std::vector<double> even{4, 1, 3, 2};
-  s = sample_stats(even);
-  CHECK(s.median == 2.5);
-  CHECK(s.spread == 1.5);
-  // n = 8: [x(2), x(7)]; the wild first sample (a transient) does not count.
-  std::vector<double> eight{5.5, 9.8, 10.0, 10.1, 10.4, 10.5, 11.0, 11.5};
-  s = sample_stats(eight);
-  CHECK_THAT(s.median, WithinAbs(10.25, 1e-12));
-  CHECK_THAT(s.spread, WithinAbs(0.6, 1e-12));
-  CHECK(sample_stats(std::vector<double>{}).n == 0);
-  CHECK_THAT((SampleStats{10, 1, 3}.relative_spread()), WithinAbs(0.1, 1e-12));
-}
-
-TEST_CASE("better_beyond_spread: the medians must be further apart than both spreads and min_gain") {
-  CHECK(better_beyond_spread({10, 1, 3}, {7, 1, 3}, 0.02));
-  CHECK_FALSE(better_beyond_spread({10, 2, 3}, {7, 1.5, 3}, 0.02));  // 3 < 3.5
-  CHECK_FALSE(better_beyond_spread({10.1, 0, 3}, {10, 0, 3}, 0.02));  // 1 % < min_gain
-  CHECK_FALSE(better_beyond_spread({7, 1, 3}, {10, 1, 3}, 0.02));
-  CHECK(better_beyond_spread({-5, 0.1, 3}, {-8, 0.1, 3}, 0.02));  // negative scores (energy): -5 beats -8
-}
 
 TEST_CASE("OnlineBalancer: finds the best setup within 0.95x of the best static one, despite noise") {
   // {lane caps, contention}: IPv4 here (the native lane alone wins), DPI here (the pthread device alone wins),
