@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "hpr/clock.hpp"
+#include "pipeline/learn_state.hpp"
 #include "runtime/opencl/devices.hpp"
 
 namespace hpr::cli {
@@ -51,6 +52,11 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
     lo.batch_searched.assign(ctx.pipeline->lane_count(), false);
     for (size_t i = 0; i < ctx.devices.size() && i < lo.batch_searched.size(); ++i) lo.batch_searched[i] = true;
     lo.csv_path = cfg.adapt_csv;
+    std::string dir = cfg.adapt_state_dir.empty() ? default_state_dir() : cfg.adapt_state_dir;
+    if (!dir.empty() && dir != "none") lo.state_path = state_file(dir, cfg.app);
+    lo.traffic = traffic_description(cfg.input);
+    lo.fingerprint = machine_fingerprint(ctx.devices, cfg.native_lanes, cfg.app, lo.traffic);
+    lo.power_source = x->power_->power_source();
     auto l = LearnControl::create(lo, *ctx.pipeline);
     if (!l) return l.status();
     x->learn_ = std::move(*l);
@@ -122,6 +128,7 @@ std::string RunExtras::describe() const {
     s += fmt::format("\n  learning: lane shares{} online, policy {}, quantum {} ms (--static: fixed weights)",
                      cfg_.devices == std::vector<std::string>{"none"} ? "" : " and device batch sizes",
                      cfg_.adapt_policy, cfg_.adapt_quantum_ms);
+  if (learn_ && !learn_->state_note().empty()) s += "\n  learning: " + learn_->state_note();
   return s;
 }
 

@@ -3,7 +3,14 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
 #include "pipeline/adaptive_control.hpp"  // interval_stats
+#include "pipeline/learn_state.hpp"
 
 namespace hpr {
 namespace {
@@ -14,13 +21,33 @@ Result<std::unique_ptr<LearnControl>> LearnControl::create(const LearnOptions& o
   size_t n = pipeline.lane_count();
   if (opt.batch_searched.size() != n)
     return error(Code::kInvalidArgument, "learning: {} batch flags for {} lanes", opt.batch_searched.size(), n);
-  auto b = sched::OnlineBalancer::create(opt.params, std::vector<uint32_t>(n, opt.batch), opt.batch_searched,
-                                         opt.start);
-  if (!b) return b.status();
   std::unique_ptr<LearnControl> c(new LearnControl());
-  c->pipeline_ = &pipeline;
   c->opt_ = opt;
+  std::optional<sched::Setup> start = opt.start;
+  if (!opt.state_path.empty()) {  // say at once when nothing can be kept
+    auto dir = std::filesystem::path(opt.state_path).parent_path();
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec || ::access(dir.c_str(), W_OK) != 0) {
+      c->state_note_ = fmt::format("what was learned is not kept: state dir {}: {}", dir.string(),
+                                   ec ? ec.message() : std::strerror(errno));
+      spdlog::warn("learn: {} (set --state-dir to a writable directory, or none)", c->state_note_);
+      c->opt_.state_path.clear();
+    }
+  }
+  if (!c->opt_.state_path.empty()) {
+    LearnState ls = load_learn_state(opt.state_path, opt.fingerprint);
+    c->state_ = std::move(ls.table);
+    c->state_note_ = std::move(ls.note);
+    if (!start) start = best_saved_setup(c->state_, opt.params, opt.traffic, n, opt.batch);
+  }
+  c->state_.fingerprint = opt.fingerprint;
+  c->state_.complete = true;
+  auto b = sched::OnlineBalancer::create(opt.params, std::vector<uint32_t>(n, opt.batch), opt.batch_searched, start);
+  if (!b) return b.status();
+  c->pipeline_ = &pipeline;
   c->bal_.emplace(std::move(*b));
+  c->state_saved_ns_ = 0;
   c->lost_.assign(n, false);
   if (!opt.csv_path.empty()) {
     auto f = AtomicFile::open(opt.csv_path, "adaptive.csv (--adapt-csv)");
@@ -61,6 +88,7 @@ void LearnControl::on_quantum(const Summary& s, const PowerSample& power, uint64
                           .offered_bps = st.offered_bps,
                           .achieved_bps = st.achieved_bps,
                           .power_w = power.watts,
+                          .latency_p50_ns = static_cast<double>(st.latency_p50_ns),
                           .latency_p99_ns = static_cast<double>(st.latency_p99_ns),
                           .lost_packets = st.lost_packets,
                           .lane_bps = st.lane_bps,
@@ -69,6 +97,9 @@ void LearnControl::on_quantum(const Summary& s, const PowerSample& power, uint64
   const char* phase = bal_->phase_name();
   const sched::Setup& next = bal_->step(q);
   if (bal_->changed()) apply(next);
+  if (!opt_.state_path.empty() && !bal_->measured().empty())
+    state_dirty_ |= record_measured(state_, bal_->measured(), opt_.power_source, opt_.traffic);
+  if (state_dirty_ && now_ns - state_saved_ns_ >= static_cast<uint64_t>(opt_.save_every_s * 1e9)) save_state(now_ns);
   const std::string& ev = bal_->event();
   if (!ev.empty()) {
     std::string line = fmt::format("[{:7.3f}s] {}", t_s, ev);
@@ -86,7 +117,22 @@ void LearnControl::on_quantum(const Summary& s, const PowerSample& power, uint64
                  ev.c_str());
 }
 
+void LearnControl::save_state(uint64_t now_ns) {
+  state_saved_ns_ = now_ns;
+  state_dirty_ = false;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(opt_.state_path).parent_path(), ec);
+  Status st = ec ? error(Code::kIoError, "state dir {}: {}", std::filesystem::path(opt_.state_path).parent_path().string(),
+                         ec.message())
+                 : prof::save_table(opt_.state_path, state_);
+  if (st.is_ok()) return;
+  spdlog::warn("learn: what was learned is not kept ({}); set --state-dir to a writable directory, or none", st.message());
+  state_note_ = "not kept: " + st.message();
+  opt_.state_path.clear();  // one warning, then a run without persistence
+}
+
 Status LearnControl::finish() {
+  if (state_dirty_ && !opt_.state_path.empty()) save_state(state_saved_ns_ + 1);
   if (!csv_) return Status::ok();
   Status st = csv_->commit();
   csv_.reset();
@@ -100,6 +146,9 @@ std::string LearnControl::report() const {
       "restarts, phase {}\n",
       sched::policy_name(opt_.params.policy), b.incumbent().describe(), b.incumbent_score().median,
       b.incumbent_score().spread, b.blocks(), b.wins(), b.restarts(), b.phase_name());
+  if (!state_note_.empty()) s += "    state: " + state_note_ + "\n";
+  if (!opt_.state_path.empty())
+    s += fmt::format("    state: {} setups kept in {}\n", state_.points.size(), opt_.state_path);
   for (const auto& l : log_) s += "    " + l + "\n";
   if (log_dropped_ != 0) s += fmt::format("    … {} more decisions in the log\n", log_dropped_);
   return s;

@@ -15,6 +15,7 @@
 #include "hpr/status.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/power.hpp"
+#include "profiler/table/config_table.hpp"
 #include "scheduler/adaptive/online_balancer.hpp"
 
 namespace hpr {
@@ -25,6 +26,13 @@ struct LearnOptions {
   uint32_t batch = 256;              // starting batch of every lane
   std::optional<sched::Setup> start; // a saved setup to start from
   std::string csv_path;              // per-quantum CSV; empty: none
+  // Saved state (pipeline/learn_state.hpp): the file ("" : none), this machine's fingerprint, the traffic, the
+  // power source of the figures. A saved setup becomes `start` when none is given.
+  std::string state_path;
+  prof::Fingerprint fingerprint;
+  std::string traffic;
+  sched::PowerSource power_source = sched::PowerSource::kModel;
+  double save_every_s = 5;
 };
 
 class LearnControl {
@@ -32,14 +40,17 @@ class LearnControl {
   // Errors: kInvalidArgument (parameters, lane count), kIoError (the CSV).
   static Result<std::unique_ptr<LearnControl>> create(const LearnOptions& opt, Pipeline& pipeline);
   void on_quantum(const Summary& s, const PowerSample& power, uint64_t now_ns);
-  // End of the run: the CSV is renamed into place. Errors: kIoError naming the file.
+  // End of the run: the state is saved (a failure is a warning: the run goes on without persistence), the CSV is
+  // renamed into place. Errors: kIoError naming the CSV.
   Status finish();
+  const std::string& state_note() const { return state_note_; }
   std::string report() const;  // the setup learned, blocks measured, changes kept, restarts, the decisions
   const sched::OnlineBalancer& balancer() const { return *bal_; }
 
  private:
   LearnControl() = default;
   void apply(const sched::Setup& s);
+  void save_state(uint64_t now_ns);
   Pipeline* pipeline_ = nullptr;
   LearnOptions opt_;
   std::optional<sched::OnlineBalancer> bal_;
@@ -50,6 +61,10 @@ class LearnControl {
   std::vector<std::string> log_;
   uint64_t log_dropped_ = 0;
   std::optional<AtomicFile> csv_;
+  prof::ConfigTable state_;
+  std::string state_note_;
+  bool state_dirty_ = false;
+  uint64_t state_saved_ns_ = 0;
 };
 
 }  // namespace hpr

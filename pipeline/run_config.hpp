@@ -98,6 +98,7 @@ struct RunConfig {
   // run has one native lane and no device (nothing to choose; learning_mode()).
   std::string adapt_table;
   bool adapt_static = false;       // --static: the fixed weights of [lanes.weights] or the defaults
+  std::string adapt_state_dir;     // learning mode's saved state; "": default_state_dir(); "none": not kept
   std::string adapt_policy = "throughput";  // energy | latency | throughput | latency-target
   double adapt_latency_target_us = 0;
   bool adapt_allow_mismatch = false;

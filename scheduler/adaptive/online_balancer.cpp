@@ -79,26 +79,33 @@ Result<OnlineBalancer> OnlineBalancer::create(const BalancerParams& p, std::vect
   }
   b.from_saved_ = start.has_value();
   b.running_ = b.inc_;
-  b.settle_ = p.settle_quanta;
+  // The first quanta of a run are not its steady state (empty queues, tables filling): a saved setup's reference
+  // figures are taken after a warm-up.
+  b.settle_ = start ? std::max(p.settle_quanta, p.warmup_quanta) : p.settle_quanta;
   return b;
 }
 
 double OnlineBalancer::score(const QuantumFigures& q) const {
   double rate = q.offered_bps;
   for (double o : offered_) rate = std::max(rate, o);
-  bool carried = q.lost_packets == 0 && q.achieved_bps >= (1 - p_.delta) * rate;
-  double shortfall = kShort * (2 - (rate > 0 ? std::min(1.0, q.achieved_bps / rate) : 0));
-  double nj_per_bit = q.achieved_bps > 0 ? q.power_w / q.achieved_bps * 1e9 : 0;
-  switch (p_.policy) {
+  return policy_score(p_, q.achieved_bps, rate, q.power_w, q.latency_p99_ns, q.lost_packets);
+}
+
+double policy_score(const BalancerParams& p, double achieved_bps, double rate_bps, double power_w,
+                    double latency_p99_ns, uint64_t lost_packets) {
+  bool carried = lost_packets == 0 && achieved_bps >= (1 - p.delta) * rate_bps;
+  double shortfall = kShort * (2 - (rate_bps > 0 ? std::min(1.0, achieved_bps / rate_bps) : 0));
+  double nj_per_bit = achieved_bps > 0 ? power_w / achieved_bps * 1e9 : 0;
+  switch (p.policy) {
     case Policy::kThroughputCritical:
-      return q.achieved_bps / 1e9;
+      return achieved_bps / 1e9;
     case Policy::kEnergyCritical:
-      return carried && q.achieved_bps > 0 ? -nj_per_bit : shortfall;
+      return carried && achieved_bps > 0 ? -nj_per_bit : shortfall;
     case Policy::kLatencyCritical:
-      return carried ? -q.latency_p99_ns / 1e3 : shortfall;
+      return carried ? -latency_p99_ns / 1e3 : shortfall;
     case Policy::kLatencyTarget:
       if (!carried) return shortfall;
-      return q.latency_p99_ns <= p_.latency_target_ns ? -nj_per_bit : kShort / 10 - q.latency_p99_ns / 1e3;
+      return latency_p99_ns <= p.latency_target_ns ? -nj_per_bit : kShort / 10 - latency_p99_ns / 1e3;
   }
   return 0;
 }
@@ -221,8 +228,7 @@ bool OnlineBalancer::next_block() {
     block_.clear();
     return false;
   }
-  scores_.assign(block_.size(), {});
-  rates_.assign(block_.size(), {});
+  samples_.assign(block_.size(), {});
   visit_ = 1;  // the incumbent was running: candidates first
   left_ = p_.visit_quanta;
   run(block_[visit_]);
@@ -230,17 +236,17 @@ bool OnlineBalancer::next_block() {
 }
 
 bool OnlineBalancer::block_done() const {
-  size_t lo = scores_[0].size(), hi = 0;
-  for (const auto& v : scores_) {
-    lo = std::min(lo, v.size());
-    hi = std::max(hi, v.size());
+  size_t lo = samples_[0].score.size(), hi = 0;
+  for (const auto& v : samples_) {
+    lo = std::min(lo, v.score.size());
+    hi = std::max(hi, v.score.size());
   }
   if (lo < p_.min_samples) return false;
   if (lo >= p_.max_samples) return true;
-  MedianSpread inc = median_spread(scores_[0]);
+  MedianSpread inc = median_spread(samples_[0].score);
   bool all_lose = true, tight = inc.relative() <= p_.delta;
   for (size_t k = 1; k < block_.size(); ++k) {
-    MedianSpread c = median_spread(scores_[k]);
+    MedianSpread c = median_spread(samples_[k].score);
     if (better_beyond_spread(c, inc, p_.min_gain)) return true;
     all_lose = all_lose && better_beyond_spread(inc, c, p_.min_gain);
     tight = tight && c.relative() <= p_.delta;
@@ -250,14 +256,19 @@ bool OnlineBalancer::block_done() const {
 
 void OnlineBalancer::finish_block() {
   ++blocks_;
-  MedianSpread inc = median_spread(scores_[0]), best = inc;
+  for (size_t k = 0; k < block_.size(); ++k) {
+    const Samples& x = samples_[k];
+    measured_.push_back({block_[k], median_spread(x.score), median_spread(x.rate), median_spread(x.power),
+                         median_spread(x.p50), median_spread(x.p99)});
+  }
+  MedianSpread inc = median_spread(samples_[0].score), best = inc;
   size_t win = 0;
   for (size_t k = 1; k < block_.size(); ++k) {
-    MedianSpread c = median_spread(scores_[k]);
+    MedianSpread c = median_spread(samples_[k].score);
     if (phase_ == Phase::kSolo) {
       size_t lane = static_cast<size_t>(std::max_element(block_[k].weight.begin(), block_[k].weight.end()) -
                                         block_[k].weight.begin());
-      solo_rate_[lane] = median_spread(rates_[k]).median;
+      solo_rate_[lane] = median_spread(samples_[k].rate).median;
     }
     if (better_beyond_spread(c, inc, p_.min_gain) && (win == 0 || c.median > best.median)) {
       win = k;
@@ -269,8 +280,7 @@ void OnlineBalancer::finish_block() {
   // once, at the start: their winner is taken at once so that the first decision comes early.)
   if (win != 0 && block_.size() > 2 && !confirming_ && (phase_ == Phase::kShift || phase_ == Phase::kBatch)) {
     block_ = {inc_, block_[win]};
-    scores_.assign(2, {});
-    rates_.assign(2, {});
+    samples_.assign(2, {});
     confirming_ = true;
     visit_ = 1;
     left_ = p_.visit_quanta;
@@ -342,9 +352,18 @@ void OnlineBalancer::note_lanes(const QuantumFigures& q) {
     if (q.lane_util[i] > 1e-4) order_[i] = q.lane_bps[i] / q.lane_util[i];
 }
 
+void OnlineBalancer::Samples::add(double s, const QuantumFigures& q) {
+  score.push_back(s);
+  rate.push_back(q.achieved_bps);
+  power.push_back(q.power_w);
+  p50.push_back(q.latency_p50_ns);
+  p99.push_back(q.latency_p99_ns);
+}
+
 const Setup& OnlineBalancer::step(const QuantumFigures& q) {
   changed_ = false;
   event_.clear();
+  measured_.clear();
   now_ns_ = q.now_ns;
   offered_.push_back(q.offered_bps);
   while (offered_.size() > p_.rate_window) offered_.pop_front();
@@ -355,11 +374,11 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
   double s = score(q);
   switch (phase_) {
     case Phase::kStart:
-      if (scores_.empty()) scores_.assign(1, {});
-      scores_[0].push_back(s);
+      if (samples_.empty()) samples_.assign(1, {});
+      samples_[0].add(s, q);
       note_lanes(q);
-      if (!from_saved_ || scores_[0].size() >= p_.min_samples) {
-        inc_stats_ = median_spread(scores_[0]);
+      if (!from_saved_ || samples_[0].score.size() >= p_.min_samples) {
+        inc_stats_ = median_spread(samples_[0].score);
         start_phase(from_saved_ ? Phase::kHold : Phase::kSolo);
       }
       break;
@@ -373,8 +392,7 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
         restart(s, q);
         break;
       }
-      scores_[visit_].push_back(s);
-      rates_[visit_].push_back(q.achieved_bps);
+      samples_[visit_].add(s, q);
       if (--left_ > 0) break;
       if (visit_ == 0 && block_done()) {  // decided at the end of a round (the incumbent is visited last)
         finish_block();

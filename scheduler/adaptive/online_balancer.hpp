@@ -50,6 +50,7 @@ struct BalancerParams {
   uint32_t min_samples = 4, max_samples = 12;
   uint32_t settle_quanta = 1;
   uint32_t visit_quanta = 2;  // scored quanta per visit
+  uint32_t warmup_quanta = 5;  // not scored at the start of a run from a saved setup
   double first_step = 0.125, min_step = 1.0 / 16;
   uint32_t min_batch = 32, max_batch = 4096;
   double hold_s = 4, max_hold_s = 64;
@@ -62,7 +63,7 @@ Status validate(const BalancerParams& p);
 // One quantum of the setup in force.
 struct QuantumFigures {
   uint64_t now_ns = 0;
-  double offered_bps = 0, achieved_bps = 0, power_w = 0, latency_p99_ns = 0;
+  double offered_bps = 0, achieved_bps = 0, power_w = 0, latency_p50_ns = 0, latency_p99_ns = 0;
   uint64_t lost_packets = 0;  // dropped for want of capacity
   std::vector<double> lane_bps, lane_util;
 };
@@ -72,6 +73,19 @@ struct Setup {
   std::vector<uint32_t> batch;  // per lane
   bool operator==(const Setup&) const = default;
   std::string describe() const;  // "w 0.50/0.25/0.25 b 256/256/256"
+};
+
+// The policy's score of figures measured while `rate_bps` was offered (higher is better): throughput in Gbit/s;
+// energy: minus the nJ per bit; latency: minus the p99 in µs; latency target: minus the nJ per bit when the p99 is
+// within the target. A rate not carried (packets lost, or achieved below (1-δ) of the rate) scores below every rate
+// carried, in order of the share carried.
+double policy_score(const BalancerParams& p, double achieved_bps, double rate_bps, double power_w,
+                    double latency_p99_ns, uint64_t lost_packets);
+
+// A setup's figures from a finished block (median and spread of each).
+struct MeasuredSetup {
+  Setup setup;
+  MedianSpread score, rate_bps, power_w, latency_p50_ns, latency_p99_ns;
 };
 
 class OnlineBalancer {
@@ -92,6 +106,8 @@ class OnlineBalancer {
   // What the last step decided, for the log ("" when nothing was decided).
   const std::string& event() const { return event_; }
   const char* phase_name() const;
+  // The setups whose block finished in the last step, with their figures (empty in most steps).
+  const std::vector<MeasuredSetup>& measured() const { return measured_; }
   uint64_t blocks() const { return blocks_; }  // blocks measured
   uint64_t wins() const { return wins_; }
   uint64_t restarts() const { return restarts_; }
@@ -127,7 +143,12 @@ class OnlineBalancer {
   bool confirming_ = false;        // the block confirms the winner of the previous one
   // block: block_[0] is the incumbent
   std::vector<Setup> block_;
-  std::vector<std::vector<double>> scores_, rates_;
+  struct Samples {
+    std::vector<double> score, rate, power, p50, p99;
+    void add(double s, const QuantumFigures& q);
+  };
+  std::vector<Samples> samples_;  // per block member
+  std::vector<MeasuredSetup> measured_;
   size_t visit_ = 0;
   uint32_t left_ = 0, settle_ = 0;
   // hold

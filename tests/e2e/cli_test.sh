@@ -108,6 +108,26 @@ expect 2 "--max-samples 2: below --min-samples 3" profile --max-samples 2 --devi
 expect 2 "--spread -0.5: a relative spread >= 0" profile --spread -0.5 --devices none -q -o "$tmp/p.json"
 expect 2 "--min-samples" profile --min-samples x --devices none -q -o "$tmp/p.json"
 
+# Learning mode keeps what it learned (issue 13): a second run starts from the saved setup; a corrupt state file is
+# set aside and the run learns afresh; an unwritable state dir is a warning, not a failure.
+learn() { "$hpr" run --devices none --native 2 --packets 0 --duration 1.5 --flows 200 --routes "$tmp/routes.txt" "$@"; }
+learn --state-dir "$tmp/state" >"$tmp/l1.log" 2>&1 || fail "learning run 1 exited $?: $(tail -c 300 "$tmp/l1.log")"
+if [[ -s "$tmp/state/learned-ipv4.json" ]]; then echo "ok: learning run 1 kept its state"
+else fail "no $tmp/state/learned-ipv4.json after a learning run: $(tail -c 500 "$tmp/l1.log")"; fi
+learn --state-dir "$tmp/state" >"$tmp/l2.log" 2>&1 || fail "learning run 2 exited $?"
+grep -q "start from the saved setup" "$tmp/l2.log" && echo "ok: learning run 2 starts from the saved setup" ||
+  fail "learning run 2 did not start from the saved setup: $(grep -i learn "$tmp/l2.log" | head -5)"
+printf '{"format": "hpr-config-table", "version": 2, "points": [tru' >"$tmp/state/learned-ipv4.json"
+learn --state-dir "$tmp/state" >"$tmp/l3.log" 2>&1 || fail "learning run on a corrupt state exited $?"
+if grep -q "saved state set aside as $tmp/state/learned-ipv4.json.set-aside-" "$tmp/l3.log" &&
+   ls "$tmp/state"/learned-ipv4.json.set-aside-* >/dev/null 2>&1; then echo "ok: a corrupt state file is set aside"
+else fail "corrupt state: $(grep -i "state" "$tmp/l3.log" | head -3)"; fi
+: >"$tmp/plainfile"
+learn --state-dir "$tmp/plainfile/sub" >"$tmp/l4.log" 2>&1 || fail "learning run with an unwritable state dir exited $?"
+grep -q "what was learned is not kept" "$tmp/l4.log" && echo "ok: an unwritable state dir is a warning" ||
+  fail "unwritable state dir: no warning: $(tail -c 300 "$tmp/l4.log")"
+expect 2 "adaptive.static (--static) and adaptive.table (--table): choose one" run --static --table "$tmp/t.json" --devices none
+
 "$hpr" --help | grep -q "Exit codes: 0 ok; 1" || fail "--help does not list the exit codes"
 "$hpr" bench >"$tmp/bench.txt" || fail "hpr bench (list) exited $?"
 grep -q "^  ipv4 " "$tmp/bench.txt" || fail "hpr bench does not list ipv4"
