@@ -229,8 +229,7 @@ TEST_CASE("profile on two lanes: every point sampled min_samples..max_samples ti
     // Fewer than the most only when the spreads came within δ.
     if (pt.samples < o.sampling.max_samples) CHECK(within_spread(pt, o.sampling.spread_delta));
     CHECK(pt.throughput_bps > 0);
-    CHECK(pt.throughput_spread_bps > 0);  // the median absolute deviation of 3+ measured rates
-    CHECK(pt.throughput_spread_bps < pt.throughput_bps);
+    CHECK(pt.throughput_spread_bps > 0);  // the median's interval over 3+ measured rates
     CHECK(pt.latency_spread_ns >= 0);
     CHECK(pt.latency_p99_spread_ns >= 0);
     CHECK(pt.power_spread_w >= 0);

@@ -110,7 +110,7 @@ expect 2 "--min-samples" profile --min-samples x --devices none -q -o "$tmp/p.js
 
 # Learning mode keeps what it learned (issue 13): a second run starts from the saved setup; a corrupt state file is
 # set aside and the run learns afresh; an unwritable state dir is a warning, not a failure.
-learn() { "$hpr" run --devices none --native 2 --packets 0 --duration 1.5 --flows 200 --routes "$tmp/routes.txt" "$@"; }
+learn() { "$hpr" run --devices none --native 2 --packets 0 --duration 3 --quantum-ms 20 --flows 200 --routes "$tmp/routes.txt" "$@"; }
 learn --state-dir "$tmp/state" >"$tmp/l1.log" 2>&1 || fail "learning run 1 exited $?: $(tail -c 300 "$tmp/l1.log")"
 if [[ -s "$tmp/state/learned-ipv4.json" ]]; then echo "ok: learning run 1 kept its state"
 else fail "no $tmp/state/learned-ipv4.json after a learning run: $(tail -c 500 "$tmp/l1.log")"; fi
