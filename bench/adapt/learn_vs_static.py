@@ -3,7 +3,8 @@
 
 Cases, each `hpr run --app A --packets 0 --duration D` on the generator (imix, 10,000 flows) into null with every
 OpenCL device (POCL_DEVICES) and one native lane, in the default mode (run to completion on 2 cores):
-  learn           the default: shares and device batch sizes learned online
+  learn           the default: shares and device batch sizes learned online, from nothing (--state-dir none)
+  learn, saved state   the same, starting from what earlier runs of the app kept (one priming run, then the rounds)
   static-default  --static: the fixed default weights (compute units per device, 1 per native lane)
   native only, in place   --devices none: one native lane on the in-place worker path (another structure: no
                   dispatcher hand-off, so not a setup the learner can reach; reported beside, not as "best static")
@@ -70,12 +71,19 @@ def main():
     report = {}
     for app in a.apps.split(","):
         def cases(stage):
-            c = {"learn": ([], None), "static-default": (["--static"], None),
+            c = {"learn": (["--state-dir", "none"], None),
+                 "learn, saved state": (["--state-dir", state], None),
+                 "static-default": (["--static"], None),
                  "native only, in place": (["--devices", "none"], None)}
             if stage == 1:
                 c.update({k: (["--static"], weights_toml(w, 256)) for k, w in stage1.items()})
             return c
         res = {}
+        state = os.path.join(a.out, "state")
+        if os.path.exists(state):
+            for f in os.listdir(state):
+                os.remove(os.path.join(state, f))
+        run(a.hpr, app, a.seconds, a.warm_s, ["--state-dir", state])  # primes the saved state
         for stage in (1, 2):
             cs = cases(stage) if stage == 1 else {}
             if stage == 2:  # the best stage-1 share at other batch sizes
@@ -99,12 +107,14 @@ def main():
             table[name] = {"steady_mpps": st, "steady_spread": sp, "whole_mpps": wh, "whole_spread": wsp,
                            "runs": len(xs), "first_decision_s": statistics.median(fd) if fd else None,
                            "power_source": xs[0]["power_source"]}
-        statics = {k: v for k, v in table.items() if k not in ("learn", "native only, in place")}
+        statics = {k: v for k, v in table.items() if k not in ("learn", "learn, saved state", "native only, in place")}
         best = max(statics, key=lambda k: statics[k]["steady_mpps"])
         learn = table.get("learn", {"steady_mpps": 0, "whole_mpps": 0})
         report[app] = {"cases": table, "best_static": best,
                        "learn_vs_best_steady": learn["steady_mpps"] / statics[best]["steady_mpps"],
                        "learn_vs_best_whole": learn["whole_mpps"] / statics[best]["whole_mpps"],
+                       "saved_vs_best_steady": table["learn, saved state"]["steady_mpps"] / statics[best]["steady_mpps"],
+                       "saved_vs_best_whole": table["learn, saved state"]["whole_mpps"] / statics[best]["whole_mpps"],
                        "learn_vs_static_default": learn["steady_mpps"] / table["static-default"]["steady_mpps"],
                        "learn_vs_in_place": learn["steady_mpps"] / table["native only, in place"]["steady_mpps"]}
     with open(os.path.join(a.out, "learn_vs_static.json"), "w") as f:
@@ -117,6 +127,8 @@ def main():
             mark = " (best static)" if name == r["best_static"] else ""
             lines.append(f"| {app} | {name}{mark} | {v['steady_mpps']:.3f} ({100 * v['steady_spread']:.0f} %) | "
                          f"{v['whole_mpps']:.3f} ({100 * v['whole_spread']:.0f} %) | {fd} |")
+        lines.append(f"| {app} | **learn, saved state / best static** | **{r['saved_vs_best_steady']:.2f}×** | "
+                     f"**{r['saved_vs_best_whole']:.2f}×** | |")
         lines.append(f"| {app} | **learn / best static** | **{r['learn_vs_best_steady']:.2f}×** | "
                      f"**{r['learn_vs_best_whole']:.2f}×** | learn / static-default "
                      f"{r['learn_vs_static_default']:.2f}×, / in place {r['learn_vs_in_place']:.2f}× |")

@@ -188,6 +188,7 @@ std::vector<Setup> OnlineBalancer::candidates() const {
 }
 
 void OnlineBalancer::start_phase(Phase ph) {
+  if (ph == Phase::kSolo || ph == Phase::kHold) recheck_ = false;
   phase_ = ph;
   won_in_pass_ = false;
   block_.clear();
@@ -209,7 +210,8 @@ void OnlineBalancer::after(Phase ph) {
       return start_phase(Phase::kBatch);
     case Phase::kBatch:
       if (won_in_pass_) return start_phase(Phase::kBatch);
-      step_ = p_.first_step;
+      if (!local_shift_ && !recheck_) return start_phase(Phase::kHold);
+      step_ = recheck_ ? p_.min_step : p_.first_step;  // a re-check: one pass of the smallest moves
       return start_phase(Phase::kShift);
     case Phase::kShift:
       if (!won_in_pass_) step_ /= 2;
@@ -236,11 +238,8 @@ bool OnlineBalancer::next_block() {
 }
 
 bool OnlineBalancer::block_done() const {
-  size_t lo = samples_[0].score.size(), hi = 0;
-  for (const auto& v : samples_) {
-    lo = std::min(lo, v.score.size());
-    hi = std::max(hi, v.score.size());
-  }
+  size_t lo = samples_[0].score.size();
+  for (const auto& v : samples_) lo = std::min(lo, v.score.size());
   if (lo < p_.min_samples) return false;
   if (lo >= p_.max_samples) return true;
   MedianSpread inc = median_spread(samples_[0].score);
@@ -263,8 +262,10 @@ void OnlineBalancer::finish_block() {
   }
   MedianSpread inc = median_spread(samples_[0].score), best = inc;
   size_t win = 0;
+  bool all_lost = true;
   for (size_t k = 1; k < block_.size(); ++k) {
     MedianSpread c = median_spread(samples_[k].score);
+    all_lost = all_lost && better_beyond_spread(inc, c, p_.min_gain);
     if (phase_ == Phase::kSolo) {
       size_t lane = static_cast<size_t>(std::max_element(block_[k].weight.begin(), block_[k].weight.end()) -
                                         block_[k].weight.begin());
@@ -297,6 +298,15 @@ void OnlineBalancer::finish_block() {
     ++wins_;
     won_in_pass_ = true;
     hold_s_ = p_.hold_s;
+  }
+  // Lanes that lose even in proportion to their rates (cores shared): small moves towards them will not pay either.
+  if (phase_ == Phase::kMix)
+    local_shift_ = !(all_lost && std::count_if(inc_.weight.begin(), inc_.weight.end(), [](float w) { return w > 0; }) == 1);
+  // A re-check that found something better: the machine or the traffic changed, search it all again.
+  if (recheck_ && win != 0) {
+    ++restarts_;
+    event_ += "; search again";
+    return start_phase(Phase::kSolo);
   }
   // Solo and mix are one block each; shift and batch go on from the (new) incumbent.
   bool again = (phase_ == Phase::kShift || phase_ == Phase::kBatch) && win != 0;
@@ -342,6 +352,7 @@ void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
   if (drifted(s, q, p_.drift_quanta)) return restart(s, q);
   if (now_ns_ >= hold_until_ns_) {
     hold_s_ = std::min(2 * hold_s_, p_.max_hold_s);
+    recheck_ = true;
     start_phase(Phase::kBatch);
   }
 }

@@ -18,9 +18,11 @@
 //                     until a pass finds nothing better;
 //             shift   move `step` of the share from one lane to another (every ordered pair), the step halved after
 //                     a pass without a win, down to min_step; a lane whose share reaches 0 is dropped, one with 0 can
-//                     come back;
+//                     come back. Skipped when one lane alone beat every mix beyond the spreads (lanes that share
+//                     cores: small moves towards the others do not pay either, and exploring them costs);
 //             hold    run the incumbent; after `hold_s` (doubling while nothing better is found, up to
-//                     max_hold_s) the batch and shift passes run again, from first_step (a lane that recovered).
+//                     max_hold_s) a re-check: the batch pass and one shift pass at min_step; a win there means the
+//                     machine or the traffic changed (a lane recovered): the search starts over from solo.
 //   confirm   a local move (batch, shift) that won among several candidates must win a block of its own against
 //             the incumbent (the best of k wins on noise alone about k times as often).
 //   drift     `drift_quanta` samples of the incumbent in a row (inside a block: a whole visit) off its figures by
@@ -141,6 +143,8 @@ class OnlineBalancer {
   std::vector<double> solo_rate_;  // per lane: median rate alone (0: not measured)
   std::vector<double> lane_ref_;   // per lane: bits per busy second while the incumbent ran as expected
   bool confirming_ = false;        // the block confirms the winner of the previous one
+  bool local_shift_ = true;        // the shift phase follows batch (not when one lane alone beat every mix)
+  bool recheck_ = false;           // the batch and shift passes are a re-check from hold
   // block: block_[0] is the incumbent
   std::vector<Setup> block_;
   struct Samples {

@@ -117,7 +117,7 @@ TEST_CASE("OnlineBalancer: noise alone does not move the load around") {
   // Every setup delivers the same; ±20 % noise. Wins are chance; few trials may be won.
   World w{.rate = [](const Setup&) { return 4.0; }, .cap = {4, 4, 4}, .noise = 0.2};
   auto b = make(3);
-  run(b, w, 30000);
+  run(b, w, 60000);  // 40 min of quanta: hold periods grow to 64 s
   INFO("blocks " << b.blocks() << " wins " << b.wins());
   CHECK(b.blocks() > 30);
   CHECK(b.wins() * 10 <= b.blocks());
