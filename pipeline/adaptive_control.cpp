@@ -71,6 +71,19 @@ IntervalStats interval_stats(const Summary& prev, const Summary& cur) {
   return st;
 }
 
+std::optional<IntervalStats> QuantumClock::next(const Summary& s, uint64_t now_ns) {
+  if (!have_prev_) {
+    prev_ = s;
+    have_prev_ = true;
+    start_ns_ = now_ns - static_cast<uint64_t>(s.seconds * 1e9);
+    return std::nullopt;
+  }
+  IntervalStats st = interval_stats(prev_, s);
+  if (st.seconds <= 0) return std::nullopt;
+  prev_ = s;
+  return st;
+}
+
 prof::Fingerprint machine_fingerprint(const std::vector<DeviceInfo>& devices, uint32_t native_lanes,
                                       const std::string& app, const std::string& traffic) {
   prof::Fingerprint fp;
@@ -166,15 +179,9 @@ void AdaptiveControl::apply(const sched::Decision& d) {
 }
 
 void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uint64_t now_ns) {
-  if (!have_prev_) {
-    prev_ = s;
-    have_prev_ = true;
-    start_ns_ = now_ns - static_cast<uint64_t>(s.seconds * 1e9);
-    return;
-  }
-  IntervalStats st = interval_stats(prev_, s);
-  if (st.seconds <= 0) return;
-  prev_ = s;
+  auto iv = clock_.next(s, now_ns);
+  if (!iv) return;
+  const IntervalStats& st = *iv;
   const sched::Decision& before = sched_->decision();
   uint32_t old_mask = before.device_mask;
   std::string old_desc = sched_->running().describe();
@@ -209,7 +216,7 @@ void AdaptiveControl::on_quantum(const Summary& s, const PowerSample& power, uin
                                             : sched::PowerSource::kModel;
   const sched::Decision& d = sched_->step(m);
   ++decisions_;
-  double t_s = static_cast<double>(now_ns - start_ns_) / 1e9;
+  double t_s = clock_.seconds_since_start(now_ns);
   if (d.changed) {
     ++switches_;
     apply(d);

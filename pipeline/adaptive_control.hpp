@@ -50,6 +50,19 @@ struct IntervalStats {
 };
 IntervalStats interval_stats(const Summary& prev, const Summary& cur);
 
+// The interval since the previous snapshot, for a control loop called every quantum (adaptive and learning mode).
+class QuantumClock {
+ public:
+  // nullopt for the first snapshot (it only starts the clock) and for an empty interval.
+  std::optional<IntervalStats> next(const Summary& s, uint64_t now_ns);
+  double seconds_since_start(uint64_t now_ns) const { return static_cast<double>(now_ns - start_ns_) / 1e9; }
+
+ private:
+  Summary prev_;
+  bool have_prev_ = false;
+  uint64_t start_ns_ = 0;
+};
+
 // Fingerprint of this machine for a run config's lanes: the OpenCL devices that got a lane (name, platform,
 // driver version), then one entry per native lane ("native<i>", "hpr", hpr version); app; traffic description.
 prof::Fingerprint machine_fingerprint(const std::vector<DeviceInfo>& devices, uint32_t native_lanes,
@@ -110,9 +123,7 @@ class AdaptiveControl {
   prof::ConfigTable table_;
   std::unique_ptr<sched::ConfigStore> store_;
   std::unique_ptr<sched::AdaptiveScheduler> sched_;
-  Summary prev_;
-  bool have_prev_ = false;
-  uint64_t start_ns_ = 0;
+  QuantumClock clock_;
   uint64_t switches_ = 0, decisions_ = 0;
   std::vector<float> weights_;
   std::vector<double> recent_offered_;

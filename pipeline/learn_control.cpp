@@ -9,12 +9,11 @@
 #include <cstring>
 #include <filesystem>
 
-#include "pipeline/adaptive_control.hpp"  // interval_stats
 #include "pipeline/learn_state.hpp"
 
 namespace hpr {
 namespace {
-constexpr size_t kLogKept = 200;  // decisions kept for the summary (all of them go to the log)
+constexpr size_t kLogKept = 20;  // the latest decisions, for the summary (all of them go to the log)
 }  // namespace
 
 Result<std::unique_ptr<LearnControl>> LearnControl::create(const LearnOptions& opt, Pipeline& pipeline) {
@@ -69,16 +68,10 @@ void LearnControl::apply(const sched::Setup& s) {
 }
 
 void LearnControl::on_quantum(const Summary& s, const PowerSample& power, uint64_t now_ns) {
-  if (!have_prev_) {
-    prev_ = s;
-    have_prev_ = true;
-    start_ns_ = now_ns - static_cast<uint64_t>(s.seconds * 1e9);
-    return;
-  }
-  IntervalStats st = interval_stats(prev_, s);
-  if (st.seconds <= 0) return;
-  prev_ = s;
-  double t_s = static_cast<double>(now_ns - start_ns_) / 1e9;
+  auto iv = clock_.next(s, now_ns);
+  if (!iv) return;
+  const IntervalStats& st = *iv;
+  double t_s = clock_.seconds_since_start(now_ns);
   for (size_t i = 0; i < s.lanes.size() && i < lost_.size(); ++i)
     if (!lost_[i] && s.lanes[i].state != "running") {
       lost_[i] = true;
@@ -104,10 +97,11 @@ void LearnControl::on_quantum(const Summary& s, const PowerSample& power, uint64
   if (!ev.empty()) {
     std::string line = fmt::format("[{:7.3f}s] {}", t_s, ev);
     spdlog::info("learn {}", line);
-    if (log_.size() < kLogKept)
-      log_.push_back(std::move(line));
-    else
+    log_.push_back(std::move(line));
+    if (log_.size() > kLogKept) {
+      log_.pop_front();
       ++log_dropped_;
+    }
   }
   if (csv_)
     std::fprintf(csv_->file(), "%.3f,%s,%.0f,%.0f,%llu,%.2f,%s,%.1f,%.1f,%.6g,%s,%d,\"%s\"\n", t_s, phase,
@@ -149,8 +143,8 @@ std::string LearnControl::report() const {
   if (!state_note_.empty()) s += "    state: " + state_note_ + "\n";
   if (!opt_.state_path.empty())
     s += fmt::format("    state: {} setups kept in {}\n", state_.points.size(), opt_.state_path);
+  if (log_dropped_ != 0) s += fmt::format("    … {} earlier decisions in the log\n", log_dropped_);
   for (const auto& l : log_) s += "    " + l + "\n";
-  if (log_dropped_ != 0) s += fmt::format("    … {} more decisions in the log\n", log_dropped_);
   return s;
 }
 

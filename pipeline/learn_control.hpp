@@ -4,8 +4,10 @@
 // (scheduler/adaptive/online_balancer.hpp) scores the quantum on what the whole run delivered and answers the lane
 // shares and batch sizes to run next, which are applied with Pipeline::set_lane_weights (flows move only when
 // nothing of theirs is in flight: never a reorder) and set_lane_batch. A lane that failed is taken out of the
-// search. Every decision is logged ("learn …") and kept for the summary; --adapt-csv writes one line per quantum.
+// search. Every decision is logged ("learn …"), the last 20 are listed in the summary; --adapt-csv writes one line
+// per quantum.
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +15,7 @@
 
 #include "hpr/atomic_file.hpp"
 #include "hpr/status.hpp"
+#include "pipeline/adaptive_control.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/power.hpp"
 #include "profiler/table/config_table.hpp"
@@ -54,11 +57,9 @@ class LearnControl {
   Pipeline* pipeline_ = nullptr;
   LearnOptions opt_;
   std::optional<sched::OnlineBalancer> bal_;
-  Summary prev_;
-  bool have_prev_ = false;
-  uint64_t start_ns_ = 0;
+  QuantumClock clock_;
   std::vector<bool> lost_;
-  std::vector<std::string> log_;
+  std::deque<std::string> log_;
   uint64_t log_dropped_ = 0;
   std::optional<AtomicFile> csv_;
   prof::ConfigTable state_;
