@@ -316,7 +316,19 @@ void OnlineBalancer::finish_block() {
 bool OnlineBalancer::drifted(double s, const QuantumFigures& q, uint32_t quanta) {
   if (inc_stats_.n < p_.min_samples) return false;  // no reference yet
   double tol = 3 * inc_stats_.spread + 2 * p_.delta * std::fabs(inc_stats_.median);
-  if (std::fabs(s - inc_stats_.median) <= tol) {
+  // Better than its figures: nothing to search for (the machine got faster), but the reference moves up once the
+  // incumbent has been there for `quanta` samples, so that a fall back counts.
+  if (s > inc_stats_.median + tol) {
+    off_count_ = 0;
+    up_.push_back(s);
+    if (up_.size() >= quanta) {
+      inc_stats_.median = median(up_);
+      up_.clear();
+    }
+    return false;
+  }
+  up_.clear();
+  if (s >= inc_stats_.median - tol) {
     off_count_ = 0;
     lane_ref_.resize(inc_.weight.size(), 0.0);
     for (size_t i = 0; i < lane_ref_.size() && i < q.lane_bps.size() && i < q.lane_util.size(); ++i)

@@ -25,8 +25,9 @@
 //                     machine or the traffic changed (a lane recovered): the search starts over from solo.
 //   confirm   a local move (batch, shift) that won among several candidates must win a block of its own against
 //             the incumbent (the best of k wins on noise alone about k times as often).
-//   drift     `drift_quanta` samples of the incumbent in a row (inside a block: a whole visit) off its figures by
-//             more than 3 spreads + 2δ (a lane slowed down, a traffic or rate step) start over from solo; a lane
+//   drift     `drift_quanta` samples of the incumbent in a row (inside a block: a whole visit) below its figures by
+//             more than 3 spreads + 2δ (a lane slowed down, a traffic or rate step) start over from solo (above them,
+//             the reference moves up); a lane
 //             whose own rate (bits per busy second) fell below half of what it was loses its share at once.
 //
 // A quantum is scored only when the setup it ran was in force for the whole quantum (settle_quanta after a change:
@@ -157,6 +158,7 @@ class OnlineBalancer {
   uint32_t left_ = 0, settle_ = 0;
   // hold
   uint32_t off_count_ = 0;
+  std::vector<double> up_;  // consecutive incumbent samples above its figures
   uint64_t hold_until_ns_ = 0, now_ns_ = 0;
   double hold_s_ = 4;
   std::deque<double> offered_;
