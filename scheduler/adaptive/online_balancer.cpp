@@ -354,7 +354,7 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
     }
   }
   normalise(next.weight);
-  inc_ = next;
+  if (std::accumulate(next.weight.begin(), next.weight.end(), 0.f) > 0) inc_ = next;  // else every lane fell: keep
   inc_stats_ = {};  // the next block measures the incumbent afresh
   note_lanes(q);
   start_phase(Phase::kSolo);
