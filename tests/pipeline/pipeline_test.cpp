@@ -245,11 +245,16 @@ TEST_CASE("a flow that is never idle still moves lane, its new packets held unti
   REQUIRE(ctx.is_ok());
   Pipeline* p = (*ctx)->pipeline.get();
   std::thread ctl([p] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    REQUIRE(p->set_lane_weights({0, 1}).is_ok());
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    REQUIRE(p->set_lane_weights({1, 0}).is_ok());
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    // Each step waits for what it changed to show (not for a time: a sanitizer build is many times slower).
+    auto until = [p](auto done) {
+      for (int i = 0; i < 6000 && !done(p->snapshot()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    };
+    until([](const Summary& s) { return s.lanes[0].packets > 1000; });
+    (void)p->set_lane_weights({0, 1});
+    until([](const Summary& s) { return s.lanes[1].packets > 1000; });
+    (void)p->set_lane_weights({1, 0});
+    uint64_t back = p->snapshot().lanes[0].packets;
+    until([back](const Summary& s) { return s.lanes[0].packets > back + 1000; });
     p->request_stop();
   });
   Summary s = p->run();
@@ -258,7 +263,7 @@ TEST_CASE("a flow that is never idle still moves lane, its new packets held unti
   INFO("run to completion " << c.run_to_completion);
   CHECK(s.reorders == 0);
   if (!c.run_to_completion) CHECK(s.move_held > 0);  // run to completion: lanes drain between bursts
-  CHECK(s.lanes[1].packets > 0);
+  CHECK(s.lanes[1].packets > 1000);
   REQUIRE(s.balance.has_value());
   CHECK(s.balance->moves >= 4);
 }
