@@ -54,7 +54,7 @@ void Pipeline::dispatch_loop() {
       weights_dirty_.store(false, std::memory_order_relaxed);
     }
     uint64_t now = monotonic_ns();
-    if (cfg_.max_duration_ns != 0 && now - start_ns_ >= cfg_.max_duration_ns) break;
+    if (cfg_.max_duration_ns != 0 && now - start_ns_.load(std::memory_order_relaxed) >= cfg_.max_duration_ns) break;
     bool did = flush_held();
     uint16_t n = worker_ ? worker_burst(now) : dispatch_burst(now);
     did |= n > 0;

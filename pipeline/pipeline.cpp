@@ -221,7 +221,7 @@ Status Pipeline::set_lane_weights(const std::vector<float>& w) {
 }
 
 Summary Pipeline::run() {
-  start_ns_ = monotonic_ns();
+  start_ns_.store(monotonic_ns(), std::memory_order_relaxed);
   if (!cfg_.run_to_completion) {
     for (auto& l : lanes_) l->start();
     egress_ = std::thread([this] {
@@ -233,7 +233,7 @@ Summary Pipeline::run() {
     detail::fine_timer_slack();
     dispatch_loop();
   });
-  uint64_t last = start_ns_;
+  uint64_t last = start_ns_.load(std::memory_order_relaxed);
   while (!dispatch_done_.load(std::memory_order_acquire)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     uint64_t now = monotonic_ns();
@@ -259,7 +259,7 @@ Summary Pipeline::run() {
   }
   lanes_done_.store(true, std::memory_order_release);
   if (egress_.joinable()) egress_.join();
-  end_ns_ = monotonic_ns();
+  end_ns_.store(monotonic_ns(), std::memory_order_release);
   if (log_) {
     write_log();
     if (Status st = log_->commit(); !st.is_ok()) output_errors_.push_back(st.message());
@@ -281,8 +281,9 @@ void Pipeline::write_log() {
 
 Summary Pipeline::snapshot() const {
   Summary s;
-  uint64_t end = end_ns_ != 0 ? end_ns_ : monotonic_ns();
-  s.seconds = static_cast<double>(end - start_ns_) / 1e9;
+  const uint64_t ended = end_ns_.load(std::memory_order_acquire);
+  uint64_t end = ended != 0 ? ended : monotonic_ns();
+  s.seconds = static_cast<double>(end - start_ns_.load(std::memory_order_relaxed)) / 1e9;
   PortStats rs = rx_->stats();
   s.rx_packets = rs.rx_packets + rs.rx_too_long;
   s.rx_bytes = rs.rx_bytes;
@@ -298,14 +299,14 @@ Summary Pipeline::snapshot() const {
     s.dropped += c;
   }
   s.reorders = reorders_.load();
-  s.unaccounted = end_ns_ != 0 && s.rx_packets > s.tx_packets + s.dropped ? s.rx_packets - s.tx_packets - s.dropped : 0;
+  s.unaccounted = ended != 0 && s.rx_packets > s.tx_packets + s.dropped ? s.rx_packets - s.tx_packets - s.dropped : 0;
   s.flows_seen = flows_seen_.load();
   s.flow_table_full = flows_->full_events();
   s.lane_failures = lane_failures_.load();
   s.host_frames = host_frames_.load();
   s.event_name = std::string(app_->event_name());
   s.balancer = cfg_.balancer;
-  if (end_ns_ != 0) s.balance = balancer_->stats();  // the dispatcher has ended: no writer left
+  if (ended != 0) s.balance = balancer_->stats();  // the dispatcher has ended: no writer left
   s.move_held = move_held_.load(std::memory_order_relaxed);
   if (shaper_) {
     std::lock_guard<std::mutex> g(shaper_mu_);

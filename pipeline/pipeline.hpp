@@ -231,7 +231,8 @@ class Pipeline {
   std::vector<Summary::ShaperClass> shaper_classes_;  // egress copy for snapshots (under shaper_mu_)
   uint64_t shaper_unclassified_ = 0;                  // egress copy for snapshots (under shaper_mu_)
   mutable std::mutex shaper_mu_;
-  uint64_t start_ns_ = 0, end_ns_ = 0;
+  // Written by run(), read by snapshot() from any thread (end_ns_ != 0: the dispatcher has ended).
+  std::atomic<uint64_t> start_ns_{0}, end_ns_{0};
   std::function<void(const Summary&, double)> on_status_;
   std::unique_ptr<balance::Balancer> balancer_;
   std::vector<balance::LaneState> lane_states_;   // dispatcher-owned, refreshed per burst
