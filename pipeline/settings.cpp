@@ -460,8 +460,8 @@ std::vector<Setting> make_settings() {
                      "Fixed lane weights ([lanes.weights] or the defaults) instead of learning them online", true,
                      HPR_REF(bool, adapt_static)),
       str_setting("adaptive.state_dir", "--state-dir",
-                  "Learning mode: where what was learned is kept (learned-APP.json; default $XDG_STATE_HOME/hpr, "
-                  "~/.local/state/hpr, or /var/lib/hpr as root; none: not kept)",
+                  "Learning mode: where what was learned is kept (learned-APP.json; default $HPR_STATE_DIR, else "
+                  "/var/lib/hpr as root, $XDG_STATE_HOME/hpr or ~/.local/state/hpr; none: not kept)",
                   HPR_REF(std::string, adapt_state_dir)),
       choice_setting("adaptive.policy", "--policy",
                      "Goal of learning / adaptive mode: throughput (default) | energy | latency | latency-target",
