@@ -15,22 +15,19 @@ double g_print_interval_s = 1;  // the console line's interval (the pipeline's m
 
 void adjust_run_config(RunConfig& cfg) {
   g_print_interval_s = cfg.status_interval_s;
-  if (learning_mode(cfg)) {
-    // Lane buffers and queues must hold the largest batch the search may try.
-    if (cfg.max_batch == 0) cfg.max_batch = std::max(cfg.batch, kLearnMaxBatch);
-    cfg.queue = std::max(cfg.queue, 2 * cfg.max_batch);
-    cfg.status_interval_s = std::max(0.02, cfg.adapt_quantum_ms / 1e3);
-    return;
-  }
-  if (cfg.adapt_table.empty()) return;
-  // Lane buffers and queues must hold the table's largest batch (the fingerprint is checked later).
-  if (auto t = prof::load_table(cfg.adapt_table, {}, true)) {
-    uint32_t mb = 0;
+  const bool learning = learning_mode(cfg);
+  if (!learning && cfg.adapt_table.empty()) return;
+  // Lane buffers and queues must hold the largest batch the scheduler may set: the learner's bound, or the table's
+  // largest (its fingerprint is checked later).
+  uint32_t mb = 0;
+  if (learning) {
+    mb = cfg.max_batch != 0 ? cfg.max_batch : std::max(cfg.batch, kLearnMaxBatch);
+  } else if (auto t = prof::load_table(cfg.adapt_table, {}, true)) {
     for (const auto& pt : t->points)
       for (auto b : pt.batch) mb = std::max(mb, b);
-    cfg.max_batch = std::max(cfg.max_batch, mb);
-    cfg.queue = std::max(cfg.queue, 2 * mb);
   }
+  cfg.max_batch = std::max(cfg.max_batch, mb);
+  cfg.queue = std::max(cfg.queue, 2 * mb);
   // The pipeline calls back every quantum; the console line keeps its own interval (RunExtras::on_status).
   cfg.status_interval_s = std::max(0.02, cfg.adapt_quantum_ms / 1e3);
 }
@@ -39,10 +36,14 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
   auto x = std::make_unique<RunExtras>();
   x->cfg_ = cfg;
   x->power_ = RunPower::create(cfg.power, power_lanes(ctx.devices, cfg.native_lanes), monotonic_ns());
-  if (learning_mode(cfg)) {
+  const bool learning = learning_mode(cfg);
+  if (!learning && cfg.adapt_table.empty()) return x;
+  auto pol = sched::parse_policy(cfg.adapt_policy);
+  if (!pol) return error(Code::kInvalidArgument, "--policy: {}", pol.status().message());
+  const std::string traffic = traffic_description(cfg.input);
+  const auto fp = machine_fingerprint(ctx.devices, cfg.native_lanes, cfg.app, traffic);
+  if (learning) {
     LearnOptions lo;
-    auto pol = sched::parse_policy(cfg.adapt_policy);
-    if (!pol) return error(Code::kInvalidArgument, "--policy: {}", pol.status().message());
     lo.params.policy = *pol;
     lo.params.latency_target_ns = cfg.adapt_latency_target_us * 1e3;
     lo.params.max_batch = std::max(cfg.max_batch, cfg.batch);
@@ -54,26 +55,21 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
     lo.csv_path = cfg.adapt_csv;
     std::string dir = cfg.adapt_state_dir.empty() ? default_state_dir() : cfg.adapt_state_dir;
     if (!dir.empty() && dir != "none") lo.state_path = state_file(dir, cfg.app);
-    lo.traffic = traffic_description(cfg.input);
-    lo.fingerprint = machine_fingerprint(ctx.devices, cfg.native_lanes, cfg.app, lo.traffic);
+    lo.traffic = traffic;
+    lo.fingerprint = fp;
     lo.power_source = x->power_->power_source();
     auto l = LearnControl::create(lo, *ctx.pipeline);
     if (!l) return l.status();
     x->learn_ = std::move(*l);
-  }
-  if (!cfg.adapt_table.empty()) {
+  } else {
     AdaptiveOptions ao;
     ao.table_path = cfg.adapt_table;
-    auto pol = sched::parse_policy(cfg.adapt_policy);
-    if (!pol) return error(Code::kInvalidArgument, "--policy: {}", pol.status().message());
     ao.params.policy = *pol;
     ao.params.latency_target_ns = cfg.adapt_latency_target_us * 1e3;
     ao.allow_mismatch = cfg.adapt_allow_mismatch;
     ao.quantum_s = cfg.adapt_quantum_ms / 1e3;
     ao.csv_path = cfg.adapt_csv;
     ao.learn = cfg.adapt_learn;
-    auto fp = machine_fingerprint(ctx.devices, cfg.native_lanes, cfg.app, traffic_description(cfg.input));
-    // Batch range of the scheduler: the table's.
     auto a = AdaptiveControl::create(ao, fp, *ctx.pipeline, x->power_.get());
     if (!a) return a.status();
     x->adapt_ = std::move(*a);

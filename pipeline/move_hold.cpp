@@ -12,9 +12,10 @@ constexpr uint16_t kGo = 0x8000;  // held_count_ flag: the flow has nothing in f
 bool Pipeline::hold_for_move(Packet& p, FlowState& fs, uint8_t to) {
   uint16_t& c = held_count_[p.flow_id];
   if (c == 0 && held_.size() >= cfg_.move_hold) return false;
-  // A flow that already holds packets must hold this one behind them: wait for room.
+  // A flow that already holds packets must hold this one behind them: wait for room. (move_hold <= 32767, checked
+  // at create, keeps a flow's count below kGo.)
   int rounds = 0;
-  while (held_.size() >= cfg_.move_hold || c + 1 >= kGo)
+  while (held_.size() >= cfg_.move_hold)
     if (!flush_held()) wait_step(rounds);
   p.seq = fs.next_seq++;
   fs.packets++;

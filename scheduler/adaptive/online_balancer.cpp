@@ -12,6 +12,12 @@ namespace {
 // Scores below every carried one: a setup that does not carry the rate loses to any that does.
 constexpr double kShort = -1e6;
 
+// A lane's bits per busy second over the quantum; 0 when it was too little busy to tell.
+double lane_rate(const QuantumFigures& q, size_t i) {
+  if (i >= q.lane_bps.size() || i >= q.lane_util.size() || q.lane_util[i] <= 1e-4) return 0;
+  return q.lane_bps[i] / q.lane_util[i];
+}
+
 void normalise(std::vector<float>& w) {
   for (float& x : w)
     if (x < 1e-6f) x = 0;
@@ -257,8 +263,8 @@ void OnlineBalancer::finish_block() {
   ++blocks_;
   for (size_t k = 0; k < block_.size(); ++k) {
     const Samples& x = samples_[k];
-    measured_.push_back({block_[k], median_spread(x.score), median_spread(x.rate), median_spread(x.power),
-                         median_spread(x.p50), median_spread(x.p99)});
+    measured_.push_back(
+        {block_[k], median_spread(x.rate), median_spread(x.power), median_spread(x.p50), median_spread(x.p99)});
   }
   MedianSpread inc = median_spread(samples_[0].score), best = inc;
   size_t win = 0;
@@ -331,8 +337,8 @@ bool OnlineBalancer::drifted(double s, const QuantumFigures& q, uint32_t quanta)
   if (s >= inc_stats_.median - tol) {
     off_count_ = 0;
     lane_ref_.resize(inc_.weight.size(), 0.0);
-    for (size_t i = 0; i < lane_ref_.size() && i < q.lane_bps.size() && i < q.lane_util.size(); ++i)
-      if (q.lane_util[i] > 1e-4) lane_ref_[i] = q.lane_bps[i] / q.lane_util[i];
+    for (size_t i = 0; i < lane_ref_.size(); ++i)
+      if (double r = lane_rate(q, i); r > 0) lane_ref_[i] = r;
     return false;
   }
   return ++off_count_ >= quanta;
@@ -345,12 +351,13 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
   off_count_ = 0;
   // A lane whose own rate (bits per busy second) fell by more than half loses its share at once.
   Setup next = inc_;
-  for (size_t i = 0; i < next.weight.size() && i < lane_ref_.size() && i < q.lane_util.size(); ++i) {
-    if (next.weight[i] <= 0 || lane_ref_[i] <= 0 || q.lane_util[i] <= 1e-4) continue;
-    if (q.lane_bps[i] / q.lane_util[i] < 0.5 * lane_ref_[i] && next.weight[i] < 0.999f) {
+  for (size_t i = 0; i < next.weight.size() && i < lane_ref_.size(); ++i) {
+    double r = lane_rate(q, i);
+    if (next.weight[i] <= 0 || lane_ref_[i] <= 0 || r <= 0) continue;
+    if (r < 0.5 * lane_ref_[i] && next.weight[i] < 0.999f) {
       next.weight[i] = 0;
-      event_ += fmt::format("; lane {} fell to {:.0f} % of its rate: share {:.2f} -> 0", i,
-                            100 * q.lane_bps[i] / q.lane_util[i] / lane_ref_[i], inc_.weight[i]);
+      event_ += fmt::format("; lane {} fell to {:.0f} % of its rate: share {:.2f} -> 0", i, 100 * r / lane_ref_[i],
+                            inc_.weight[i]);
     }
   }
   normalise(next.weight);
@@ -371,8 +378,7 @@ void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
 
 void OnlineBalancer::note_lanes(const QuantumFigures& q) {
   order_.assign(inc_.weight.size(), 0.0);
-  for (size_t i = 0; i < order_.size() && i < q.lane_bps.size() && i < q.lane_util.size(); ++i)
-    if (q.lane_util[i] > 1e-4) order_[i] = q.lane_bps[i] / q.lane_util[i];
+  for (size_t i = 0; i < order_.size(); ++i) order_[i] = lane_rate(q, i);
 }
 
 void OnlineBalancer::Samples::add(double s, const QuantumFigures& q) {

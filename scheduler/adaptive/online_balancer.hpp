@@ -88,7 +88,7 @@ double policy_score(const BalancerParams& p, double achieved_bps, double rate_bp
 // A setup's figures from a finished block (median and spread of each).
 struct MeasuredSetup {
   Setup setup;
-  MedianSpread score, rate_bps, power_w, latency_p50_ns, latency_p99_ns;
+  MedianSpread rate_bps, power_w, latency_p50_ns, latency_p99_ns;
 };
 
 class OnlineBalancer {
