@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "hpr/clock.hpp"
 #include "pipeline/learn_state.hpp"
@@ -16,7 +17,11 @@ double g_print_interval_s = 1;  // the console line's interval (the pipeline's m
 void adjust_run_config(RunConfig& cfg) {
   g_print_interval_s = cfg.status_interval_s;
   const bool learning = learning_mode(cfg);
-  if (!learning && cfg.adapt_table.empty()) return;
+  if (!learning && cfg.adapt_table.empty()) {
+    // Static mode with --adapt-csv: a row every quantum as well (the same columns as learning mode's).
+    if (!cfg.adapt_csv.empty()) cfg.status_interval_s = std::max(0.02, cfg.adapt_quantum_ms / 1e3);
+    return;
+  }
   // Lane buffers and queues must hold the largest batch the scheduler may set: the learner's bound, or the table's
   // largest (its fingerprint is checked later).
   uint32_t mb = 0;
@@ -35,9 +40,16 @@ void adjust_run_config(RunConfig& cfg) {
 Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunContext& ctx) {
   auto x = std::make_unique<RunExtras>();
   x->cfg_ = cfg;
-  x->power_ = RunPower::create(cfg.power, power_lanes(ctx.devices, cfg.native_lanes), monotonic_ns());
+  x->power_ = RunPower::create(cfg.power, add_host_threads(power_lanes(ctx.devices, cfg.native_lanes)), monotonic_ns());
   const bool learning = learning_mode(cfg);
-  if (!learning && cfg.adapt_table.empty()) return x;
+  if (!learning && cfg.adapt_table.empty()) {
+    if (!cfg.adapt_csv.empty()) {
+      auto f = QuantumCsv::open(cfg.adapt_csv);
+      if (!f) return f.status();
+      x->static_csv_.emplace(std::move(*f));
+    }
+    return x;
+  }
   auto pol = sched::parse_policy(cfg.adapt_policy);
   if (!pol) return error(Code::kInvalidArgument, "--policy: {}", pol.status().message());
   const std::string traffic = traffic_description(cfg.input);
@@ -84,14 +96,17 @@ bool RunExtras::on_status(Summary& s) {
   }
   IntervalStats st = interval_stats(prev_, s);
   uint64_t now = monotonic_ns();
-  PowerSample ps = power_->sample(st.lane_util, now);
+  PowerSample ps = power_->sample(power_util(st), now);
   prev_ = s;
   s.power_w = ps.watts;
   s.energy_j = ps.energy_j;
   s.power_source = ps.source;
   if (adapt_) adapt_->on_quantum(s, ps, now);
   if (learn_) learn_->on_quantum(s, ps, now);
-  double interval = adapt_ || learn_ ? g_print_interval_s : 0;
+  if (static_csv_)
+    if (auto iv = static_clock_.next(s, now))
+      static_csv_->row(static_clock_.seconds_since_start(now), "static", *iv, ps, std::nan(""), "static", false, "");
+  double interval = adapt_ || learn_ || static_csv_ ? g_print_interval_s : 0;
   if (s.seconds - last_print_s_ >= interval) {
     last_print_s_ = s.seconds;
     return true;
@@ -101,7 +116,7 @@ bool RunExtras::on_status(Summary& s) {
 
 void RunExtras::finish(Summary& s) {
   IntervalStats st = interval_stats(prev_, s);
-  PowerSample ps = power_->sample(st.lane_util, monotonic_ns());
+  PowerSample ps = power_->sample(power_util(st), monotonic_ns());
   s.energy_j = ps.energy_j;
   s.power_w = s.seconds > 0 ? ps.energy_j / s.seconds : 0;  // mean over the run
   s.power_source = ps.source;
@@ -109,6 +124,9 @@ void RunExtras::finish(Summary& s) {
     if (Status st = adapt_->finish(); !st.is_ok()) s.output_errors.push_back(st.message());
   if (learn_)
     if (Status st = learn_->finish(); !st.is_ok()) s.output_errors.push_back(st.message());
+  if (static_csv_)
+    if (Status st = static_csv_->commit(); !st.is_ok()) s.output_errors.push_back(st.message());
+  static_csv_.reset();
 }
 
 std::string RunExtras::report() const { return adapt_ ? adapt_->report() : learn_ ? learn_->report() : ""; }

@@ -2,11 +2,13 @@
 // The power, adaptive and learning parts of `hpr run` (pipeline/power.hpp, adaptive_control.hpp,
 // learn_control.hpp), kept out of main.cpp.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "pipeline/adaptive_control.hpp"
 #include "pipeline/learn_control.hpp"
 #include "pipeline/power.hpp"
+#include "pipeline/quantum_csv.hpp"
 #include "pipeline/run_config.hpp"
 
 namespace hpr::cli {
@@ -33,6 +35,8 @@ class RunExtras {
   std::unique_ptr<RunPower> power_;
   std::unique_ptr<AdaptiveControl> adapt_;
   std::unique_ptr<LearnControl> learn_;
+  std::optional<QuantumCsv> static_csv_;  // static mode with --adapt-csv
+  QuantumClock static_clock_;
   Summary prev_;
   bool have_prev_ = false;
   double last_print_s_ = 0;

@@ -43,12 +43,14 @@ IntervalStats interval_stats(const Summary& prev, const Summary& cur) {
   double bits_per_pkt = rx_p != 0   ? rx_bits / static_cast<double>(rx_p)
                         : tx_p != 0 ? tx_bits / static_cast<double>(tx_p)
                                     : 0;
-  st.offered_bps = rx_bits / dt;
+  // What the input port missed (hpr fell behind a line-rate port) was offered too, and lost.
+  const uint64_t missed_p = cur.port_missed - std::min(cur.port_missed, prev.port_missed);
+  st.offered_bps = (rx_bits + static_cast<double>(missed_p) * bits_per_pkt) / dt;
   st.achieved_bps = processed * bits_per_pkt / dt;
   st.tx_bps = tx_bits / dt;
   st.rx_pps = static_cast<double>(rx_p) / dt;
   st.tx_pps = static_cast<double>(tx_p) / dt;
-  st.lost_packets = lost_p;
+  st.lost_packets = lost_p + missed_p;
   std::vector<uint64_t> d(cur.latency_buckets.size(), 0);
   for (size_t i = 0; i < d.size(); ++i)
     d[i] = cur.latency_buckets[i] - (i < prev.latency_buckets.size() ? prev.latency_buckets[i] : 0);
@@ -68,7 +70,16 @@ IntervalStats interval_stats(const Summary& prev, const Summary& cur) {
     st.lane_packets.push_back(c.packets - pk_p);
     st.lane_bps.push_back(static_cast<double>(c.packets - pk_p) * bits_per_pkt / dt);
   }
+  st.dispatch_util = std::clamp((cur.dispatch_busy_s - prev.dispatch_busy_s) / dt, 0.0, 1.0);
+  st.egress_util = std::clamp((cur.egress_busy_s - prev.egress_busy_s) / dt, 0.0, 1.0);
   return st;
+}
+
+std::vector<double> power_util(const IntervalStats& st) {
+  std::vector<double> u = st.lane_util;
+  u.push_back(st.dispatch_util);
+  u.push_back(st.egress_util);
+  return u;
 }
 
 std::optional<IntervalStats> QuantumClock::next(const Summary& s, uint64_t now_ns) {

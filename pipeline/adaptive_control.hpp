@@ -37,18 +37,21 @@ struct EndpointConfig;
 // What happened between two snapshots.
 struct IntervalStats {
   double seconds = 0;
-  double offered_bps = 0;   // rx bits/s
+  double offered_bps = 0;   // rx bits/s, and what the input port missed (port_missed × mean rx frame bits)
   double achieved_bps = 0;  // processed: (tx + the app's own drops) × mean rx frame bits / s
   double tx_bps = 0;
-  uint64_t lost_packets = 0;  // dropped for want of capacity: queue_full, no_lane, pool_empty
+  uint64_t lost_packets = 0;  // for want of capacity: queue_full, no_lane, pool_empty drops and port_missed
   double rx_pps = 0, tx_pps = 0;
   uint64_t latency_p50_ns = 0, latency_p99_ns = 0;  // rx to tx (histogram bucket midpoints, within ±3.2 %)
   std::vector<double> lane_util;                    // busy fraction of the interval
+  double dispatch_util = 0, egress_util = 0;        // the host threads' busy fraction beyond the lanes'
   std::vector<double> lane_bps;                     // lane packets × mean tx frame bits / interval
   std::vector<uint64_t> lane_packets;
   std::vector<uint64_t> lane_batches;
 };
 IntervalStats interval_stats(const Summary& prev, const Summary& cur);
+// What RunPower::sample takes: lane_util, then the host threads' (the order of add_host_threads).
+std::vector<double> power_util(const IntervalStats& st);
 
 // The interval since the previous snapshot, for a control loop called every quantum (adaptive and learning mode).
 class QuantumClock {

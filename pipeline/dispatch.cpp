@@ -31,7 +31,12 @@ bool Pipeline::enqueue(Packet& p, uint8_t li) {
 // Waits for room or for egress: in run-to-completion mode by doing the lanes' and egress' work
 // (nobody else will), otherwise by backing off.
 void Pipeline::wait_step(int& rounds) {
-  if (cfg_.run_to_completion && service()) return;
+  if (cfg_.run_to_completion) {
+    const uint64_t t0 = monotonic_ns();
+    const bool did = service();
+    wait_service_ns_ += monotonic_ns() - t0;
+    if (did) return;
+  }
   backoff(rounds);
 }
 
@@ -56,8 +61,11 @@ void Pipeline::dispatch_loop() {
     uint64_t now = monotonic_ns();
     if (cfg_.max_duration_ns != 0 && now - start_ns_.load(std::memory_order_relaxed) >= cfg_.max_duration_ns) break;
     bool did = flush_held();
+    const uint64_t waited = wait_service_ns_;
     uint16_t n = worker_ ? worker_burst(now) : dispatch_burst(now);
     did |= n > 0;
+    // The worker path's burst is its lane's busy time already.
+    if (n > 0 && !worker_) bump(dispatch_busy_ns_, monotonic_ns() - now - (wait_service_ns_ - waited));
     if (did && now - last_expire_ns_ > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
       flows_->expire(now, 4096);
       last_expire_ns_ = now;

@@ -163,11 +163,13 @@ void Pipeline::release_shaped(uint64_t now) {
 bool Pipeline::egress_poll() {
   Egress& e = eg_;
   bool any = false;
+  uint64_t t0 = 0;
   for (size_t li = 0; li < lanes_.size(); ++li) {
     size_t n = lanes_[li]->completions().pop_burst(e.buf.data(), e.buf.size());
     if (n == 0) continue;
-    any = true;
     uint64_t now = monotonic_ns();
+    if (!any) t0 = now;
+    any = true;
     for (size_t i = 0; i < n; ++i) {
       Packet& p = e.buf[i];
       if (p.flow_id != kNoFlow) {
@@ -188,7 +190,9 @@ bool Pipeline::egress_poll() {
     transmit(e.txq);
     egress_handled_[li]->store(egress_handled_[li]->load(std::memory_order_relaxed) + n, std::memory_order_release);  // egress is the one writer
   }
-  release_shaped(monotonic_ns());
+  const uint64_t end = monotonic_ns();
+  release_shaped(end);
+  if (any) bump(egress_busy_ns_, end - t0);
   return any;
 }
 

@@ -49,12 +49,9 @@ Result<std::unique_ptr<LearnControl>> LearnControl::create(const LearnOptions& o
   c->state_saved_ns_ = 0;
   c->lost_.assign(n, false);
   if (!opt.csv_path.empty()) {
-    auto f = AtomicFile::open(opt.csv_path, "adaptive.csv (--adapt-csv)");
+    auto f = QuantumCsv::open(opt.csv_path);
     if (!f) return f.status();
     c->csv_.emplace(std::move(*f));
-    std::fprintf(c->csv_->file(),
-                 "t_s,phase,offered_bps,achieved_bps,lost_pkts,power_w,power_source,lat_p50_us,lat_p99_us,score,"
-                 "setup,changed,event\n");
   }
   c->apply(c->bal_->setup());
   if (!c->bal_->event().empty()) c->log_.push_back("[  0.000s] " + c->bal_->event());
@@ -103,12 +100,7 @@ void LearnControl::on_quantum(const Summary& s, const PowerSample& power, uint64
       ++log_dropped_;
     }
   }
-  if (csv_)
-    std::fprintf(csv_->file(), "%.3f,%s,%.0f,%.0f,%llu,%.2f,%s,%.1f,%.1f,%.6g,%s,%d,\"%s\"\n", t_s, phase,
-                 st.offered_bps, st.achieved_bps, static_cast<unsigned long long>(st.lost_packets), power.watts,
-                 power.source.c_str(), static_cast<double>(st.latency_p50_ns) / 1e3,
-                 static_cast<double>(st.latency_p99_ns) / 1e3, score, next.describe().c_str(), bal_->changed() ? 1 : 0,
-                 ev.c_str());
+  if (csv_) csv_->row(t_s, phase, st, power, score, next.describe(), bal_->changed(), ev);
 }
 
 void LearnControl::save_state(uint64_t now_ns) {

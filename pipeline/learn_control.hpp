@@ -18,6 +18,7 @@
 #include "pipeline/adaptive_control.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/power.hpp"
+#include "pipeline/quantum_csv.hpp"
 #include "profiler/table/config_table.hpp"
 #include "scheduler/adaptive/online_balancer.hpp"
 
@@ -61,7 +62,7 @@ class LearnControl {
   std::vector<bool> lost_;
   std::deque<std::string> log_;
   uint64_t log_dropped_ = 0;
-  std::optional<AtomicFile> csv_;
+  std::optional<QuantumCsv> csv_;
   prof::ConfigTable state_;
   std::string state_note_;
   bool state_dirty_ = false;

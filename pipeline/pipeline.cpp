@@ -287,7 +287,7 @@ Summary Pipeline::snapshot() const {
   PortStats rs = rx_->stats();
   s.rx_packets = rs.rx_packets + rs.rx_too_long;
   s.rx_bytes = rs.rx_bytes;
-  if (rx_->kind() == "dpdk") s.port_missed = rs.rx_no_buffer;
+  s.port_missed = rx_->kind() == "dpdk" ? rs.rx_no_buffer : rs.rx_missed;
   s.rx_buffers_in_use = rs.buffers_in_use;
   s.tx_packets = tx_packets_.load();
   s.tx_bytes = tx_bytes_.load();
@@ -301,6 +301,8 @@ Summary Pipeline::snapshot() const {
   s.reorders = reorders_.load();
   s.unaccounted = ended != 0 && s.rx_packets > s.tx_packets + s.dropped ? s.rx_packets - s.tx_packets - s.dropped : 0;
   s.flows_seen = flows_seen_.load();
+  s.dispatch_busy_s = static_cast<double>(dispatch_busy_ns_.load()) / 1e9;
+  s.egress_busy_s = static_cast<double>(egress_busy_ns_.load()) / 1e9;
   s.flow_table_full = flows_->full_events();
   s.lane_failures = lane_failures_.load();
   s.host_frames = host_frames_.load();

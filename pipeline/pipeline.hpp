@@ -208,6 +208,11 @@ class Pipeline {
   DropCounters drops_dispatch_, drops_egress_;
   std::atomic<uint64_t> reorders_{0}, tx_packets_{0}, tx_bytes_{0}, host_frames_{0}, lane_failures_{0};
   std::atomic<uint64_t> flows_seen_{0};
+  // Host threads' work beyond the lanes' (the power model counts it): the dispatcher's bursts (rx, classify,
+  // enqueue) and egress polls that found completions. wait_service_ns_: lane and egress work the dispatcher did
+  // inside a burst while waiting for room (run-to-completion), counted there and not twice (dispatcher only).
+  std::atomic<uint64_t> dispatch_busy_ns_{0}, egress_busy_ns_{0};
+  uint64_t wait_service_ns_ = 0;
   LatencyHistogram latency_;
   std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
   Egress eg_;

@@ -21,6 +21,12 @@ std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint3
   return out;
 }
 
+std::vector<PowerLane> add_host_threads(std::vector<PowerLane> lanes) {
+  lanes.push_back(PowerLane{.name = "host:dispatch", .kind = "cpu", .vendor = "host", .cores = 1, .device = "host"});
+  lanes.push_back(PowerLane{.name = "host:egress", .kind = "cpu", .vendor = "host", .cores = 1, .device = "host"});
+  return lanes;
+}
+
 std::unique_ptr<RunPower> RunPower::create(const PowerConfig& cfg, const std::vector<PowerLane>& lanes,
                                            uint64_t start_ns) {
   auto rp = std::unique_ptr<RunPower>(new RunPower());

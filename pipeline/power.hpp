@@ -86,5 +86,9 @@ class RunPower {
 // Lane descriptions of a prepared run: its OpenCL devices in order, then `native_lanes` native lanes.
 struct DeviceInfo;
 std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint32_t native_lanes);
+// Appends the pipeline's host threads as CPU "lanes" of one core each, after the lanes: host:dispatch (rx,
+// classification, enqueue) and host:egress (order check, tx). Their work costs power as a lane's does (a native
+// lane's packets spend most of their host time there); power_util() gives their utilisation in this order.
+std::vector<PowerLane> add_host_threads(std::vector<PowerLane> lanes);
 
 }  // namespace hpr

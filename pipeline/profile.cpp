@@ -97,7 +97,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
   prof::Fingerprint fp = machine_fingerprint(c.devices, rc.native_lanes, rc.app, traffic_description(rc.input));
   auto writer = prof::TableWriter::create(o.out_path, fp);
   if (!writer) return writer.status();
-  auto power = RunPower::create(o.power, power_lanes(c.devices, rc.native_lanes), monotonic_ns());
+  auto power = RunPower::create(o.power, add_host_threads(power_lanes(c.devices, rc.native_lanes)), monotonic_ns());
 
   ProfileResult res;
   res.planned = grid->size();
@@ -152,7 +152,7 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
       have_prev = true;
     }
     IntervalStats st = interval_stats(prev, s);
-    PowerSample ps = power->sample(st.lane_util, now);
+    PowerSample ps = power->sample(power_util(st), now);
     prev = s;
     double elapsed = static_cast<double>(now - t0) / 1e9;
     if (p.stop_requested()) return;  // interrupted (SIGINT) or budget reached: no new sample while it drains

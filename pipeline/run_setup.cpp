@@ -16,7 +16,9 @@ namespace hpr {
 
 namespace {
 
-Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_input) {
+// line_rate: a paced generator behaves as a line-rate port (backpressure off): what hpr has not taken when more
+// than a pool's worth is owed is missed and counted (port_missed), instead of offered later.
+Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_input, bool line_rate = false) {
   if (e.kind == "pcap") {
     PcapPortConfig pc;
     (is_input ? pc.rx_path : pc.tx_path) = e.pcap;
@@ -72,6 +74,7 @@ Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_inp
   } else {
     return error(Code::kInvalidArgument, "input.sizes: '{}' is not imix, fixed:N or uniform:A-B", sz);
   }
+  if (line_rate && g.rate.mode != RateMode::kUnpaced) g.rate.max_backlog = g.pool_slots;
   return make_generator_port(g);
 }
 
@@ -115,7 +118,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
 
   bool needs_dpdk = c.input.kind == "dpdk" || c.output.kind == "dpdk";
   if (needs_dpdk) HPR_RETURN_IF_ERROR(dpdk_init(c.eal_args.empty() ? dpdk_default_args(c.vdevs) : c.eal_args));
-  auto rx = make_endpoint(c.input, true);
+  auto rx = make_endpoint(c.input, true, !c.backpressure);
   if (!rx) return rx.status();
   ctx->rx = std::move(*rx);
   auto tx = make_endpoint(c.output, false);

@@ -475,7 +475,7 @@ std::vector<Setting> make_settings() {
       num_setting("adaptive.quantum_ms", "--quantum-ms", "Learning / adaptive mode: decision quantum (ms, 1..60000; default 40)",
                   1, 60000, HPR_REF(double, adapt_quantum_ms)),
       str_setting("adaptive.csv", "--adapt-csv",
-                  "Learning / adaptive mode: per-quantum CSV (rates, power, lanes, batches, latency, decisions)", HPR_REF(std::string, adapt_csv)),
+                  "Per-quantum CSV (rates, power and its source, latency; in learning / adaptive mode also lanes, batches, decisions)", HPR_REF(std::string, adapt_csv)),
       switch_setting("adaptive.learn", "--no-learn",
                      "Adaptive mode: --no-learn: table lookups only (no batch search, no table updates)", false,
                      HPR_REF(bool, adapt_learn)),

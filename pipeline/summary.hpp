@@ -28,6 +28,8 @@ struct Summary {
   uint64_t reorders = 0, unaccounted = 0;
   uint64_t flows_seen = 0, flow_table_full = 0, lane_failures = 0, host_frames = 0;
   uint64_t events = 0;
+  // Host threads' busy time beyond the lanes' (dispatcher bursts, egress polls with work), for the power model.
+  double dispatch_busy_s = 0, egress_busy_s = 0;
   std::string event_name;
   // Egress shaper (when on).
   bool shaping = false;

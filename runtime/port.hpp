@@ -23,6 +23,9 @@ struct PortStats {
   // DPDK: frames the port dropped for want of a buffer or ring room (imissed + rx_nombuf), before hpr
   // received them. Pool-backed ports (pcap, generator): times rx stalled on an empty pool (nothing lost).
   uint64_t rx_no_buffer = 0;
+  // Generator as a line-rate port (GeneratorConfig rate.max_backlog): packets offered and never received because
+  // hpr fell behind by more than the port holds (a NIC's imissed).
+  uint64_t rx_missed = 0;
   uint64_t rx_too_long = 0;   // frames longer than a buffer slot (counted drop)
   uint64_t tx_failed = 0;     // packets the port refused on transmit (counted drop)
   uint64_t buffers_in_use = 0;// rx buffers handed out and not yet released (pool occupancy; 0 after a drain)
@@ -46,7 +49,7 @@ struct PortCounters {
    private:
     std::atomic<uint64_t> v_{0};
   };
-  Counter rx_packets, rx_bytes, tx_packets, tx_bytes, rx_no_buffer, rx_too_long, tx_failed;
+  Counter rx_packets, rx_bytes, tx_packets, tx_bytes, rx_no_buffer, rx_missed, rx_too_long, tx_failed;
   PortStats load() const {
     PortStats s;
     s.rx_packets = rx_packets.get();
@@ -54,6 +57,7 @@ struct PortCounters {
     s.tx_packets = tx_packets.get();
     s.tx_bytes = tx_bytes.get();
     s.rx_no_buffer = rx_no_buffer.get();
+    s.rx_missed = rx_missed.get();
     s.rx_too_long = rx_too_long.get();
     s.tx_failed = tx_failed.get();
     return s;

@@ -575,6 +575,7 @@ uint16_t Generator::rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) {
       // Skip whole units so that packet boundaries stay on integers in packets/s mode.
       double skip = std::floor(backlog - cfg_.rate.max_backlog);
       gstats_.skipped_units += skip;
+      if (!profile_.counts_bits()) stats_.rx_missed.add(static_cast<uint64_t>(skip));
       consumed_ += skip;
     }
     update_service_shares(t);

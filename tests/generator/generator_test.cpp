@@ -470,6 +470,7 @@ TEST_CASE("steps profile: counts per step, end, loop, backlog cap", "[generator]
     g->release(pk, got);
     CHECK(got == 10);
     CHECK(g->generator_stats().skipped_units == Approx(990));
+    CHECK(g->stats().rx_missed == 990);  // a line-rate port's misses (the summary's port_missed)
   }
 }
 

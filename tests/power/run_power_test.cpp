@@ -5,6 +5,7 @@
 #include <fstream>
 #include <random>
 
+#include "pipeline/adaptive_control.hpp"
 #include "pipeline/power.hpp"
 #include "runtime/opencl/devices.hpp"
 
@@ -121,4 +122,20 @@ TEST_CASE("run power: readable RAPL covers every CPU lane once; the model only t
   std::ofstream(root / "intel-rapl:0" / "energy_uj") << "4000000\n";  // +3 J
   CHECK(rp->sample({1.0, 1.0, 0.5}, kSec).energy_j == Approx(3 + 2 + 12 * 0.5));
   fs::remove_all(root);
+}
+
+TEST_CASE("run power: the host threads (dispatch, egress) are CPU lanes of the host model, after the lanes") {
+  auto lanes = add_host_threads(power_lanes({}, 1));
+  REQUIRE(lanes.size() == 3);
+  CHECK(lanes[1].name == "host:dispatch");
+  CHECK(lanes[2].name == "host:egress");
+  auto rp = RunPower::create(model_only(), lanes, 0);
+  CHECK(has_note(*rp, "native0 (1 core), host:dispatch (1 core), host:egress (1 core) share one host-CPU model"));
+  // A native lane busy 20 % whose packets keep the dispatcher busy 60 % and egress 20 %: one core of two.
+  IntervalStats st;
+  st.lane_util = {0.2};
+  st.dispatch_util = 0.6;
+  st.egress_util = 0.2;
+  CHECK(power_util(st) == std::vector<double>{0.2, 0.6, 0.2});
+  CHECK(rp->sample(power_util(st), kSec).watts == Approx(6 + 52 * 0.5));
 }
