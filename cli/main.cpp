@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cli/profile_cmd.hpp"
+#include "cli/report_cmd.hpp"
 #include "cli/run_extras.hpp"
 #include "hpr/atomic_file.hpp"
 #include "hpr/data_dir.hpp"
@@ -267,6 +268,7 @@ int main(int argc, char** argv) {
   run->add_flag("-q,--quiet", quiet, "No status line every second");
 
   auto* profile = cli::add_profile_command(app);
+  auto* report = cli::add_report_command(app);
   auto* bench = app.add_subcommand(
       "bench", "List the benchmarks, or run one: hpr bench NAME [ARGS...] (built by scripts/bench.sh)");
   std::string bench_name;
@@ -283,6 +285,7 @@ int main(int argc, char** argv) {
 
   if (dev->parsed()) return cmd_devices(dev_json, dev_kinds);
   if (profile->parsed()) return cli::run_profile_command();
+  if (report->parsed()) return cli::run_report_command(report->remaining());
   if (bench->parsed()) return cmd_bench(bench_name, bench->remaining());
   if (run->parsed()) {
     RunConfig cfg;
