@@ -25,6 +25,7 @@ bool Pipeline::enqueue(Packet& p, uint8_t li) {
     if (!cfg_.backpressure || lanes_[li]->state() != LaneState::kRunning) return false;
     wait_step(rounds);
   }
+  ++enqueued_[li];
   return true;
 }
 
@@ -50,6 +51,7 @@ bool Pipeline::service() {
 
 void Pipeline::dispatch_loop() {
   int idle = 0;
+  if (worker_dynamic_) update_worker_mode(monotonic_ns());  // the weights given at start may choose one lane
   while (!stop_rx_.load(std::memory_order_relaxed)) {
     handle_failed_lanes();
     if (weights_dirty_.load(std::memory_order_acquire)) {
@@ -57,21 +59,28 @@ void Pipeline::dispatch_loop() {
       weights_ = pending_weights_;
       (void)balancer_->set_lane_weights(policy_weights(weights_));  // validated in set_lane_weights
       weights_dirty_.store(false, std::memory_order_relaxed);
+      if (worker_dynamic_) update_worker_mode(monotonic_ns());
     }
     uint64_t now = monotonic_ns();
+    if (worker_retry_ns_ != 0 && now >= worker_retry_ns_) {
+      worker_retry_ns_ = 0;
+      update_worker_mode(now);
+    }
     if (cfg_.max_duration_ns != 0 && now - start_ns_.load(std::memory_order_relaxed) >= cfg_.max_duration_ns) break;
     bool did = flush_held();
     const uint64_t waited = wait_service_ns_;
-    uint16_t n = worker_ ? worker_burst(now) : dispatch_burst(now);
+    const bool switching = worker_pending_ != kNoLane && worker_switch_waits(now);  // no rx while the lanes drain
+    const bool in_place = worker_on_.load(std::memory_order_relaxed);
+    uint16_t n = switching ? 0 : in_place ? worker_burst(now) : dispatch_burst(now);
     did |= n > 0;
     // The worker path's burst is its lane's busy time already.
-    if (n > 0 && !worker_) bump(dispatch_busy_ns_, monotonic_ns() - now - (wait_service_ns_ - waited));
+    if (n > 0 && !in_place) bump(dispatch_busy_ns_, monotonic_ns() - now - (wait_service_ns_ - waited));
     if (did && now - last_expire_ns_ > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
       flows_->expire(now, 4096);
       last_expire_ns_ = now;
     }
     // The worker path leaves the lanes and egress nothing, but shaped packets wait for their time.
-    if (cfg_.run_to_completion && (!worker_ || shaper_)) did |= service();
+    if (cfg_.run_to_completion && (!in_place || shaper_)) did |= service();
     if (n == 0 && rx_->rx_done() && held_.empty()) break;
     if (did) idle = 0;
     else backoff(idle);

@@ -119,12 +119,22 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   p->app_ = std::move(app);
   p->rx_ = &rx;
   p->tx_ = &tx;
+  p->enqueued_.assign(p->lanes_.size(), 0);
   if (use_worker_path(p->cfg_)) {
     p->init_worker();
-  } else if (p->cfg_.move_hold > 0 && p->lanes_.size() > 1) {
-    p->held_count_.assign(p->flows_->capacity(), 0);
-    p->held_to_.assign(p->flows_->capacity(), kNoLane);
-    p->held_.reserve(p->cfg_.move_hold);
+    p->worker_on_ = true;
+  } else {
+    bool any_eligible = false;
+    for (const auto& l : p->cfg_.lanes) any_eligible |= worker_eligible(l);
+    if (p->cfg_.run_to_completion && !p->shaper_ && any_eligible) {  // the worker path transmits on this thread
+      p->init_worker();
+      p->worker_dynamic_ = true;
+    }
+    if (p->cfg_.move_hold > 0 && p->lanes_.size() > 1) {
+      p->held_count_.assign(p->flows_->capacity(), 0);
+      p->held_to_.assign(p->flows_->capacity(), kNoLane);
+      p->held_.reserve(p->cfg_.move_hold);
+    }
   }
   return p;
 }
@@ -199,6 +209,7 @@ bool Pipeline::handle_failed_lanes() {
       if (ok) {
         int r = 0;
         while (!lanes_[to]->input().push(o)) wait_step(r);  // never drop a re-routed packet for room
+        ++enqueued_[to];
       } else {
         if (o.flow_id != kNoFlow) flows_->in_flight(o.flow_id).fetch_sub(1, std::memory_order_release);
         drop_at_dispatch(&o, 1, DropReason::kNoLane);
@@ -333,7 +344,8 @@ Summary Pipeline::snapshot() const {
     auto& st = const_cast<Lane&>(*l).stats();
     LaneSummary ls;
     ls.name = l->name();
-    ls.executor = worker_ ? "native, in place on the rx burst" : l->executor();
+    const bool in_place = worker_on_.load(std::memory_order_relaxed) && &l == &lanes_[worker_lane_.load(std::memory_order_relaxed)];
+    ls.executor = in_place ? "native, in place on the rx burst" : l->executor();
     static const char* kStates[] = {"running", "failed", "drained", "removed"};
     const LaneState state = l->state();  // acquire: a failed lane wrote its failure before its state
     ls.state = kStates[static_cast<int>(state)];

@@ -166,8 +166,14 @@ class Pipeline {
     std::vector<uint8_t> out;     // kMax × the app's result bytes
   };
   static bool use_worker_path(const PipelineConfig& cfg);
+  static bool worker_eligible(const LaneSpec& l);
   void init_worker();
   uint16_t worker_burst(uint64_t now);
+  // The worker path switched on and off at run time (worker.cpp): when the weights give every new flow to one
+  // eligible native lane, the dispatcher stops receiving until every lane has drained, then runs that lane in place;
+  // any other weights switch it off (nothing is in flight on it).
+  void update_worker_mode(uint64_t now);
+  bool worker_switch_waits(uint64_t now);
   void dispatch_loop();
   uint16_t dispatch_burst(uint64_t now);
   bool service();
@@ -217,7 +223,13 @@ class Pipeline {
   std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
   Egress eg_;
   std::unique_ptr<Burst> burst_;         // dispatcher-owned
-  std::unique_ptr<WorkerBurst> worker_;  // dispatcher-owned; set when the in-place worker path runs
+  std::unique_ptr<WorkerBurst> worker_;  // dispatcher-owned; set when the in-place worker path may run
+  std::atomic<bool> worker_on_{false};   // written by the dispatcher; read by snapshot()
+  std::atomic<uint8_t> worker_lane_{0};  // the lane it runs (written by the dispatcher; read by snapshot())
+  bool worker_dynamic_ = false;          // several lanes: the worker path follows the weights
+  uint8_t worker_pending_ = 0xff;        // a lane the weights chose alone, waiting for the others to drain
+  uint64_t worker_pending_since_ = 0, worker_retry_ns_ = 0;
+  std::vector<uint64_t> enqueued_;       // per lane: packets the dispatcher put on its queue
   uint64_t last_expire_ns_ = 0;          // dispatcher-owned
   // Moving flows' held packets (dispatcher-owned; move_hold.cpp): arrival order, per-flow count and target lane.
   std::vector<Packet> held_;

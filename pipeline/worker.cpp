@@ -1,4 +1,5 @@
-// The in-place worker path: run to completion with one native lane and no device (issue 12).
+// The in-place worker path: run to completion with one native lane and no device (issue 12), or with several lanes
+// while the weights give every flow to one native lane (learning mode settled there; issue 13).
 //
 // One thread, one burst at a time, as DPDK's l3fwd does it: rx burst → parse → canonical key and
 // hash for the whole burst, each flow's index slot prefetched before the first lookup → the app in
@@ -11,14 +12,57 @@
 
 #include "hpr/clock.hpp"
 #include "pipeline/pipeline.hpp"
+#include "pipeline/pipeline_internal.hpp"
 
 namespace hpr {
 
-bool Pipeline::use_worker_path(const PipelineConfig& cfg) {
-  if (!cfg.run_to_completion || cfg.lanes.size() != 1) return false;
-  const LaneSpec& l = cfg.lanes[0];
+bool Pipeline::worker_eligible(const LaneSpec& l) {
   // A lane with fault injection keeps the lane path: its failure handling is what is being tested.
   return l.kind == LaneSpec::Kind::kNative && l.lane.fail_after_batches == 0 && l.lane.slow_batch_ns == 0;
+}
+
+bool Pipeline::use_worker_path(const PipelineConfig& cfg) {
+  return cfg.run_to_completion && cfg.lanes.size() == 1 && worker_eligible(cfg.lanes[0]);
+}
+
+void Pipeline::update_worker_mode(uint64_t now) {
+  worker_pending_ = detail::kNoLane;
+  size_t alone = lanes_.size(), with_weight = 0;
+  bool all_running = true;
+  for (size_t i = 0; i < lanes_.size(); ++i) {
+    all_running &= lanes_[i]->state() == LaneState::kRunning;
+    if (weights_[i] > 0) {
+      ++with_weight;
+      alone = i;
+    }
+  }
+  const bool ok = all_running && with_weight == 1 && worker_eligible(cfg_.lanes[alone]);
+  if (worker_on_.load(std::memory_order_relaxed) && (!ok || alone != worker_lane_.load(std::memory_order_relaxed)))
+    worker_on_.store(false, std::memory_order_relaxed);  // synchronous: nothing of it is in flight
+  if (ok && !worker_on_.load(std::memory_order_relaxed)) {
+    worker_pending_ = static_cast<uint8_t>(alone);
+    worker_pending_since_ = now;
+  }
+}
+
+// While a switch waits: true (no rx this round) until every lane has handed egress all it was given and no moving
+// flow holds packets; then the worker path goes on. A switch that waits 20 ms gives up and is tried again in 1 s.
+bool Pipeline::worker_switch_waits(uint64_t now) {
+  bool drained = held_.empty();
+  for (size_t i = 0; drained && i < lanes_.size(); ++i)
+    drained = egress_handled_[i]->load(std::memory_order_acquire) == enqueued_[i];
+  if (drained) {
+    worker_lane_.store(worker_pending_, std::memory_order_relaxed);
+    worker_pending_ = detail::kNoLane;
+    worker_on_.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  if (now - worker_pending_since_ > 20'000'000) {
+    worker_pending_ = detail::kNoLane;
+    worker_retry_ns_ = now + 1'000'000'000;
+    return false;
+  }
+  return true;
 }
 
 void Pipeline::init_worker() {
@@ -58,13 +102,15 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
     inserted_total += inserted;
     if (p.flow_id == kNoFlow) continue;
     FlowState& fs = flows_->state(p.flow_id);
-    fs.lane = 0;
+    fs.lane = worker_lane_.load(std::memory_order_relaxed);
     p.seq = fs.next_seq++;  // the app may use it (AES: the IV counter), as on the lane path
+    // Egress checks each flow's order when lanes run again: it expects the next sequence number.
+    if (worker_dynamic_) expected_seq_[p.flow_id] = p.seq + 1;
     fs.packets++;
     fs.bytes += p.len;
   }
   bump(flows_seen_, inserted_total);
-  Lane& lane = *lanes_[0];
+  Lane& lane = *lanes_[worker_lane_.load(std::memory_order_relaxed)];
   if (m > 0) {
     // The app, in place on the frames (what the native executor does with a batch).
     std::span<Packet> batch(pkts, m);
