@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <csignal>
+#include <thread>
 
 #include "pipeline/adaptive_control.hpp"
 
@@ -118,15 +119,19 @@ int run_profile_command() {
     }
   }
   o.run.output.kind = "null";
+  // The structure `hpr run` gets by default on this host (run to completion on 2 cores or fewer), so that the
+  // table describes what the runs it serves will do.
+  const char* rtc = auto_run_to_completion(o.run, std::thread::hardware_concurrency());
   if (Status v = validate(o.sampling); !v.is_ok()) {
     fmt::print(stderr, "hpr profile: {}\n", v.message());
     return 2;
   }
   spdlog::set_level(spdlog::level::warn);
   fmt::print("hpr profile: app {} | traffic {} | batches {}..{} | quantum {} ms | splits 1/{} | {}..{} samples per "
-             "point, spread {} -> {}\n",
+             "point, spread {}{} -> {}\n",
              o.run.app, traffic_description(o.run.input), o.min_batch, o.max_batch, o.quantum_ms, o.split_steps,
-             o.sampling.min_samples, o.sampling.max_samples, o.sampling.spread_delta, o.out_path);
+             o.sampling.min_samples, o.sampling.max_samples, o.sampling.spread_delta,
+             rtc != nullptr ? fmt::format(" | run to completion ({})", rtc) : std::string(), o.out_path);
   std::signal(SIGINT, on_profile_signal);
   std::signal(SIGTERM, on_profile_signal);
   auto r = run_profile(

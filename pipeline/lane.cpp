@@ -144,9 +144,16 @@ bool Lane::poll() {
   // Reap whatever completed.
   while (exec_->outstanding() > 0 && reap(false)) did = true;
   if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) return true;
-  if (exec_->outstanding() == 0 && busy_since_ != 0) {
-    bump(stats_.busy_ns, monotonic_ns() - busy_since_);
-    busy_since_ = 0;
+  if (busy_since_ != 0) {
+    if (exec_->outstanding() == 0) {
+      bump(stats_.busy_ns, monotonic_ns() - busy_since_);
+      busy_since_ = 0;
+    } else if (now - busy_since_ >= kBusyCheckpointNs) {
+      // A device kept busy (a batch always outstanding: saturated, >= 2 in flight) shows it while it lasts, not
+      // only when it next runs dry: its utilisation (power model, the learner's lane rates) was 0 until then.
+      bump(stats_.busy_ns, now - busy_since_);
+      busy_since_ = now;
+    }
   }
   return did;
 }

@@ -149,7 +149,8 @@ class Lane {
   LaneStats stats_;
   uint64_t submitted_ = 0;
   uint64_t first_ns_ = 0;     // when the oldest packet of the batch being built arrived
-  uint64_t busy_since_ = 0;   // when the executor last went from idle to busy
+  uint64_t busy_since_ = 0;   // when the executor last went from idle to busy (or the last checkpoint)
+  static constexpr uint64_t kBusyCheckpointNs = 1'000'000;  // busy time is added to stats at least this often
   std::function<void()> on_completions_full_;
   uint32_t max_batch_ = 1;
   std::atomic<uint32_t> batch_target_{1};

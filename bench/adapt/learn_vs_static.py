@@ -6,8 +6,9 @@ OpenCL device (POCL_DEVICES) and one native lane, in the default mode (run to co
   learn           the default: shares and device batch sizes learned online, from nothing (--state-dir none)
   learn, saved state   the same, starting from what earlier runs of the app kept (one priming run, then the rounds)
   static-default  --static: the fixed default weights (compute units per device, 1 per native lane)
-  native only, in place   --devices none: one native lane on the in-place worker path (another structure: no
-                  dispatcher hand-off, so not a setup the learner can reach; reported beside, not as "best static")
+  native only, in place   --devices none: one native lane on the in-place worker path, with no other lane
+                  created (reported beside, not as "best static"); since cf51ece the sweep's "alone native0" and the
+                  learner settling there run in place too (the worker path follows the weights)
   the sweep       --static with [lanes.weights]: each lane alone, each pair and all lanes at equal shares (batch 256),
                   then the best of those at batch 64, 1024 and 4096 (stage 2, from the stage-1 medians)
 Rounds interleave the cases (one case at a time: the machine has 2 cores). A case's rate is the mean of its status
