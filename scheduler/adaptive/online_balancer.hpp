@@ -58,7 +58,9 @@ struct BalancerParams {
   uint32_t min_batch = 32, max_batch = 4096;
   double hold_s = 4, max_hold_s = 64;
   uint32_t drift_quanta = 3;
-  uint32_t rate_window = 50;  // quanta over which the highest offered rate is the rate to carry
+  // Quanta of offered rates whose median is the reference: a quantum whose offered rate falls more than 2δ below it is
+  // scored against the reference (score()).
+  uint32_t rate_window = 50;
 };
 // kInvalidArgument naming the parameter.
 Status validate(const BalancerParams& p);
