@@ -304,6 +304,7 @@ void OnlineBalancer::finish_block() {
   }
   confirming_ = false;
   inc_stats_ = best;
+  ref_offered_ = recent_offered(p_.visit_quanta * 2);
   if (win != 0) {
     event_ = fmt::format("{}: {} beats {} ({:.4g} ± {:.2g} vs {:.4g} ± {:.2g}, {}+{} samples)", phase_name(),
                          block_[win].describe(), inc_.describe(), best.median, best.spread, inc.median, inc.spread,
@@ -375,7 +376,29 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
   start_phase(Phase::kSolo);
 }
 
+double OnlineBalancer::recent_offered(size_t n) const {
+  n = std::min(n, offered_.size());
+  return n == 0 ? 0 : median(std::vector<double>(offered_.end() - static_cast<std::ptrdiff_t>(n), offered_.end()));
+}
+
+bool OnlineBalancer::rate_moved() {
+  if (p_.policy == Policy::kThroughputCritical || ref_offered_ <= 0) return false;
+  const double now = recent_offered(p_.drift_quanta);
+  if (std::fabs(now / ref_offered_ - 1) <= std::max(2 * p_.delta, 0.25)) return false;
+  ++restarts_;
+  event_ = fmt::format("{}: the offered rate moved from {:.4g} to {:.4g} Gbit/s: search again", phase_name(),
+                       ref_offered_ / 1e9, now / 1e9);
+  ref_offered_ = 0;
+  inc_stats_ = {};
+  off_count_ = 0;
+  start_phase(Phase::kSolo);
+  return true;
+}
+
 void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
+  // Under a policy whose best setup depends on the load (energy, latency), a step of the offered rate is a reason to
+  // search again, as the paper's Fig. 7 steps are; a fall of the score alone (drift) is another.
+  if (rate_moved()) return note_lanes(q);
   if (drifted(s, q, p_.drift_quanta)) return restart(s, q);
   if (now_ns_ >= hold_until_ns_) {
     hold_s_ = std::min(2 * hold_s_, p_.max_hold_s);
@@ -416,7 +439,10 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
       note_lanes(q);
       if (!from_saved_ || samples_[0].score.size() >= p_.min_samples) {
         inc_stats_ = median_spread(samples_[0].score);
-        start_phase(from_saved_ ? Phase::kHold : Phase::kSolo);
+        ref_offered_ = recent_offered(p_.min_samples);
+        // A saved setup is held, unless the policy's best depends on the offered rate (energy, latency): the saved
+        // figures may come from another load (a profile at saturation), so the lanes alone are tried at this one.
+        start_phase(from_saved_ && p_.policy == Policy::kThroughputCritical ? Phase::kHold : Phase::kSolo);
       }
       break;
     case Phase::kHold:

@@ -164,6 +164,9 @@ class OnlineBalancer {
   uint64_t hold_until_ns_ = 0, now_ns_ = 0;
   double hold_s_ = 4;
   std::deque<double> offered_;
+  double ref_offered_ = 0;  // the offered rate (median) when the incumbent's figures were taken
+  double recent_offered(size_t n) const;  // median of the last n quanta's offered rates
+  bool rate_moved();  // in hold: the offered rate moved by more than max(2δ, 25 %) (rate-dependent policies)
   bool changed_ = false;
   std::string event_;
   uint64_t blocks_ = 0, wins_ = 0, restarts_ = 0;

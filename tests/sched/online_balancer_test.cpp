@@ -190,6 +190,36 @@ TEST_CASE("OnlineBalancer: the energy policy at a low paced rate: jitter and cat
   CHECK(b.incumbent().weight[2] > 0.999f);
 }
 
+TEST_CASE("OnlineBalancer: under the energy policy a saved setup is tried against the lanes alone, and a rate step searches again") {
+  // The saved setup is the 56 W lane, the best per bit at saturation (a profile table); at 0.14 Gbit/s lane 2 alone
+  // carries the load for 14 W.
+  auto power = [](const Setup& s) { return s.weight[2] > 0.999f ? 14.0 : s.weight[0] > 0.999f ? 17.0 : 56.0; };
+  auto b = make(3, {.policy = Policy::kEnergyCritical}, Setup{{0, 1, 0}, {256, 256, 256}});
+  uint64_t now = 0;
+  bool moved_event = false;
+  auto run_at = [&](double gbps, int quanta) {
+    for (int i = 0; i < quanta; ++i) {
+      now += kQuantumNs;
+      const Setup& s = b.setup();
+      QuantumFigures q{.now_ns = now, .offered_bps = gbps * 1e9, .achieved_bps = gbps * 1e9, .power_w = power(s)};
+      for (size_t l = 0; l < 3; ++l) {
+        q.lane_bps.push_back(gbps * 1e9 * s.weight[l]);
+        q.lane_util.push_back(0.2 * s.weight[l]);
+      }
+      b.step(q);
+      moved_event |= b.event().find("offered rate moved") != std::string::npos;
+    }
+  };
+  run_at(0.14, 300);
+  INFO(b.incumbent().describe());
+  CHECK(b.incumbent().weight[2] > 0.999f);  // held before: the saved setup was never compared at this load
+  const uint64_t restarts = b.restarts();
+  run_at(0.45, 100);  // lane 2 still carries it: only the rate step says to look again
+  CHECK(moved_event);
+  CHECK(b.restarts() > restarts);
+  CHECK(b.incumbent().weight[2] > 0.999f);
+}
+
 TEST_CASE("OnlineBalancer: batch sizes of searched lanes move towards the best one") {
   // One device lane whose rate peaks at batch 1024.
   std::function<double(const Setup&)> rate = [](const Setup& s) {
