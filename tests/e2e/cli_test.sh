@@ -8,19 +8,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
 export POCL_DEVICES=${POCL_DEVICES:-"pthread basic"}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-# expect CODE TEXT ARGS...: hpr exits with CODE and its stderr contains TEXT.
-expect() {
-  local code=$1 text=$2
-  shift 2
-  "$hpr" "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [[ $got -ne $code ]]; then fail "hpr $* exited $got, expected $code: $(cat "$tmp/err")"; return; fi
-  grep -qF -- "$text" "$tmp/err" || fail "hpr $*: stderr lacks '$text': $(cat "$tmp/err")"
-  echo "ok: hpr $* -> $code ($(head -c 120 "$tmp/err" | tr '\n' ' '))"
-}
+source "$(dirname "$0")/expect.sh"
 expect 2 "app.name: unknown app 'nat'" run --app nat
 # issue 16: argument errors exit 2 (not CLI11's own codes), numbers range-checked, directories refused.
 expect 2 "was not expected: --bogus" run --bogus

@@ -9,17 +9,7 @@ export POCL_DEVICES=${POCL_DEVICES:-"pthread basic"}
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || { echo "skip: python3-matplotlib is not installed"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-expect() {  # expect CODE TEXT ARGS...: hpr exits with CODE and its stderr contains TEXT
-  local code=$1 text=$2
-  shift 2
-  "$hpr" "$@" >"$tmp/out" 2>"$tmp/err"
-  local got=$?
-  if [[ $got -ne $code ]]; then fail "hpr $* exited $got, expected $code: $(cat "$tmp/err")"; return; fi
-  grep -qF -- "$text" "$tmp/err" || fail "hpr $*: stderr lacks '$text': $(cat "$tmp/err")"
-  echo "ok: hpr $* -> $code"
-}
+source "$(dirname "$0")/expect.sh"
 expect 2 "--app: unknown app nat" report --app nat -o "$tmp/x"
 expect 2 "--budget-s: 5.0 is not a number of seconds >= 10" report --budget-s 5 -o "$tmp/x"
 expect 2 "--budget-s: nan" report --budget-s nan -o "$tmp/x"
