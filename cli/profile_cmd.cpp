@@ -69,8 +69,8 @@ CLI::App* add_profile_command(CLI::App& app) {
       ->capture_default_str();
   p->add_option("--max-samples", g_prof.sampling.max_samples, "Samples per point at most")->capture_default_str();
   p->add_option("--spread", g_prof.sampling.spread_delta,
-                "Sample until each point's relative spread (half-width of the median's 87.5 % confidence interval / median) of throughput and "
-                "power is within this")
+                "Sample until each point's relative spread (half-width of the median's 87.5 % confidence interval / "
+                "median) of throughput and power is within this")
       ->capture_default_str();
   p->add_option("--rapl-root", g_prof.power.rapl_root, "powercap sysfs root for RAPL")->capture_default_str();
   p->add_flag("-q,--quiet", g_prof_quiet, "No progress bar");

@@ -34,7 +34,9 @@ int run_report_command(const std::vector<std::string>& args) {
   // Debian's python3 first (python3-matplotlib is installed for it), whatever else comes first on PATH;
   // HPR_PYTHON overrides.
   const char* env = std::getenv("HPR_PYTHON");
-  std::string py = env != nullptr && *env != '\0' ? env : ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  std::string py = env != nullptr && *env != '\0'                 ? env
+                   : ::access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3"
+                                                               : "python3";
   std::string src(embedded_script("hpr_report"));
   std::vector<std::string> a = {py, "-c", src, "--hpr", self};
   a.insert(a.end(), args.begin(), args.end());
@@ -43,8 +45,9 @@ int run_report_command(const std::vector<std::string>& args) {
   argv.push_back(nullptr);
   std::fflush(stdout);
   execvp(py.c_str(), argv.data());
-  fmt::print(stderr, "hpr report: cannot run {}: {} (Debian: apt install python3 python3-matplotlib; or set HPR_PYTHON)\n",
-             py, std::strerror(errno));
+  fmt::print(stderr,
+             "hpr report: cannot run {}: {} (Debian: apt install python3 python3-matplotlib; or set HPR_PYTHON)\n", py,
+             std::strerror(errno));
   return 3;
 }
 

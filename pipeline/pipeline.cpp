@@ -344,7 +344,8 @@ Summary Pipeline::snapshot() const {
     auto& st = const_cast<Lane&>(*l).stats();
     LaneSummary ls;
     ls.name = l->name();
-    const bool in_place = worker_on_.load(std::memory_order_relaxed) && &l == &lanes_[worker_lane_.load(std::memory_order_relaxed)];
+    const bool in_place =
+        worker_on_.load(std::memory_order_relaxed) && &l == &lanes_[worker_lane_.load(std::memory_order_relaxed)];
     ls.executor = in_place ? "native, in place on the rx burst" : l->executor();
     static const char* kStates[] = {"running", "failed", "drained", "removed"};
     const LaneState state = l->state();  // acquire: a failed lane wrote its failure before its state
