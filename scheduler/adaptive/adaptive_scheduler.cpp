@@ -3,17 +3,22 @@
 #include <algorithm>
 #include <cmath>
 
+#include "hpr/median_spread.hpp"
+
 namespace hpr::sched {
 
 Status validate(const AdaptiveParams& p) {
   if (!(p.lambda >= 1)) return error(Code::kInvalidArgument, "adaptive: lambda = {} must be >= 1", p.lambda);
-  if (!(p.delta > 0 && p.delta < 1)) return error(Code::kInvalidArgument, "adaptive: delta = {} must be in (0,1)", p.delta);
+  if (!(p.delta > 0 && p.delta < 1))
+    return error(Code::kInvalidArgument, "adaptive: delta = {} must be in (0,1)", p.delta);
   if (!(p.alpha > 1)) return error(Code::kInvalidArgument, "adaptive: alpha = {} must be > 1", p.alpha);
   if (!(p.beta > 1)) return error(Code::kInvalidArgument, "adaptive: beta = {} must be > 1", p.beta);
   if (p.min_batch < 1 || p.min_batch > p.max_batch)
     return error(Code::kInvalidArgument, "adaptive: need 1 <= min_batch ({}) <= max_batch ({})", p.min_batch,
                  p.max_batch);
   if (!(p.headroom >= 0)) return error(Code::kInvalidArgument, "adaptive: headroom = {} must be >= 0", p.headroom);
+  if (p.samples < 1 || p.samples > 64)
+    return error(Code::kInvalidArgument, "adaptive: samples = {} must be in 1..64", p.samples);
   if (p.policy == Policy::kLatencyTarget && !(p.latency_target_ns > 0))
     return error(Code::kInvalidArgument, "adaptive: policy latency-target needs latency_target_ns > 0");
   return Status::ok();
@@ -21,13 +26,20 @@ Status validate(const AdaptiveParams& p) {
 
 const char* reason_name(Reason r) {
   switch (r) {
-    case Reason::kInitial: return "initial";
-    case Reason::kStay: return "stay";
-    case Reason::kSwitchBetter: return "switch-better";
-    case Reason::kSwitchCannotSustain: return "switch-cannot-sustain";
-    case Reason::kBatchGrow: return "batch-grow";
-    case Reason::kBatchShrink: return "batch-shrink";
-    case Reason::kTuned: return "tuned";
+    case Reason::kInitial:
+      return "initial";
+    case Reason::kStay:
+      return "stay";
+    case Reason::kSwitchBetter:
+      return "switch-better";
+    case Reason::kSwitchCannotSustain:
+      return "switch-cannot-sustain";
+    case Reason::kBatchGrow:
+      return "batch-grow";
+    case Reason::kBatchShrink:
+      return "batch-shrink";
+    case Reason::kTuned:
+      return "tuned";
   }
   return "?";
 }
@@ -87,19 +99,51 @@ void AdaptiveScheduler::apply_batch_scale(double factor, Reason why, uint64_t no
   dec_.changed = true;
 }
 
-void AdaptiveScheduler::record(ConfigStore& s, const Measurement& m) {
-  // Power only from (near-)saturated measurements: a table power must be comparable between configurations.
-  bool saturated = m.achieved_bps >= (1 - p_.delta) * m.capacity_bps;
-  if (running_id_ == kNoConfig) {
-    Configuration c = running_;  // a new batch of a stored setup: its spreads are the best noise estimate there is
-    c.samples = 1;
-    c.throughput_bps = m.capacity_bps;
-    c.latency_ns = m.latency_ns;
-    c.latency_p99_ns = m.latency_p99_ns;
-    if (saturated) {
-      c.power_w = m.power_w;
-      c.power_source = m.power_source;
-    }  // else keep the power of the entry the setup was derived from
+bool AdaptiveScheduler::take_sample(const Measurement& m) {
+  if (m.epoch != window_epoch_ || class_ != window_class_) {  // a new setup: this quantum still held the old one's
+    window_.clear();
+    window_epoch_ = m.epoch;
+    window_class_ = class_;
+    return false;
+  }
+  window_.push_back(m);
+  if (window_.size() > p_.samples) window_.erase(window_.begin());
+  return window_.size() >= p_.samples;
+}
+
+Configuration AdaptiveScheduler::window_figures() const {
+  // Power only from (near-)saturated quanta: a table power must be comparable between configurations.
+  std::vector<double> thr, lat, p99, pow;
+  for (const Measurement& q : window_) {
+    thr.push_back(q.capacity_bps);
+    lat.push_back(q.latency_ns);
+    p99.push_back(q.latency_p99_ns);
+    if (q.achieved_bps >= (1 - p_.delta) * q.capacity_bps) pow.push_back(q.power_w);
+  }
+  Configuration c = running_;
+  MedianSpread t = median_spread(thr), l = median_spread(lat), l99 = median_spread(p99), w = median_spread(pow);
+  c.throughput_bps = t.median;
+  c.throughput_spread_bps = t.spread;
+  c.latency_ns = l.median;
+  c.latency_spread_ns = l.spread;
+  c.latency_p99_ns = l99.median;
+  c.latency_p99_spread_ns = l99.spread;
+  c.samples = static_cast<uint32_t>(window_.size());
+  c.power_w = w.median;  // power_w = 0 (n = 0): none saturated; record() keeps what it had then
+  c.power_spread_w = w.spread;
+  c.power_source = window_.back().power_source;
+  return c;
+}
+
+void AdaptiveScheduler::record(ConfigStore& s) {
+  Configuration c = window_figures();
+  bool saturated_power = c.power_w > 0;
+  if (running_id_ == kNoConfig) {  // a new batch of a stored setup
+    if (!saturated_power) {        // keep the power of the entry the setup was derived from, and its spread
+      c.power_w = running_.power_w;
+      c.power_spread_w = running_.power_spread_w;
+      c.power_source = running_.power_source;
+    }
     auto id = s.insert(c);
     if (id) {
       running_id_ = *id;
@@ -108,11 +152,16 @@ void AdaptiveScheduler::record(ConfigStore& s, const Measurement& m) {
     }
     return;
   }
-  const Configuration& c = s.get(running_id_);
-  double power = saturated ? m.power_w : c.power_w;
-  PowerSource src = saturated ? m.power_source : c.power_source;
-  bool capacity_drift = std::fabs(m.capacity_bps - c.throughput_bps) > p_.delta * c.throughput_bps;
-  if (s.update(running_id_, m.capacity_bps, m.latency_ns, m.latency_p99_ns, power, src)) {
+  const Configuration& stored = s.get(running_id_);
+  if (!saturated_power) {
+    c.power_w = stored.power_w;
+    c.power_spread_w = stored.power_spread_w;
+    c.power_source = stored.power_source;
+  }
+  double gap = std::fabs(c.throughput_bps - stored.throughput_bps);
+  bool capacity_drift =
+      gap > p_.delta * stored.throughput_bps && gap > c.throughput_spread_bps + stored.throughput_spread_bps;
+  if (s.update(running_id_, c)) {
     ++table_updates_;
     if (capacity_drift) settled_ = false;  // the device got slower or faster: search the batch again
   }
@@ -123,15 +172,28 @@ bool AdaptiveScheduler::should_switch(const ConfigStore& s, ConfigId cand, Confi
   if (cur == kNoConfig) return true;
   const Configuration& c = s.get(cand);
   const Configuration& u = s.get(cur);
-  if (u.throughput_bps < rate_bps)  // running one cannot carry R: any candidate that does better
-    return c.throughput_bps >= rate_bps || c.throughput_bps > u.throughput_bps * (1 + p_.delta);
+  // The candidate's figure beats the running one's by the factor and by more than both spreads.
+  auto less = [](double cand, double cand_spread, double run, double run_spread, double factor) {
+    return cand * factor < run && run - cand > cand_spread + run_spread;
+  };
+  auto more = [](double cand, double cand_spread, double run, double run_spread, double factor) {
+    return cand > run * factor && cand - run > cand_spread + run_spread;
+  };
+  const double ct = c.throughput_bps, cs = c.throughput_spread_bps, ut = u.throughput_bps, us = u.throughput_spread_bps;
+  if (ut < rate_bps)  // running one cannot carry R: any candidate that does better
+    return ct >= rate_bps || more(ct, cs, ut, us, 1 + p_.delta);
   switch (p_.policy) {
-    case Policy::kEnergyCritical: return c.power_w * p_.lambda < u.power_w;
-    case Policy::kLatencyCritical: return c.latency_ns * p_.lambda < u.latency_ns;
-    case Policy::kThroughputCritical: return c.throughput_bps > u.throughput_bps * p_.lambda;
+    case Policy::kEnergyCritical:
+      return less(c.power_w, c.power_spread_w, u.power_w, u.power_spread_w, p_.lambda);
+    case Policy::kLatencyCritical:
+      return less(c.latency_ns, c.latency_spread_ns, u.latency_ns, u.latency_spread_ns, p_.lambda);
+    case Policy::kThroughputCritical:
+      return more(ct, cs, ut, us, p_.lambda);
     case Policy::kLatencyTarget:
-      if (u.latency_p99_ns > p_.latency_target_ns) return c.latency_p99_ns * p_.lambda < u.latency_p99_ns;
-      return c.latency_p99_ns <= p_.latency_target_ns && c.power_w * p_.lambda < u.power_w;
+      if (u.latency_p99_ns > p_.latency_target_ns)
+        return less(c.latency_p99_ns, c.latency_p99_spread_ns, u.latency_p99_ns, u.latency_p99_spread_ns, p_.lambda);
+      return c.latency_p99_ns <= p_.latency_target_ns &&
+             less(c.power_w, c.power_spread_w, u.power_w, u.power_spread_w, p_.lambda);
   }
   return false;
 }
@@ -151,9 +213,10 @@ void AdaptiveScheduler::settle(uint32_t lead, uint64_t now_ns, double rate_bps) 
 
 void AdaptiveScheduler::tune(const Measurement& m, double rate_bps) {
   uint32_t b = lead_batch();
-  double cap = m.capacity_bps;
-  bool lower = cap < rate_bps;
-  bool higher = cap > rate_bps * (1 + p_.delta);
+  const Configuration w = window_figures();
+  // Below R, or above R(1 + δ), only beyond the spread: inside it the batch carries R as far as can be told.
+  bool lower = w.throughput_bps + w.throughput_spread_bps < rate_bps;
+  bool higher = w.throughput_bps - w.throughput_spread_bps > rate_bps * (1 + p_.delta);
   if (!lower && (best_good_batch_ == 0 || b < best_good_batch_)) best_good_batch_ = b;
   if (!lower && !higher) return settle(0, m.now_ns, rate_bps);
   int dir = lower ? +1 : -1;
@@ -183,15 +246,16 @@ const Decision& AdaptiveScheduler::step(const Measurement& m) {
     started_ = true;
     return dec_;
   }
-  bool fresh = m.epoch == dec_.epoch && m.capacity_bps > 0;
-  if (fresh) record(s, m);  // Step 3: the table learns what the running setup does now
+  // Step 3 acts on `samples` quanta of the running setup; meanwhile Step 1 still answers traffic changes.
+  bool fresh = m.epoch == dec_.epoch && m.capacity_bps > 0 && take_sample(m);
+  if (fresh) record(s);  // Step 3: the table learns what the running setup does now
   // Step 1, every quantum: a traffic change is answered by switching, without waiting for a batch search.
   // While the batch search (Step 3 loop) runs, candidates on the same devices are left to it; once it has
   // settled, so is another batch of the same devices and split while the running setup sustains R (switching
   // to it would only restart the search: a flap between two batches).
   ConfigId cand = s.best(query(rate));
   bool same_devices = cand != kNoConfig && s.get(cand).device_mask == running_.device_mask;
-  if (running_id_ == kNoConfig && !tuning_) {
+  if (running_id_ == kNoConfig && !tuning_ && !settled_) {  // settled on a new batch: record() stores it
     apply_config(s, cand, Reason::kSwitchCannotSustain, m.now_ns);
     return dec_;
   }
@@ -214,7 +278,7 @@ const Decision& AdaptiveScheduler::step(const Measurement& m) {
   bool rate_moved = !settled_ || std::fabs(rate - settled_rate_bps_) > p_.delta * settled_rate_bps_;
   if (rate_moved) {
     tuning_ = true;
-    step_log_ = std::log(m.capacity_bps < rate ? p_.alpha : p_.beta);
+    step_log_ = std::log(window_figures().throughput_bps < rate ? p_.alpha : p_.beta);
     last_dir_ = 0;
     best_good_batch_ = 0;
     tune(m, rate);

@@ -15,6 +15,11 @@
 //           Once converged the scheduler stays on that batch until R moves by more than δ, the table changes,
 //           or the configuration falls behind.
 //
+// One quantum is not a measurement (architecture.md convention 13): Step 3 acts on the median and spread of the
+// last `samples` quanta of the running setup (the first quantum after a change is skipped: it still carries the
+// old setup's batches), the table is updated only where the median leaves the stored value by more than δ and by
+// more than both spreads, and a Step 1 switch needs its gain beyond both table entries' spreads as well as λ.
+//
 // Extensions beyond the paper (documented in docs/scheduler.md):
 //   * one store per traffic class (e.g. DPI low / high match rate, a feature the DPI app measures): a class
 //     change re-evaluates Step 1 against that class's table immediately;
@@ -27,6 +32,7 @@
 // (architecture.md, order guarantee), so switching never reorders. Decision cost: O(log N) (bench/fig7
 // decision_bench measures it). Not thread safe: the control thread owns it and the stores.
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -36,55 +42,56 @@ namespace hpr::sched {
 
 struct AdaptiveParams {
   Policy policy = Policy::kEnergyCritical;
-  double latency_target_ns = 0;     // kLatencyTarget
-  double lambda = 1.10;             // λ: switch only when better by this factor
-  double delta = 0.10;              // δ: "similar" threshold (paper: 10 %)
-  double alpha = 2.0;               // α: batch growth factor (paper: 2×)
-  double beta = 2.0;                // β: batch decrease factor (paper: 2×)
+  double latency_target_ns = 0;  // kLatencyTarget
+  double lambda = 1.10;          // λ: switch only when better by this factor
+  double delta = 0.10;           // δ: "similar" threshold (paper: 10 %)
+  double alpha = 2.0;            // α: batch growth factor (paper: 2×)
+  double beta = 2.0;             // β: batch decrease factor (paper: 2×)
   uint32_t min_batch = 64;
   uint32_t max_batch = 65536;
-  double headroom = 0.05;           // the lookup asks for R × (1 + headroom)
+  double headroom = 0.05;  // the lookup asks for R × (1 + headroom)
+  uint32_t samples = 3;    // quanta behind each Step 3 decision and table update (1..64)
 };
 
-// Checks λ >= 1, 0 < δ < 1, α > 1, β > 1, 1 <= min_batch <= max_batch, headroom >= 0, latency target > 0 for
-// kLatencyTarget. kInvalidArgument naming the parameter.
+// Checks λ >= 1, 0 < δ < 1, α > 1, β > 1, 1 <= min_batch <= max_batch, headroom >= 0, 1 <= samples <= 64,
+// latency target > 0 for kLatencyTarget. kInvalidArgument naming the parameter.
 Status validate(const AdaptiveParams& p);
 
 // What the control thread measured over the last quantum (§4.1: 40 ms or two samples).
 struct Measurement {
   uint64_t now_ns = 0;
-  uint64_t epoch = 0;               // Decision::epoch in force while measuring; another epoch skips Step 3
-  double offered_bps = 0;           // arrival rate
-  double achieved_bps = 0;          // processed rate
-  double capacity_bps = 0;          // what the running configuration sustains (bits / busy time); 0 = unknown
-  double latency_ns = 0;            // batch latency, median
+  uint64_t epoch = 0;       // Decision::epoch in force while measuring; another epoch skips Step 3
+  double offered_bps = 0;   // arrival rate
+  double achieved_bps = 0;  // processed rate
+  double capacity_bps = 0;  // what the running configuration sustains (bits / busy time); 0 = unknown
+  double latency_ns = 0;    // batch latency, median
   double latency_p99_ns = 0;
   double power_w = 0;
   PowerSource power_source = PowerSource::kUnknown;
-  uint32_t traffic_class = 0;       // which store (0 when there is one)
+  uint32_t traffic_class = 0;  // which store (0 when there is one)
 };
 
 enum class Reason : uint8_t {
-  kInitial,             // first decision
-  kStay,                // nothing to change
-  kSwitchBetter,        // Step 1: candidate better by λ
-  kSwitchCannotSustain, // Step 1: the running configuration cannot carry R
-  kBatchGrow,           // Step 3: × α
-  kBatchShrink,         // Step 3: ÷ β
-  kTuned,               // Step 3 converged
+  kInitial,              // first decision
+  kStay,                 // nothing to change
+  kSwitchBetter,         // Step 1: candidate better by λ
+  kSwitchCannotSustain,  // Step 1: the running configuration cannot carry R
+  kBatchGrow,            // Step 3: × α
+  kBatchShrink,          // Step 3: ÷ β
+  kTuned,                // Step 3 converged
 };
 const char* reason_name(Reason r);
 
 struct Decision {
   uint64_t now_ns = 0;
-  uint64_t epoch = 0;               // increments whenever devices or batch sizes change
-  ConfigId config = kNoConfig;      // store entry of the running setup; kNoConfig until first measured
+  uint64_t epoch = 0;           // increments whenever devices or batch sizes change
+  ConfigId config = kNoConfig;  // store entry of the running setup; kNoConfig until first measured
   uint32_t device_mask = 0;
   std::array<uint32_t, kMaxDevices> batch{};
   std::array<float, kMaxDevices> weight{};  // lane weights = the configuration's split
   Reason reason = Reason::kInitial;
-  bool devices_changed = false;     // the daemon drains in-flight flows before moving them
-  bool changed = false;             // devices or batch sizes changed in this step
+  bool devices_changed = false;  // the daemon drains in-flight flows before moving them
+  bool changed = false;          // devices or batch sizes changed in this step
 };
 
 class AdaptiveScheduler {
@@ -108,7 +115,9 @@ class AdaptiveScheduler {
   bool should_switch(const ConfigStore& s, ConfigId cand, ConfigId cur, double rate_bps) const;
   void apply_config(const ConfigStore& s, ConfigId id, Reason why, uint64_t now_ns);
   void apply_batch_scale(double factor, Reason why, uint64_t now_ns);
-  void record(ConfigStore& s, const Measurement& m);
+  bool take_sample(const Measurement& m);  // true once `samples` quanta of the running setup are in
+  Configuration window_figures() const;    // their medians and spreads, as a measured configuration
+  void record(ConfigStore& s);
   void tune(const Measurement& m, double rate_bps);
   void settle(uint32_t scale_batch, uint64_t now_ns, double rate_bps);
   uint32_t lead_batch() const;
@@ -116,17 +125,21 @@ class AdaptiveScheduler {
   AdaptiveParams p_;
   std::vector<ConfigStore*> stores_;
   uint32_t class_ = 0;
-  Configuration running_;           // the setup in force (measurements are of it)
-  ConfigId running_id_ = kNoConfig; // its entry in stores_[class_], once known
+  Configuration running_;            // the setup in force (measurements are of it)
+  ConfigId running_id_ = kNoConfig;  // its entry in stores_[class_], once known
   Decision dec_;
   bool started_ = false;
   // Step 3 state
   bool tuning_ = false;
   bool settled_ = false;
   double settled_rate_bps_ = 0;
-  double step_log_ = 0;             // current batch step, natural log of the factor
+  double step_log_ = 0;  // current batch step, natural log of the factor
   int last_dir_ = 0;
-  uint32_t best_good_batch_ = 0;    // smallest lead batch seen that carried R
+  uint32_t best_good_batch_ = 0;  // smallest lead batch seen that carried R
+  // The running setup's last quanta (this epoch and traffic class), oldest first.
+  std::vector<Measurement> window_;
+  uint64_t window_epoch_ = ~uint64_t{0};
+  uint32_t window_class_ = 0;
   uint64_t device_switches_ = 0;
   uint64_t table_updates_ = 0;
 };

@@ -9,19 +9,26 @@ namespace hpr::sched {
 
 const char* metric_name(Metric m) {
   switch (m) {
-    case Metric::kThroughput: return "throughput";
-    case Metric::kLatency: return "latency";
-    case Metric::kPower: return "power";
+    case Metric::kThroughput:
+      return "throughput";
+    case Metric::kLatency:
+      return "latency";
+    case Metric::kPower:
+      return "power";
   }
   return "?";
 }
 
 const char* policy_name(Policy p) {
   switch (p) {
-    case Policy::kEnergyCritical: return "energy";
-    case Policy::kLatencyCritical: return "latency";
-    case Policy::kThroughputCritical: return "throughput";
-    case Policy::kLatencyTarget: return "latency-target";
+    case Policy::kEnergyCritical:
+      return "energy";
+    case Policy::kLatencyCritical:
+      return "latency";
+    case Policy::kThroughputCritical:
+      return "throughput";
+    case Policy::kLatencyTarget:
+      return "latency-target";
   }
   return "?";
 }
@@ -39,9 +46,12 @@ ConfigStore::ConfigStore(StoreOptions opt) : opt_(opt) {}
 double ConfigStore::score(Metric m, double v) const {
   constexpr double kTiny = 1e-12;
   switch (m) {
-    case Metric::kThroughput: return v / opt_.throughput_scale_bps;
-    case Metric::kLatency: return opt_.latency_scale_ns / std::max(v, kTiny);
-    case Metric::kPower: return opt_.power_scale_w / std::max(v, kTiny);
+    case Metric::kThroughput:
+      return v / opt_.throughput_scale_bps;
+    case Metric::kLatency:
+      return opt_.latency_scale_ns / std::max(v, kTiny);
+    case Metric::kPower:
+      return opt_.power_scale_w / std::max(v, kTiny);
   }
   return 0;
 }
@@ -49,9 +59,12 @@ double ConfigStore::score(Metric m, double v) const {
 double ConfigStore::value_of(ConfigId id, Metric m) const {
   const auto& c = configs_[id];
   switch (m) {
-    case Metric::kThroughput: return c.throughput_bps;
-    case Metric::kLatency: return c.latency_ns;
-    case Metric::kPower: return c.power_w;
+    case Metric::kThroughput:
+      return c.throughput_bps;
+    case Metric::kLatency:
+      return c.latency_ns;
+    case Metric::kPower:
+      return c.power_w;
   }
   return 0;
 }
@@ -59,9 +72,12 @@ double ConfigStore::value_of(ConfigId id, Metric m) const {
 double ConfigStore::spread_of(ConfigId id, Metric m) const {
   const auto& c = configs_[id];
   switch (m) {
-    case Metric::kThroughput: return c.throughput_spread_bps;
-    case Metric::kLatency: return c.latency_spread_ns;
-    case Metric::kPower: return c.power_spread_w;
+    case Metric::kThroughput:
+      return c.throughput_spread_bps;
+    case Metric::kLatency:
+      return c.latency_spread_ns;
+    case Metric::kPower:
+      return c.power_spread_w;
   }
   return 0;
 }
@@ -129,28 +145,47 @@ Result<ConfigId> ConfigStore::insert(const Configuration& c) {
   return id;
 }
 
-bool ConfigStore::update(ConfigId id, double throughput_bps, double latency_ns, double latency_p99_ns,
-                         double power_w, PowerSource source) {
+bool ConfigStore::update(ConfigId id, const Configuration& m) {
   assert(id < configs_.size());
   const auto& c = configs_[id];
-  auto differs = [&](double stored, double measured) {
-    return std::fabs(measured - stored) > opt_.delta * std::max(std::fabs(stored), 1e-12);
+  auto differs = [&](double stored, double stored_spread, double measured, double measured_spread) {
+    double d = std::fabs(measured - stored);
+    return d > opt_.delta * std::max(std::fabs(stored), 1e-12) && d > stored_spread + measured_spread;
   };
-  if (!differs(c.throughput_bps, throughput_bps) && !differs(c.latency_ns, latency_ns) &&
-      !differs(c.power_w, power_w))
+  if (!differs(c.throughput_bps, c.throughput_spread_bps, m.throughput_bps, m.throughput_spread_bps) &&
+      !differs(c.latency_ns, c.latency_spread_ns, m.latency_ns, m.latency_spread_ns) &&
+      !differs(c.power_w, c.power_spread_w, m.power_w, m.power_spread_w))
     return false;
   tree_erase(id);
   size_t old_pos = index_detach(id);
   auto& w = configs_[id];
-  w.throughput_bps = throughput_bps;
-  w.latency_ns = latency_ns;
-  w.latency_p99_ns = latency_p99_ns;
-  w.power_w = power_w;
-  w.power_source = source;
-  w.samples = 1;  // one live measurement; the spreads stay: the profile's estimate of this setup's noise
+  w.throughput_bps = m.throughput_bps;
+  w.latency_ns = m.latency_ns;
+  w.latency_p99_ns = m.latency_p99_ns;
+  w.power_w = m.power_w;
+  w.power_source = m.power_source;
+  w.throughput_spread_bps = m.throughput_spread_bps;
+  w.latency_spread_ns = m.latency_spread_ns;
+  w.latency_p99_spread_ns = m.latency_p99_spread_ns;
+  w.power_spread_w = m.power_spread_w;
+  w.samples = std::max<uint32_t>(m.samples, 1);
+  for (int t = 0; t < 3; ++t) max_spread_[t] = std::max(max_spread_[t], spread_of(id, static_cast<Metric>(t)));
   tree_insert(id);
   index_attach(id, old_pos);
   return true;
+}
+
+bool ConfigStore::update(ConfigId id, double throughput_bps, double latency_ns, double latency_p99_ns, double power_w,
+                         PowerSource source) {
+  assert(id < configs_.size());
+  Configuration m = configs_[id];  // its spreads
+  m.throughput_bps = throughput_bps;
+  m.latency_ns = latency_ns;
+  m.latency_p99_ns = latency_p99_ns;
+  m.power_w = power_w;
+  m.power_source = source;
+  m.samples = 1;
+  return update(id, m);
 }
 
 uint64_t setup_hash(const Configuration& c) {
@@ -324,8 +359,10 @@ ConfigId ConfigStore::best(const Query& q) const {
   if (it == thr_sorted_.end()) return max_throughput_;  // nothing sustains R: the most we can do
   auto k = static_cast<size_t>(it - thr_sorted_.begin());
   switch (q.policy) {
-    case Policy::kEnergyCritical: return suffix_min_power_[k];
-    case Policy::kLatencyCritical: return suffix_min_latency_[k];
+    case Policy::kEnergyCritical:
+      return suffix_min_power_[k];
+    case Policy::kLatencyCritical:
+      return suffix_min_latency_[k];
     case Policy::kLatencyTarget: {
       auto meets = [&](ConfigId id) {
         const auto& c = configs_[id];
@@ -337,8 +374,8 @@ ConfigId ConfigStore::best(const Query& q) const {
         // Those whose power is closer to the least than their two power spreads combined tie with it; the tie
         // goes to the lower median latency (as better() breaks ties). Scanned as far as the spreads reach.
         ConfigId pick = least;
-        double reach = configs_[least].power_w + spread_of(least, Metric::kPower) +
-                       max_spread_[static_cast<int>(Metric::kPower)];
+        double reach =
+            configs_[least].power_w + spread_of(least, Metric::kPower) + max_spread_[static_cast<int>(Metric::kPower)];
         for (size_t j = i + 1; j < power_order_.size() && configs_[power_order_[j]].power_w < reach; ++j) {
           ConfigId id = power_order_[j];
           if (meets(id) && within_spread(id, least, Metric::kPower) &&
@@ -349,7 +386,8 @@ ConfigId ConfigStore::best(const Query& q) const {
       }
       return suffix_min_latency_[k];  // the target cannot be met at this rate: the lowest latency that can
     }
-    case Policy::kThroughputCritical: break;
+    case Policy::kThroughputCritical:
+      break;
   }
   return max_throughput_;
 }

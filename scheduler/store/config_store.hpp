@@ -20,10 +20,10 @@
 //   * kLatencyTarget   (rate R, target L): least power among configurations with throughput >= R and
 //     p99 latency <= L — O(log N + k), k = cheaper configurations skipped because they miss L.
 //   When no configuration sustains R, the policy falls back to the highest-throughput configuration.
-//   Measurements have a spread (Configuration::*_spread_*, half-width of the median's confidence interval over the profile's samples;
-//   architecture.md convention 13): wherever a policy compares two configurations' power, latency or throughput,
-//   a difference smaller than their two spreads combined is a tie, resolved as a tie_tolerance tie is (by the
-//   other less-is-better metric). Spread 0 (format-1 tables, hand-made stores) gives exactly the answers of
+//   Measurements have a spread (Configuration::*_spread_*, half-width of the median's confidence interval over the
+//   profile's samples; architecture.md convention 13): wherever a policy compares two configurations' power, latency or
+//   throughput, a difference smaller than their two spreads combined is a tie, resolved as a tie_tolerance tie is (by
+//   the other less-is-better metric). Spread 0 (format-1 tables, hand-made stores) gives exactly the answers of
 //   tie_tolerance alone. "Sustains R" compares a configuration with the requirement, not with another
 //   configuration, and stays on the median.
 //   The paper looks up only the nearest node; "sustains at least R" is a range query, which we answer on the
@@ -54,20 +54,20 @@ const char* metric_name(Metric m);
 uint64_t setup_hash(const Configuration& c);
 
 enum class Policy : uint8_t { kEnergyCritical, kLatencyCritical, kThroughputCritical, kLatencyTarget };
-const char* policy_name(Policy p);                 // "energy" | "latency" | "throughput" | "latency-target"
-Result<Policy> parse_policy(std::string_view s);   // kInvalidArgument naming the value
+const char* policy_name(Policy p);                // "energy" | "latency" | "throughput" | "latency-target"
+Result<Policy> parse_policy(std::string_view s);  // kInvalidArgument naming the value
 
 struct Query {
   Policy policy = Policy::kEnergyCritical;
-  double rate_bps = 0;                 // traffic the configuration must sustain
-  double latency_target_ns = 0;        // kLatencyTarget only
+  double rate_bps = 0;           // traffic the configuration must sustain
+  double latency_target_ns = 0;  // kLatencyTarget only
 };
 
 using ConfigId = uint32_t;
 inline constexpr ConfigId kNoConfig = std::numeric_limits<ConfigId>::max();
 
 struct StoreOptions {
-  double delta = 0.10;                 // δ: merge threshold and update threshold (paper: 10%)
+  double delta = 0.10;  // δ: merge threshold and update threshold (paper: 10%)
   // Normalisation scales of the per-node indexes (score = value/scale or scale/value).
   double throughput_scale_bps = 1e10;
   double latency_scale_ns = 1e6;
@@ -81,8 +81,8 @@ struct StoreOptions {
 
 // One node of a tree, as seen from outside.
 struct NodeView {
-  double key = 0;                      // the metric value of the node (the first value inserted there)
-  size_t size = 0;                     // configurations merged into it
+  double key = 0;   // the metric value of the node (the first value inserted there)
+  size_t size = 0;  // configurations merged into it
   // Best member by each of the two other metrics (score order); kNoConfig for the tree's own metric.
   std::array<ConfigId, 3> best_by{kNoConfig, kNoConfig, kNoConfig};
 };
@@ -95,10 +95,14 @@ class ConfigStore {
   // the store is updated instead (see update()). Returns its id, or kInvalidArgument from validate().
   Result<ConfigId> insert(const Configuration& c);
 
-  // A new measurement of configuration `id`. The stored values are replaced only when one metric differs
-  // by more than δ (relative) from the stored value (§4.2 step 3); returns whether it did. A replaced
-  // configuration has samples = 1 and keeps its spreads (the profile's estimate of how noisy its measurement is).
-  // `id` must be a valid id (checked by assert).
+  // A new measurement of configuration `id`: the medians, spreads and sample count of `measured` (its setup
+  // fields are ignored). The stored values are replaced only when one metric (throughput, latency, power)
+  // differs from the stored one by more than δ (relative, §4.2 step 3) and by more than the two spreads
+  // combined (a difference inside the noise is no news); returns whether it did. `id` must be a valid id
+  // (checked by assert).
+  bool update(ConfigId id, const Configuration& measured);
+  // One live sample: as above with samples = 1 and the stored spreads kept (the profile's estimate of how noisy
+  // a measurement of this setup is), so a sample must also leave twice the stored spread to count.
   bool update(ConfigId id, double throughput_bps, double latency_ns, double latency_p99_ns, double power_w,
               PowerSource source);
 
@@ -152,7 +156,7 @@ class ConfigStore {
   std::vector<std::array<double, 3>> node_key_;  // per config: the key of the node it sits in, per tree
   std::array<Tree, 3> trees_;
   std::unordered_multimap<uint64_t, ConfigId> by_setup_;
-  std::array<double, 3> max_spread_{};  // largest spread per metric (spreads change only with an insert)
+  std::array<double, 3> max_spread_{};  // largest spread per metric seen (insert, update): never shrinks
 
   // Policy indexes over measured values: built at the first query, then maintained by index_detach/attach.
   mutable bool built_ = false;
@@ -160,7 +164,7 @@ class ConfigStore {
   mutable std::vector<ConfigId> thr_order_;         // ids in that order
   mutable std::vector<ConfigId> suffix_min_power_;  // over thr_order_[i..]
   mutable std::vector<ConfigId> suffix_min_latency_;
-  mutable std::vector<ConfigId> power_order_;       // ids by ascending power (latency-target scan)
+  mutable std::vector<ConfigId> power_order_;  // ids by ascending power (latency-target scan)
   mutable ConfigId max_throughput_ = kNoConfig;
 };
 

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "scheduler/adaptive/adaptive_scheduler.hpp"
@@ -80,8 +79,8 @@ TEST_CASE("energy-critical adaptation on model MD5 converges to the paper's devi
     Run r = drive(p, *s, rate_bps, 40, now);
     INFO("rate " << rate_bps / G << " Gbit/s: " << s->running().describe());
     CHECK(s->decision().device_mask == mask);
-    CHECK(r.steps_to_stable < 30);      // converged, then stayed
-    CHECK(r.device_switches <= 1);      // one switch per step in rate, no back-and-forth
+    CHECK(r.steps_to_stable < 30);  // converged, then stayed
+    CHECK(r.device_switches <= 1);  // one switch per step in rate, no back-and-forth
     ModelOutcome o = p.evaluate(s->running(), rate_bps, {});
     CHECK(o.capacity_bps >= rate_bps);  // the chosen configuration carries the offered rate
   };
@@ -102,14 +101,17 @@ TEST_CASE("batch size converges within log_alpha(max batch) steps") {
   drive(p, *s, 30 * G, 1, now);  // initial decision: CPU at the table's largest equal-power batch
   REQUIRE(s->decision().device_mask == 0b001);
   int bound = static_cast<int>(std::ceil(std::log(params.max_batch) / std::log(params.alpha)));
-  int steps = 0;
-  while (steps < 100) {
-    ++steps;
+  // A step is one Step 3 decision; each waits for a settling quantum and `samples` quanta of the new batch.
+  int steps = 0, quanta = 0;
+  while (quanta < 1000) {
+    ++quanta;
     now += 40'000'000;
-    s->step(measure(p, *s, 30 * G, now));
-    if (!s->tuning()) break;
+    const Decision& d = s->step(measure(p, *s, 30 * G, now));
+    if (d.reason == Reason::kBatchGrow || d.reason == Reason::kBatchShrink) ++steps;
+    if (d.reason == Reason::kTuned) break;
   }
   CHECK(steps <= bound);
+  CHECK(quanta <= (bound + 1) * static_cast<int>(params.samples + 1));
   uint32_t b = s->running().batch[0];
   // Converged to a batch that carries 30 Gbit/s (+5 % headroom) within δ: [31.5, 34.65] Gbit/s.
   CHECK(p.devices()[0].throughput_bps(b, {}) >= 31.5 * G);
@@ -133,12 +135,17 @@ TEST_CASE("a stale table entry is corrected and the batch grows by alpha") {
   REQUIRE(s.is_ok());
   uint64_t now = 0;
   drive(p, *s, 30 * G, 1, now);
-  now += 1;
-  const Decision& d = s->step(measure(p, *s, 30 * G, now));
+  // A settling quantum, then the window: the table and the batch are left alone until it is full.
+  for (uint32_t i = 0; i < AdaptiveParams{}.samples; ++i) {
+    CHECK_FALSE(s->step(measure(p, *s, 30 * G, now += 40'000'000)).changed);
+    CHECK(store.get(0).throughput_bps == 40 * G);
+  }
+  const Decision& d = s->step(measure(p, *s, 30 * G, now += 40'000'000));
   CHECK(store.get(0).throughput_bps == Approx(28.8 * G).epsilon(0.001));  // table updated from the measurement
+  CHECK(store.get(0).samples == AdaptiveParams{}.samples);
   CHECK(d.reason == Reason::kBatchGrow);
   CHECK(d.batch[0] == 128);
-  drive(p, *s, 30 * G, 5, now);
+  drive(p, *s, 30 * G, 2 * (AdaptiveParams{}.samples + 1), now);
   CHECK(s->running().batch[0] == 128);
   CHECK(store.size() == 2);  // the new batch point was learned
   CHECK(s->table_updates() >= 2);
@@ -192,7 +199,58 @@ TEST_CASE("lambda keeps the scheduler from oscillating between two configuration
     return switches;
   };
   CHECK(run(1.10) == 0);
-  CHECK(run(1.0) > 50);  // without λ it flips back and forth: the test would catch a broken λ
+  CHECK(run(1.0) > 15);  // without λ it flips back and forth (once per window): the test would catch a broken λ
+}
+
+TEST_CASE("one wild quantum is not a measurement: no table update, no switch; a lasting fall is both") {
+  // Two devices that each carry 20 Gbit/s; the energy policy runs the 50 W one at 10 Gbit/s. Every fourth
+  // quantum it measures 8 Gbit/s (a hiccup of the shared cores): alone, that reading says it cannot carry R.
+  auto make_store = [] {
+    ConfigStore s;
+    Configuration a;
+    a.device_mask = 0b01;
+    a.batch[0] = 1024;
+    a.split[0] = 1;
+    a.throughput_bps = 20 * G;
+    a.latency_ns = a.latency_p99_ns = 100e3;
+    a.power_w = 50;
+    a.power_source = PowerSource::kModel;
+    Configuration b = a;
+    b.device_mask = 0b10;
+    b.batch = {0, 1024};
+    b.split = {0, 1};
+    b.power_w = 80;
+    REQUIRE(s.insert(a).is_ok());
+    REQUIRE(s.insert(b).is_ok());
+    return s;
+  };
+  auto run = [&](ConfigStore& store, auto capacity_at) {
+    AdaptiveParams params;
+    params.min_batch = params.max_batch = 1024;  // only the device choice and the table are under test
+    auto s = AdaptiveScheduler::create(params, {&store});
+    REQUIRE(s.is_ok());
+    Measurement m;
+    m.offered_bps = m.achieved_bps = 10 * G;
+    s->step(m);
+    REQUIRE(s->decision().device_mask == 0b01);
+    for (int i = 1; i <= 200; ++i) {
+      m.now_ns += 40'000'000;
+      m.epoch = s->decision().epoch;
+      m.capacity_bps = s->decision().device_mask == 0b01 ? capacity_at(i) : 20 * G;
+      m.achieved_bps = std::min(m.capacity_bps, 10 * G);
+      m.latency_ns = m.latency_p99_ns = 100e3;
+      m.power_w = s->decision().device_mask == 0b01 ? 50 : 80;
+      m.power_source = PowerSource::kModel;
+      s->step(m);
+    }
+    return s->device_switches();
+  };
+  ConfigStore noisy = make_store();
+  CHECK(run(noisy, [](int i) { return i % 4 == 0 ? 8 * G : 20 * G; }) == 0);
+  CHECK(noisy.get(0).throughput_bps == 20 * G);
+  ConfigStore fallen = make_store();
+  CHECK(run(fallen, [](int i) { return i < 50 ? 20 * G : 8 * G; }) == 1);
+  CHECK(fallen.get(0).throughput_bps == 8 * G);
 }
 
 TEST_CASE("once the batch search settles, Step 1 leaves the batch of the same devices alone") {
@@ -234,10 +292,10 @@ TEST_CASE("once the batch search settles, Step 1 leaves the batch of the same de
     m.power_source = PowerSource::kModel;
     const Decision& d = s->step(m);
     if (d.changed) last_change = i;
-    if (i > 20 && s->running().batch[0] == 1024) ++batch_1024_after_settling;
+    if (i > 60 && s->running().batch[0] == 1024) ++batch_1024_after_settling;
   }
   INFO("running " << s->running().describe() << ", last change at quantum " << last_change);
-  CHECK(last_change < 20);
+  CHECK(last_change < 60);
   CHECK(batch_1024_after_settling == 0);
   CHECK(cap(s->running().batch[0]) >= rate);
   CHECK(cap(s->running().batch[0]) <= rate * 1.1 * 1.05);  // within δ of R (± rounding of the batch)
