@@ -56,16 +56,20 @@ struct MedianSpread {
   }
 };
 
-inline MedianSpread median_spread(std::vector<double> v) {
+// As median_spread below, sorting `v` in place (no copy: for callers on a hot path that keep a scratch vector).
+inline MedianSpread median_spread_in_place(std::vector<double>& v) {
   MedianSpread r;
   r.n = v.size();
   if (v.empty()) return r;
   std::sort(v.begin(), v.end());
-  r.median = median(v);
-  size_t k = median_interval_rank(v.size());
-  r.spread = (v[v.size() - k] - v[k - 1]) / 2;
+  size_t n = v.size();
+  r.median = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;  // = median(v)
+  size_t k = median_interval_rank(n);
+  r.spread = (v[n - k] - v[k - 1]) / 2;
   return r;
 }
+
+inline MedianSpread median_spread(std::vector<double> v) { return median_spread_in_place(v); }
 
 // Whether `a` is above `b` by more than both spreads together and by more than min_gain × |b.median|.
 inline bool better_beyond_spread(const MedianSpread& a, const MedianSpread& b, double min_gain) {

@@ -108,20 +108,24 @@ bool AdaptiveScheduler::take_sample(const Measurement& m) {
   }
   window_.push_back(m);
   if (window_.size() > p_.samples) window_.erase(window_.begin());
-  return window_.size() >= p_.samples;
+  if (window_.size() < p_.samples) return false;
+  figures_ = window_figures();
+  return true;
 }
 
-Configuration AdaptiveScheduler::window_figures() const {
+Configuration AdaptiveScheduler::window_figures() {
   // Power only from (near-)saturated quanta: a table power must be comparable between configurations.
-  std::vector<double> thr, lat, p99, pow;
-  for (const Measurement& q : window_) {
-    thr.push_back(q.capacity_bps);
-    lat.push_back(q.latency_ns);
-    p99.push_back(q.latency_p99_ns);
-    if (q.achieved_bps >= (1 - p_.delta) * q.capacity_bps) pow.push_back(q.power_w);
-  }
+  auto figure = [&](auto value_of, bool saturated_only) {
+    scratch_.clear();
+    for (const Measurement& q : window_)
+      if (!saturated_only || q.achieved_bps >= (1 - p_.delta) * q.capacity_bps) scratch_.push_back(value_of(q));
+    return median_spread_in_place(scratch_);
+  };
   Configuration c = running_;
-  MedianSpread t = median_spread(thr), l = median_spread(lat), l99 = median_spread(p99), w = median_spread(pow);
+  MedianSpread t = figure([](const Measurement& q) { return q.capacity_bps; }, false);
+  MedianSpread l = figure([](const Measurement& q) { return q.latency_ns; }, false);
+  MedianSpread l99 = figure([](const Measurement& q) { return q.latency_p99_ns; }, false);
+  MedianSpread w = figure([](const Measurement& q) { return q.power_w; }, true);
   c.throughput_bps = t.median;
   c.throughput_spread_bps = t.spread;
   c.latency_ns = l.median;
@@ -136,7 +140,7 @@ Configuration AdaptiveScheduler::window_figures() const {
 }
 
 void AdaptiveScheduler::record(ConfigStore& s) {
-  Configuration c = window_figures();
+  Configuration c = figures_;
   bool saturated_power = c.power_w > 0;
   if (running_id_ == kNoConfig) {  // a new batch of a stored setup
     if (!saturated_power) {        // keep the power of the entry the setup was derived from, and its spread
@@ -213,7 +217,7 @@ void AdaptiveScheduler::settle(uint32_t lead, uint64_t now_ns, double rate_bps) 
 
 void AdaptiveScheduler::tune(const Measurement& m, double rate_bps) {
   uint32_t b = lead_batch();
-  const Configuration w = window_figures();
+  const Configuration& w = figures_;
   // Below R, or above R(1 + δ), only beyond the spread: inside it the batch carries R as far as can be told.
   bool lower = w.throughput_bps + w.throughput_spread_bps < rate_bps;
   bool higher = w.throughput_bps - w.throughput_spread_bps > rate_bps * (1 + p_.delta);
@@ -278,7 +282,7 @@ const Decision& AdaptiveScheduler::step(const Measurement& m) {
   bool rate_moved = !settled_ || std::fabs(rate - settled_rate_bps_) > p_.delta * settled_rate_bps_;
   if (rate_moved) {
     tuning_ = true;
-    step_log_ = std::log(window_figures().throughput_bps < rate ? p_.alpha : p_.beta);
+    step_log_ = std::log(figures_.throughput_bps < rate ? p_.alpha : p_.beta);
     last_dir_ = 0;
     best_good_batch_ = 0;
     tune(m, rate);

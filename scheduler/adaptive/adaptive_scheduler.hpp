@@ -115,8 +115,8 @@ class AdaptiveScheduler {
   bool should_switch(const ConfigStore& s, ConfigId cand, ConfigId cur, double rate_bps) const;
   void apply_config(const ConfigStore& s, ConfigId id, Reason why, uint64_t now_ns);
   void apply_batch_scale(double factor, Reason why, uint64_t now_ns);
-  bool take_sample(const Measurement& m);  // true once `samples` quanta of the running setup are in
-  Configuration window_figures() const;    // their medians and spreads, as a measured configuration
+  bool take_sample(const Measurement& m);  // true once `samples` quanta of the running setup are in (figures_ set)
+  Configuration window_figures();          // their medians and spreads, as a measured configuration
   void record(ConfigStore& s);
   void tune(const Measurement& m, double rate_bps);
   void settle(uint32_t scale_batch, uint64_t now_ns, double rate_bps);
@@ -140,6 +140,8 @@ class AdaptiveScheduler {
   std::vector<Measurement> window_;
   uint64_t window_epoch_ = ~uint64_t{0};
   uint32_t window_class_ = 0;
+  Configuration figures_;        // window_figures() of the last full window
+  std::vector<double> scratch_;  // window_figures()' sort buffer (no allocation per quantum)
   uint64_t device_switches_ = 0;
   uint64_t table_updates_ = 0;
 };
