@@ -101,8 +101,13 @@ void Lane::run() {
   }
 }
 
+bool Lane::slow_now(uint64_t now) const {
+  return in_slow_window(now - slow_origin_ns_, cfg_.slow_from_ns, cfg_.slow_until_ns);
+}
+
 bool Lane::poll() {
   if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) return false;
+  if (slow_origin_ns_ == 0 && cfg_.slow_batch_ns != 0) slow_origin_ns_ = monotonic_ns();  // the run's start
   bool did = false;
   // Fill the batch.
   const uint32_t target = batch_target_.load(std::memory_order_relaxed);
@@ -127,7 +132,7 @@ bool Lane::poll() {
   if (close) {
     if (exec_->outstanding() == 0) busy_since_ = now;
     ++submitted_;
-    if (cfg_.slow_batch_ns != 0) std::this_thread::sleep_for(std::chrono::nanoseconds(cfg_.slow_batch_ns));
+    if (cfg_.slow_batch_ns != 0 && slow_now(now)) std::this_thread::sleep_for(std::chrono::nanoseconds(cfg_.slow_batch_ns));
     const bool inject = cfg_.fail_after_batches != 0 && submitted_ >= cfg_.fail_after_batches;
     Status st = inject ? error(Code::kUnavailable, "fault injected at batch {}", submitted_)
                        : exec_->submit(batch_.data(), static_cast<uint32_t>(batch_.size()));

@@ -64,12 +64,18 @@ struct LaneConfig {
   double weight = 1.0;              // share of new flows
   uint64_t fail_after_batches = 0;  // fault injection: fail at this submit (0: never)
   uint64_t slow_batch_ns = 0;       // fault injection: a slow lane, sleeping this long before each submit
+  uint64_t slow_from_ns = 0;        // ... from this long after the lane's first poll
+  uint64_t slow_until_ns = 0;       // ... until this long after it (0: to the end)
   // Close a batch as soon as the queue is empty instead of waiting for batch_size or the timeout:
   // a native lane runs what has arrived (at light load a batch would otherwise wait for its timeout;
   // under load the queue is never empty and batches fill). Devices keep timeout batching: a launch
   // costs them far more than a packet.
   bool run_what_arrived = false;
 };
+
+// Fault injection: whether a slow lane is slow `t` ns after its first poll ([faults] slow_from_s, slow_until_s;
+// until 0: to the end).
+inline bool in_slow_window(uint64_t t, uint64_t from, uint64_t until) { return t >= from && (until == 0 || t < until); }
 
 enum class LaneState : uint8_t { kRunning, kFailed, kDrained, kRemoved };
 
@@ -148,6 +154,8 @@ class Lane {
   std::string failure_;
   LaneStats stats_;
   uint64_t submitted_ = 0;
+  uint64_t slow_origin_ns_ = 0;  // the first poll: fault injection's slow window counts from it
+  bool slow_now(uint64_t now) const;
   uint64_t first_ns_ = 0;     // when the oldest packet of the batch being built arrived
   uint64_t busy_since_ = 0;   // when the executor last went from idle to busy (or the last checkpoint)
   static constexpr uint64_t kBusyCheckpointNs = 1'000'000;  // busy time is added to stats at least this often

@@ -82,6 +82,7 @@ struct RunConfig {
   std::map<std::string, double> lane_weights;
   std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
   std::map<std::string, uint64_t> slow_lane_us;  // fault injection [faults.slow_lane_us]: lane substring → µs added per batch
+  double slow_from_s = 0, slow_until_s = 0;     // [faults] when the slow lanes are slow (seconds into the run; until 0: to the end)
 
   ShapingConfig shaping;            // [shaper]; rate given in bits/s in the file and flags
   uint32_t flow_capacity = 65536;

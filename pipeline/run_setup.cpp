@@ -160,6 +160,8 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
       if (name.find(pat) != std::string::npos) lc.fail_after_batches = n;
     for (const auto& [pat, us] : c.slow_lane_us)
       if (name.find(pat) != std::string::npos) lc.slow_batch_ns = us * 1000;
+    lc.slow_from_ns = static_cast<uint64_t>(c.slow_from_s * 1e9);
+    lc.slow_until_ns = static_cast<uint64_t>(c.slow_until_s * 1e9);
     return lc;
   };
   auto weigh = [&](LaneConfig& lc, double dflt) {

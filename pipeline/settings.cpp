@@ -437,6 +437,14 @@ std::vector<Setting> make_settings() {
                    HPR_REF(bool, native_run_what_arrived)),
       uint_setting("flows.capacity", "", "Flows alive at once (also the AES key table size; 1..16777216)", 1,
                    1u << 24, HPR_SET(uint32_t, flow_capacity)),
+      num_setting("faults.slow_from_s", "",
+                  "Fault injection: the lanes of [faults.slow_lane_us] are slow from this many seconds into the run "
+                  "(0..86400; default 0)",
+                  0, kDay, HPR_REF(double, slow_from_s)),
+      num_setting("faults.slow_until_s", "",
+                  "Fault injection: ... and until this many seconds into the run (0..86400; 0, the default: to the "
+                  "end)",
+                  0, kDay, HPR_REF(double, slow_until_s)),
       num_setting("flows.idle_s", "", "Age flows idle this long (seconds, 0.001..86400)", 0.001, kDay,
                   HPR_REF(double, flow_idle_s)),
       str_setting("telemetry.prometheus", "--prometheus",

@@ -119,6 +119,9 @@ Status validate(const RunConfig& c) {
   if (c.in_flight == 0) return error(Code::kInvalidArgument, "lanes.in_flight: at least 1 batch must be allowed in flight");
   if (c.flow_capacity == 0) return error(Code::kInvalidArgument, "flows.capacity: must be at least 1");
   if (c.shaping.enabled) HPR_RETURN_IF_ERROR(validate_shaping(c.shaping));
+  if (c.slow_until_s != 0 && c.slow_until_s <= c.slow_from_s)
+    return error(Code::kInvalidArgument, "faults.slow_until_s: {} s is not after faults.slow_from_s ({} s)", c.slow_until_s,
+                 c.slow_from_s);
   for (const auto& [pat, w] : c.lane_weights)
     if (!(w >= 0) || w > 1e6)
       return error(Code::kInvalidArgument, "lanes.weights.\"{}\": {} is not a weight 0..1e6 (share of new flows)", pat,

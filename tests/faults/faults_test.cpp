@@ -226,6 +226,19 @@ TEST_CASE("[faults.slow_lane_us] is read from the configuration file and checked
   auto bad = load_run_config(write("[faults.slow_lane_us]\nnative0 = -5\n"));
   REQUIRE_FALSE(bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("faults.slow_lane_us.\"native0\""));
+  // Slow for a while only: from 5 s to 10 s into the run.
+  auto window = load_run_config(write("[faults]\nslow_from_s = 5\nslow_until_s = 10\n[faults.slow_lane_us]\nnative0 = 2000\n"));
+  REQUIRE(window.is_ok());
+  CHECK(window->slow_from_s == 5);
+  CHECK(window->slow_until_s == 10);
+  CHECK(validate(*window).is_ok());
+  RunConfig backwards = *window;
+  backwards.slow_until_s = 5;
+  CHECK_THAT(validate(backwards).message(), Catch::Contains("faults.slow_until_s"));
+  CHECK(in_slow_window(5'000'000'000, 5'000'000'000, 10'000'000'000));
+  CHECK_FALSE(in_slow_window(4'999'999'999, 5'000'000'000, 10'000'000'000));
+  CHECK_FALSE(in_slow_window(10'000'000'000, 5'000'000'000, 10'000'000'000));
+  CHECK(in_slow_window(1ULL << 62, 0, 0));
 }
 
 TEST_CASE("a configuration table from another machine is refused, naming the difference; allow_mismatch overrides") {
