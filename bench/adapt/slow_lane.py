@@ -4,9 +4,9 @@
 hpr run learns on unlimited generated traffic; [faults.slow_lane_us] makes LANE sleep US microseconds before each
 batch from FROM s to UNTIL s into the run ([faults] slow_from_s / slow_until_s). From the per-quantum CSV
 (--adapt-csv) it reports, per round:
-  * lost_s: from FROM until the first quantum whose setup gives LANE no share (or less than half its share
-    before FROM) — "loses its load within 1 s";
-  * back_s: from UNTIL until LANE has its share again (at least half of what it had before FROM);
+  * lost_s: from FROM until LANE's share (the median of its shares over the last second) is below half of what
+    it was in the second before FROM — "loses its load within 1 s";
+  * back_s: from UNTIL until that share is back to at least half of what it was (nan: not within the run);
   * Mpps before / during / after (medians of the quanta of each phase, its first second left out).
 The learner's own decisions only: there is no peer to compare with. Rounds repeat the run (ROUNDS).
 
@@ -31,18 +31,25 @@ def share_of(setup, index):
     return w[index] / sum(w) if sum(w) > 0 else 0.0
 
 
-def analyse(path, index, t_from, t_until):
+def analyse(path, index, t_from, t_until, hold_s=1.0):
+    """LANE's share is taken as the median of its shares over the last hold_s (a setup visited while the learner
+    searches is not a share it was given)."""
     rows = list(csv.DictReader(open(path)))
     t = [float(r["t_s"]) for r in rows]
-    share = [share_of(r["setup"], index) for r in rows]
-    mpps = [float(r["achieved_bps"]) for r in rows]
-    before = [s for ti, s in zip(t, share) if t_from - 2 <= ti < t_from]
+    raw = [share_of(r["setup"], index) for r in rows]
+    share = [statistics.median([s for tj, s in zip(t, raw) if ti - hold_s < tj <= ti]) for ti in t]
+    bps = [float(r["achieved_bps"]) for r in rows]
+    before = [s for ti, s in zip(t, share) if t_from - 1 <= ti < t_from]
     ref = statistics.median(before) if before else 0.0
-    lost = next((ti - t_from for ti, s in zip(t, share) if ti >= t_from and s < ref / 2), float("nan"))
-    back = next((ti - t_until for ti, s in zip(t, share) if ti >= t_until and s >= ref / 2), float("nan"))
+    nan = float("nan")
+    if ref == 0:  # the lane had no share before it slowed down: nothing to lose or get back
+        lost = back = nan
+    else:
+        lost = next((ti - t_from for ti, s in zip(t, share) if ti >= t_from and s < ref / 2), nan)
+        back = next((ti - t_until for ti, s in zip(t, share) if ti >= t_until + hold_s and s >= ref / 2), nan)
 
     def phase(a, b):
-        v = [x for ti, x in zip(t, mpps) if a + 1 <= ti < b]
+        v = [x for ti, x in zip(t, bps) if a + 1 <= ti < b]
         return statistics.median(v) / 1e9 if v else float("nan")
 
     return ref, lost, back, phase(0, t_from), phase(t_from, t_until), phase(t_until, t[-1] if t else 0)
