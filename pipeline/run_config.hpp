@@ -11,6 +11,7 @@
 #include "hpr/status.hpp"
 #include "kernels/registry.hpp"
 #include "runtime/opencl/devices.hpp"
+#include "runtime/ports/generator.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/power.hpp"
 #include "runtime/port.hpp"
@@ -33,6 +34,7 @@ struct EndpointConfig {
   std::string gen_template;          // capture whose flows' headers become the generator's flows
   std::vector<std::string> gen_patterns;  // byte strings planted in payloads (DPI tests)
   double gen_match_rate = 0;         // fraction of packets carrying one planted pattern
+  std::string gen_traffic_steps;     // "DUR_S:SIZES[@MATCH],..." size mix / match rate over time, cycled
   double gen_ttl_low_share = 0;      // fraction of packets sent with TTL 1
   double gen_ipv6_share = 0;         // fraction of synthetic flows that are IPv6
   std::string gen_rate_steps;        // "dur_s:pps,dur_s:pps,..." offered-rate steps (overrides rate_pps)
@@ -124,6 +126,11 @@ bool learning_mode(const RunConfig& c);
 inline constexpr uint32_t kLearnMaxBatch = 4096;
 // "dur_s:pps,dur_s:pps" → generator rate steps. Errors: kInvalidArgument naming the bad item.
 Result<std::vector<RateStep>> parse_rate_steps(const std::string& spec);
+// "imix" | "fixed:N" | "uniform:A-B" into step's size fields; kInvalidArgument naming `setting`.
+Status parse_sizes(const std::string& spec, TrafficStep& step, std::string_view setting);
+// input.traffic_steps: "DUR_S:SIZES[@MATCH],..." (e.g. "5:imix,5:fixed:1500@0.3"); a step without @MATCH keeps
+// input.match_rate. kInvalidArgument naming the setting and the step.
+Result<std::vector<TrafficStep>> parse_traffic_steps(const std::string& spec, double default_match_rate);
 
 // Everything a run owns, built from a RunConfig.
 struct RunContext {

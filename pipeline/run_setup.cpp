@@ -60,19 +60,16 @@ Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_inp
   g.pattern_match_rate = e.gen_match_rate;
   g.ttl_low_share = e.gen_ttl_low_share;
   g.ipv6_share = e.gen_ipv6_share;
-  const std::string& sz = e.gen_sizes;
-  unsigned a = 0, b = 0;
-  if (sz == "imix") {
-    g.size_mode = SizeMode::kImix;
-  } else if (std::sscanf(sz.c_str(), "fixed:%u", &a) == 1) {
-    g.size_mode = SizeMode::kFixed;
-    g.size_bytes = a;
-  } else if (std::sscanf(sz.c_str(), "uniform:%u-%u", &a, &b) == 2) {
-    g.size_mode = SizeMode::kUniform;
-    g.size_min_bytes = a;
-    g.size_max_bytes = b;
-  } else {
-    return error(Code::kInvalidArgument, "input.sizes: '{}' is not imix, fixed:N or uniform:A-B", sz);
+  TrafficStep sizes;
+  HPR_RETURN_IF_ERROR(parse_sizes(e.gen_sizes, sizes, "input.sizes"));
+  g.size_mode = sizes.size_mode;
+  g.size_bytes = sizes.size_bytes;
+  g.size_min_bytes = sizes.size_min_bytes;
+  g.size_max_bytes = sizes.size_max_bytes;
+  if (!e.gen_traffic_steps.empty()) {
+    auto steps = parse_traffic_steps(e.gen_traffic_steps, e.gen_match_rate);
+    if (!steps) return steps.status();
+    g.traffic_steps = std::move(*steps);
   }
   if (line_rate && g.rate.mode != RateMode::kUnpaced) g.rate.max_backlog = g.pool_slots;
   return make_generator_port(g);

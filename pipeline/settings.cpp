@@ -361,6 +361,10 @@ std::vector<Setting> make_settings() {
                    HPR_REF(std::vector<std::string>, input.gen_patterns)),
       num_setting("input.match_rate", "", "Generator: share of packets carrying a planted pattern (0..1)", 0, 1,
                   HPR_REF(double, input.gen_match_rate)),
+      str_setting("input.traffic_steps", "--traffic-steps",
+                  "Generator: size mix and match rate over time, DUR_S:SIZES[@MATCH],... cycled (e.g. "
+                  "5:imix,5:fixed:1500@0.3; without @MATCH: input.match_rate)",
+                  HPR_REF(std::string, input.gen_traffic_steps)),
       num_setting("input.ttl_low_share", "", "Generator: share of packets sent with TTL 1 (0..1)", 0, 1,
                   HPR_REF(double, input.gen_ttl_low_share)),
       num_setting("input.ipv6_share", "", "Generator: share of synthetic flows that are IPv6 (0..1)", 0, 1,

@@ -163,6 +163,57 @@ Result<std::vector<RateStep>> parse_rate_steps(const std::string& spec) {
   return out;
 }
 
+Status parse_sizes(const std::string& sz, TrafficStep& st, std::string_view setting) {
+  unsigned a = 0, b = 0;
+  char tail = 0;
+  if (sz == "imix") {
+    st.size_mode = SizeMode::kImix;
+  } else if (std::sscanf(sz.c_str(), "fixed:%u%c", &a, &tail) == 1) {
+    st.size_mode = SizeMode::kFixed;
+    st.size_bytes = a;
+  } else if (std::sscanf(sz.c_str(), "uniform:%u-%u%c", &a, &b, &tail) == 2) {
+    st.size_mode = SizeMode::kUniform;
+    st.size_min_bytes = a;
+    st.size_max_bytes = b;
+  } else {
+    return error(Code::kInvalidArgument, "{}: '{}' is not imix, fixed:N or uniform:A-B", setting, sz);
+  }
+  return Status::ok();
+}
+
+Result<std::vector<TrafficStep>> parse_traffic_steps(const std::string& spec, double default_match_rate) {
+  constexpr std::string_view kSetting = "input.traffic_steps (--traffic-steps)";
+  std::vector<TrafficStep> out;
+  for (size_t a = 0, b; a < spec.size(); a = b + 1) {
+    b = spec.find(',', a);
+    if (b == std::string::npos) b = spec.size();
+    const std::string item = spec.substr(a, b - a);
+    TrafficStep st;
+    st.match_rate = default_match_rate;
+    const size_t colon = item.find(':');
+    const size_t at = item.rfind('@');
+    std::string sizes = item.substr(colon == std::string::npos ? item.size() : colon + 1);
+    if (at != std::string::npos && colon != std::string::npos && at > colon) {
+      sizes = item.substr(colon + 1, at - colon - 1);
+      char* end = nullptr;
+      st.match_rate = std::strtod(item.c_str() + at + 1, &end);
+      if (end == item.c_str() + at + 1 || *end != 0 || !(st.match_rate >= 0 && st.match_rate <= 1))
+        return error(Code::kInvalidArgument, "{}: step '{}': the match rate after @ must be a number in [0, 1]",
+                     kSetting, item);
+    }
+    char* end = nullptr;
+    const double dur = colon == std::string::npos ? 0 : std::strtod(item.c_str(), &end);
+    if (colon == std::string::npos || end != item.c_str() + colon || !(dur >= 1e-3 && dur <= 3.2e7))
+      return error(Code::kInvalidArgument, "{}: step '{}' is not DURATION_S:SIZES[@MATCH] (duration 0.001..3.2e7 s)",
+                   kSetting, item);
+    st.duration_ns = static_cast<uint64_t>(dur * 1e9);
+    HPR_RETURN_IF_ERROR(parse_sizes(sizes, st, fmt::format("{}: step '{}'", kSetting, item)));
+    out.push_back(st);
+  }
+  if (out.empty()) return error(Code::kInvalidArgument, "{}: no step in '{}'", kSetting, spec);
+  return out;
+}
+
 bool learning_mode(const RunConfig& c) {
   if (!c.adapt_table.empty() || c.adapt_static || !c.lane_weights.empty()) return false;
   return !(c.native_lanes <= 1 && c.devices == std::vector<std::string>{"none"});

@@ -113,6 +113,7 @@ class Generator final : public GeneratorPort {
     return {14, static_cast<uint16_t>(14 + (p.synth.v6 ? 40 : 20) + (p.synth.tcp ? 20 : 8))};
   }
   void draw_plan(Plan& p);
+  void select_traffic_step(uint64_t t_ns);  // cur_ from the traffic step in force at t
   uint32_t pick_flow(uint32_t service, uint64_t r) const;
   // Writes the frame of `p` (no random draws). Returns the L4 payload offset.
   void write(const Plan& p, uint8_t* d) const;
@@ -149,6 +150,10 @@ class Generator final : public GeneratorPort {
   double consumed_ = 0;  // profile units handed out or skipped
   bool have_plan_ = false;
   Plan plan_;
+  TrafficStep cur_;              // the size mix and match rate in force (the traffic step's, or the config's)
+  uint64_t steps_total_ns_ = 0;  // one cycle of cfg_.traffic_steps
+  size_t step_ = 0;              // the traffic step in force
+  bool started_steps_ = false;
   PortCounters stats_;
   GeneratorStats gstats_;
 };
@@ -240,24 +245,40 @@ void Generator::fill_payload_pool() {
   }
 }
 
+// A size mix's bounds (frame size without FCS in [60, 9000], min <= max), errors prefixed by `what`.
+Status check_sizes(SizeMode mode, uint32_t bytes, uint32_t min_bytes, uint32_t max_bytes, std::string_view what) {
+  auto size_ok = [](uint32_t s) { return s >= kGenMinFrameBytes && s <= kGenMaxFrameBytes; };
+  if (mode == SizeMode::kFixed && !size_ok(bytes))
+    return error(Code::kInvalidArgument, "{}size_bytes = {}: frame size (without FCS) must be in [{}, {}]", what, bytes,
+                 kGenMinFrameBytes, kGenMaxFrameBytes);
+  if (mode == SizeMode::kUniform) {
+    if (!size_ok(min_bytes) || !size_ok(max_bytes))
+      return error(Code::kInvalidArgument,
+                   "{}size_min_bytes = {} / size_max_bytes = {}: frame sizes (without FCS) must be in [{}, {}]", what,
+                   min_bytes, max_bytes, kGenMinFrameBytes, kGenMaxFrameBytes);
+    if (min_bytes > max_bytes)
+      return error(Code::kInvalidArgument, "{}size_min_bytes = {} > size_max_bytes = {}", what, min_bytes, max_bytes);
+  }
+  return Status::ok();
+}
+
 Result<std::unique_ptr<GeneratorPort>> Generator::create(const GeneratorConfig& cfg) {
   if (cfg.flows == 0) return error(Code::kInvalidArgument, "generator flows = 0: need at least 1 flow");
   if (cfg.flows > kGenMaxFlows)
     return error(Code::kInvalidArgument, "generator flows = {}: at most {}", cfg.flows, kGenMaxFlows);
   if (cfg.popularity == Popularity::kZipf && (!std::isfinite(cfg.zipf_s) || cfg.zipf_s < 0))
     return error(Code::kInvalidArgument, "generator zipf_s = {}: the Zipf exponent must be >= 0", cfg.zipf_s);
-  auto size_ok = [](uint32_t s) { return s >= kGenMinFrameBytes && s <= kGenMaxFrameBytes; };
-  if (cfg.size_mode == SizeMode::kFixed && !size_ok(cfg.size_bytes))
-    return error(Code::kInvalidArgument, "generator size_bytes = {}: frame size (without FCS) must be in [{}, {}]",
-                 cfg.size_bytes, kGenMinFrameBytes, kGenMaxFrameBytes);
-  if (cfg.size_mode == SizeMode::kUniform) {
-    if (!size_ok(cfg.size_min_bytes) || !size_ok(cfg.size_max_bytes))
-      return error(Code::kInvalidArgument,
-                   "generator size_min_bytes = {} / size_max_bytes = {}: frame sizes (without FCS) must be in [{}, {}]",
-                   cfg.size_min_bytes, cfg.size_max_bytes, kGenMinFrameBytes, kGenMaxFrameBytes);
-    if (cfg.size_min_bytes > cfg.size_max_bytes)
-      return error(Code::kInvalidArgument, "generator size_min_bytes = {} > size_max_bytes = {}", cfg.size_min_bytes,
-                   cfg.size_max_bytes);
+  HPR_RETURN_IF_ERROR(check_sizes(cfg.size_mode, cfg.size_bytes, cfg.size_min_bytes, cfg.size_max_bytes, "generator "));
+  for (size_t i = 0; i < cfg.traffic_steps.size(); ++i) {
+    const TrafficStep& st = cfg.traffic_steps[i];
+    const std::string what = fmt::format("generator traffic step {}: ", i + 1);
+    if (st.duration_ns == 0) return error(Code::kInvalidArgument, "{}duration must be > 0", what);
+    HPR_RETURN_IF_ERROR(check_sizes(st.size_mode, st.size_bytes, st.size_min_bytes, st.size_max_bytes, what));
+    if (!share_ok(st.match_rate))
+      return error(Code::kInvalidArgument, "{}match rate {} must be in [0, 1]", what, st.match_rate);
+    if (st.match_rate > 0 && cfg.patterns.empty())
+      return error(Code::kInvalidArgument, "{}match rate {} but patterns is empty: give the byte strings to plant",
+                   what, st.match_rate);
   }
   if (!share_ok(cfg.tcp_share))
     return error(Code::kInvalidArgument, "generator tcp_share = {}: must be in [0, 1]", cfg.tcp_share);
@@ -307,17 +328,19 @@ Result<std::unique_ptr<GeneratorPort>> Generator::create(const GeneratorConfig& 
   if (!cfg.template_capture.empty()) HPR_RETURN_IF_ERROR(g->load_templates());
   g->fill_payload_pool();
 
-  uint32_t max_frame = 0;
-  switch (cfg.size_mode) {
-    case SizeMode::kFixed:
-      max_frame = cfg.size_bytes;
-      break;
-    case SizeMode::kUniform:
-      max_frame = cfg.size_max_bytes;
-      break;
-    case SizeMode::kImix:
-      max_frame = g->l2_max_ + 1500u;
-      break;
+  g->cur_ = {0, cfg.size_mode, cfg.size_bytes, cfg.size_min_bytes, cfg.size_max_bytes, cfg.pattern_match_rate};
+  auto largest = [&](const TrafficStep& st) -> uint32_t {
+    switch (st.size_mode) {
+      case SizeMode::kFixed: return st.size_bytes;
+      case SizeMode::kUniform: return st.size_max_bytes;
+      case SizeMode::kImix: return g->l2_max_ + 1500u;
+    }
+    return 0;
+  };
+  uint32_t max_frame = largest(g->cur_);
+  for (const TrafficStep& st : cfg.traffic_steps) {
+    max_frame = std::max(max_frame, largest(st));
+    g->steps_total_ns_ += st.duration_ns;
   }
   max_frame = std::max<uint32_t>(max_frame, g->hdr_max_);
   auto pool = PacketPool::create(cfg.pool_slots, max_frame);
@@ -377,12 +400,12 @@ void Generator::draw_plan(Plan& p) {
   const Geometry geo = geometry(p);
   const uint32_t l3_hdr = geo.hdr_len - geo.l3_off;  // IP + L4 header bytes
   uint32_t frame = 0, ip = 0;
-  switch (cfg_.size_mode) {
+  switch (cur_.size_mode) {
     case SizeMode::kFixed:
     case SizeMode::kUniform:
-      frame = cfg_.size_mode == SizeMode::kFixed
-                  ? cfg_.size_bytes
-                  : cfg_.size_min_bytes + rng_.below(cfg_.size_max_bytes - cfg_.size_min_bytes + 1);
+      frame = cur_.size_mode == SizeMode::kFixed
+                  ? cur_.size_bytes
+                  : cur_.size_min_bytes + rng_.below(cur_.size_max_bytes - cur_.size_min_bytes + 1);
       if (frame < geo.hdr_len) {
         frame = geo.hdr_len;
         p.raised = true;
@@ -402,7 +425,7 @@ void Generator::draw_plan(Plan& p) {
   p.ip_len = static_cast<uint16_t>(ip);
   if (cfg_.ttl_low_share > 0) p.ttl_low = rng_.unit() < cfg_.ttl_low_share;
   p.payload_src = static_cast<uint32_t>(rng_.next()) & (kPayloadPoolBytes - 1);
-  if (cfg_.pattern_match_rate > 0 && rng_.unit() < cfg_.pattern_match_rate) {
+  if (cur_.match_rate > 0 && rng_.unit() < cur_.match_rate) {
     auto idx = rng_.below(static_cast<uint32_t>(cfg_.patterns.size()));
     uint64_t r = rng_.next();
     const uint32_t payload_len = ip - l3_hdr;
@@ -553,6 +576,17 @@ FlowKey Generator::flow_key(uint32_t f) const {
   return hpr::flow_key(pk);
 }
 
+void Generator::select_traffic_step(uint64_t t_ns) {
+  uint64_t in_cycle = t_ns % steps_total_ns_;
+  size_t i = 0;
+  while (in_cycle >= cfg_.traffic_steps[i].duration_ns) in_cycle -= cfg_.traffic_steps[i++].duration_ns;
+  if (i == step_ && started_steps_) return;
+  step_ = i;
+  started_steps_ = true;
+  cur_ = cfg_.traffic_steps[i];
+  have_plan_ = false;  // the next packet follows the new step (the drawn plan goes unused)
+}
+
 uint16_t Generator::rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) {
   if (done_) return 0;
   if (!started_) {
@@ -564,6 +598,7 @@ uint16_t Generator::rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) {
     done_ = true;
     return 0;
   }
+  if (steps_total_ns_ != 0) select_traffic_step(t);
   uint64_t budget = n;
   if (cfg_.max_packets != 0) budget = std::min<uint64_t>(budget, cfg_.max_packets - gstats_.generated);
   const bool paced = profile_.paced();

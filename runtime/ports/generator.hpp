@@ -85,6 +85,16 @@ inline constexpr ImixEntry kImixTable[] = {{28, 1.20},   {40, 35.50},  {44, 2.00
                                            {52, 3.50},   {552, 0.80},  {576, 11.50}, {628, 1.00},
                                            {770, 29.50}, {1420, 3.00}, {1500, 10.00}};
 
+// A traffic step (issue 13, "traffic changes"): for `duration_ns` the frames follow this size mix and this share
+// of packets carries a planted pattern; the steps repeat for as long as the generator runs.
+struct TrafficStep {
+  uint64_t duration_ns = 0;
+  SizeMode size_mode = SizeMode::kImix;
+  uint32_t size_bytes = 60;                             // kFixed
+  uint32_t size_min_bytes = 60, size_max_bytes = 1514;  // kUniform, inclusive
+  double match_rate = 0.0;                              // pattern_match_rate during the step
+};
+
 struct GeneratorConfig {
   uint64_t seed = 1;
 
@@ -105,6 +115,9 @@ struct GeneratorConfig {
 
   std::vector<std::string> patterns;  // byte strings planted in payloads
   double pattern_match_rate = 0.0;    // fraction of packets carrying one planted pattern
+
+  // Size mix and match rate over time, cycled (the sizes and pattern_match_rate above apply when empty).
+  std::vector<TrafficStep> traffic_steps;
 
   bool l4_checksums = false;
 

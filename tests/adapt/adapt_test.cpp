@@ -425,3 +425,24 @@ TEST_CASE("rate steps parse and refuse bad items") {
   CHECK(parse_rate_steps("0:100").status().code() == Code::kInvalidArgument);
   CHECK(parse_rate_steps("1:100x").status().code() == Code::kInvalidArgument);
 }
+
+TEST_CASE("traffic steps parse and refuse bad items, naming the setting") {
+  auto s = parse_traffic_steps("5:imix,2.5:fixed:1500@0.3,1:uniform:60-300", 0.1);
+  REQUIRE(s.is_ok());
+  REQUIRE(s->size() == 3);
+  CHECK((*s)[0].size_mode == SizeMode::kImix);
+  CHECK((*s)[0].match_rate == 0.1);  // without @: input.match_rate
+  CHECK((*s)[1].duration_ns == 2'500'000'000);
+  CHECK((*s)[1].size_mode == SizeMode::kFixed);
+  CHECK((*s)[1].size_bytes == 1500);
+  CHECK((*s)[1].match_rate == 0.3);
+  CHECK((*s)[2].size_min_bytes == 60);
+  CHECK((*s)[2].size_max_bytes == 300);
+  for (const char* bad : {"", "5", "5:", "0:imix", "x:imix", "5:jumbo", "5:imix@", "5:imix@2", "5:fixed:1500@0.3x",
+                          "5:fixed:", "5:uniform:60"}) {
+    INFO(bad);
+    auto r = parse_traffic_steps(bad, 0);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("input.traffic_steps"));
+  }
+}

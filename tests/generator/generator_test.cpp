@@ -161,6 +161,41 @@ TEST_CASE("fixed and uniform sizes are frame lengths without FCS", "[generator][
   CHECK(sum / 20000 == Approx(4530).epsilon(0.02));
 }
 
+TEST_CASE("traffic steps change the size mix and the match rate at their times, cycled", "[generator][steps]") {
+  GeneratorConfig cfg;
+  cfg.patterns = {"GET /"};
+  cfg.traffic_steps = {{1'000'000'000, SizeMode::kFixed, 100, 60, 1514, 0.0},
+                       {1'000'000'000, SizeMode::kFixed, 1500, 60, 1514, 1.0},
+                       {1'000'000'000, SizeMode::kUniform, 60, 200, 300, 0.0}};
+  auto g = make(cfg);
+  auto sizes_at = [&](uint64_t t_ns, uint64_t planted_before) {
+    std::set<uint32_t> seen;
+    pull(*g, 500, [&](Packet& p) { seen.insert(p.len); }, t_ns);
+    return std::make_pair(seen, g->generator_stats().planted - planted_before);
+  };
+  auto [a, pa] = sizes_at(0, 0);  // the first call is t = 0
+  CHECK(a == std::set<uint32_t>{100});
+  CHECK(pa == 0);
+  auto [b, pb] = sizes_at(1'500'000'000, g->generator_stats().planted);
+  CHECK(b == std::set<uint32_t>{1500});
+  CHECK(pb == 500);  // every packet of the second step carries the pattern
+  auto [c, pc] = sizes_at(2'999'999'999, g->generator_stats().planted);
+  CHECK(*c.begin() >= 200);
+  CHECK(*c.rbegin() <= 300);
+  CHECK(pc == 0);
+  auto [d, pd] = sizes_at(3'000'000'000, g->generator_stats().planted);  // the cycle starts again
+  CHECK(d == std::set<uint32_t>{100});
+
+  GeneratorConfig bad = cfg;
+  bad.traffic_steps[1].size_bytes = 9001;
+  auto e = make_generator(bad);
+  REQUIRE_FALSE(e.is_ok());
+  CHECK_THAT(e.status().message(), Catch::Contains("traffic step 2"));
+  bad = cfg;
+  bad.patterns.clear();
+  CHECK_THAT(make_generator(bad).status().message(), Catch::Contains("patterns is empty"));
+}
+
 TEST_CASE("Zipf popularity fits the rank-frequency law", "[generator][zipf]") {
   for (double s : {0.8, 1.2}) {
     GeneratorConfig cfg;
