@@ -39,6 +39,12 @@ TEST_CASE("a real capture with jumbo frames: every app on every device equals th
   };
   const Lanes lanes[] = {
       {"native lane", [](RunConfig& c) { c.devices = {"none"}; }},
+      {"native, in place on the rx burst",
+       [](RunConfig& c) {
+         c.devices = {"none"};
+         c.run_to_completion = true;
+       }},
+      {"both devices and a native lane", [](RunConfig&) {}},
       {"pthread", [](RunConfig& c) { c.devices = {"pthread"}, c.native_lanes = 0; }},
       {"basic", [](RunConfig& c) { c.devices = {"basic"}, c.native_lanes = 0; }},
       {"basic as a discrete GPU (copies)",
@@ -55,6 +61,8 @@ TEST_CASE("a real capture with jumbo frames: every app on every device equals th
         CHECK(drops_of(s, "pool_empty") == 0);
         auto got = load_capture(tmp_path(app + "_out.pcap"));
         REQUIRE(got.is_ok());
+        if (std::string_view(l.name).starts_with("native, in place"))
+          CHECK(s.lanes.at(0).executor == "native, in place on the rx burst");
         if (app != "ipv4") CHECK(s.dropped == 0);
         CHECK(large_frames(got->frames) == 14);  // every large frame went through the app and out
       }
