@@ -16,9 +16,9 @@ namespace hpr::kernels {
 inline constexpr uint32_t kBatchFill = 64;  // packets a lane takes from its queue at once
 
 // Upper bound of the bytes p's slice takes in a gathered batch: a slice is never longer than its frame nor
-// than the app's largest slice.
-inline uint32_t slice_bound(const App& app, const Packet& p) {
-  return align_slice(std::min<uint32_t>(p.len, app.max_slice_bytes()));
+// than the app's largest slice (max_slice: App::max_slice_bytes(), read once by the caller).
+inline uint32_t slice_bound(uint32_t max_slice, const Packet& p) {
+  return align_slice(std::min<uint32_t>(p.len, max_slice));
 }
 
 // Slice bytes of a batch buffer for up to max_batch packets.

@@ -15,7 +15,8 @@ Lane::Lane(LaneConfig cfg, const kernels::App& app, std::unique_ptr<Executor> ex
   batch_target_.store(cfg_.batch_size);
   batch_.reserve(max_batch_);
   slice_capacity_ = kernels::slice_capacity(app_, max_batch_);
-  largest_slice_ = kernels::align_slice(app_.max_slice_bytes());
+  max_slice_ = app_.max_slice_bytes();
+  largest_slice_ = kernels::align_slice(max_slice_);
   done_.reserve(static_cast<size_t>(max_batch_) * (exec_->slots() + 1));
 }
 
@@ -118,7 +119,7 @@ bool Lane::poll() {
     if (n > 0) {
       if (batch_.empty()) first_ns_ = monotonic_ns();
       batch_.insert(batch_.end(), tmp, tmp + n);
-      for (size_t i = 0; i < n; ++i) batch_bytes_ += kernels::slice_bound(app_, tmp[i]);
+      for (size_t i = 0; i < n; ++i) batch_bytes_ += kernels::slice_bound(max_slice_, tmp[i]);
       did = true;
     }
   }
