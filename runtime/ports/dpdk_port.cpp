@@ -181,8 +181,9 @@ class DpdkPort final : public Port {
   static constexpr uint16_t kBurst = 64;
   static constexpr int kTxRetries = 64;
 
-  // MTU for the largest frame (as far as the driver goes), scatter on receive and chains on transmit where
-  // the driver offers them.
+  // MTU for the largest frame (as far as the driver goes); when that is longer than one mbuf, scatter on receive
+  // and chains on transmit where the driver offers them (a NIC may pick a slower rx function with scatter on:
+  // --max-frame 2048 or less keeps it off).
   static rte_eth_conf port_conf(uint16_t pid, const DpdkPortConfig& cfg) {
     rte_eth_conf conf{};
     rte_eth_dev_info info{};
@@ -194,6 +195,7 @@ class DpdkPort final : public Port {
     if (conf.rxmode.mtu + kOverhead < cfg.max_frame)
       spdlog::warn("DPDK port '{}' receives frames up to {} bytes (its largest MTU), below ports.max_frame = {}",
                    cfg.name, conf.rxmode.mtu + kOverhead, cfg.max_frame);
+    if (cfg.max_frame <= cfg.mbuf_data_bytes) return conf;
     if ((info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) != 0) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
     if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0)
       conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
