@@ -5,7 +5,8 @@
    (not dropped at the port as frame_too_long or pool_empty), from `hpr run --in pcap:F --app md5` with the
    binary's defaults; written to reach.csv.
 2. throughput of ordinary 64..1518-byte frames (the generator's uniform:60-1514 sizes, written once to a capture)
-   read from a pcap port (--loops; 200,000 frames) and from DPDK net_pcap (infinite_rx; 4,000) to a null output, one native lane, ipv4:
+   read from a pcap port (--loops; 200,000 frames; in place on the rx burst, and through a lane thread) and from DPDK
+   net_pcap (infinite_rx; 4,000) to a null output, one native lane, ipv4:
    rounds interleaved between the binaries so drift hits all alike; throughput.csv has every round, and the
    median and spread ((max - min) / median) per case are printed.
 Run under `flock /work/bench.lock` on a shared machine."""
@@ -53,13 +54,17 @@ def reach(binaries, captures, out_dir):
         w.writerows(rows)
 
 
-def throughput(binaries, ordinary, small, rounds, loops, dpdk_s, out_dir):
+def throughput(binaries, ordinary, small, rounds, loops, dpdk_s, out_dir, only):
     cases = {
         "pcap": lambda: ["--in", "pcap:" + ordinary, "--loops", str(loops), "--out", "null"],
+        # the lane path (Lane::poll, batches filled by count and bytes) instead of the in-place worker path
+        "pcap-lane": lambda: ["--in", "pcap:" + ordinary, "--loops", str(loops), "--out", "null",
+                              "--run-to-completion", "off"],
         # infinite_rx holds the whole capture in mbufs of the port's pool (8,191): the small capture
         "dpdk": lambda: ["--in", "dpdk:net_pcap0", "--vdev", f"net_pcap0,rx_pcap={small},infinite_rx=1",
                          "--vdev", "net_null0", "--out", "dpdk:net_null0", "--duration", str(dpdk_s)],
     }
+    cases = {k: v for k, v in cases.items() if k in only}
     rows = []
     for r in range(rounds):
         for case, args in cases.items():
@@ -90,6 +95,7 @@ def main():
     ap.add_argument("--dpdk-s", type=float, default=3, help="dpdk case: seconds per run")
     ap.add_argument("--out", default="docs/jumbo")
     ap.add_argument("--skip-reach", action="store_true")
+    ap.add_argument("--cases", default="pcap,pcap-lane,dpdk", help="throughput cases to run (comma-separated)")
     a = ap.parse_args()
     binaries = [tuple(x.split("=", 1)) for x in a.hpr]
     os.makedirs(a.out, exist_ok=True)
@@ -102,7 +108,7 @@ def main():
         summary(binaries[0][1], ["--in", "gen", "--packets", str(n), "--sizes", "uniform:60-1514", "--out",
                                  "pcap:" + caps[name], "--devices", "none", "--native", "1", "--app", "md5"])
     try:
-        throughput(binaries, caps["ordinary"], caps["small"], a.rounds, a.loops, a.dpdk_s, a.out)
+        throughput(binaries, caps["ordinary"], caps["small"], a.rounds, a.loops, a.dpdk_s, a.out, a.cases.split(","))
     finally:
         for p in caps.values():
             os.unlink(p)
