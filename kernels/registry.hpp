@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/app.hpp"
+#include "runtime/frame_pools.hpp"
 
 namespace hpr::kernels {
 
@@ -22,7 +23,7 @@ struct AppOptions {
   std::string master_key_file;       // aes: file holding the master key (32 hex digits, whitespace around allowed)
   uint32_t key_capacity = 65536;     // aes: key table slots (= flow table capacity; keys indexed by flow id)
   bool md5_whole_frame = false;      // md5: digest the whole frame instead of the L4 payload
-  uint32_t max_frame_bytes = 2048;   // largest frame the input port hands out (its buffer slot)
+  uint32_t max_frame_bytes = kDefaultMaxFrame;  // largest frame the input port hands out (ports.max_frame)
 };
 
 std::vector<std::string> app_names();

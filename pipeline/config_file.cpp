@@ -245,8 +245,9 @@ Result<RunConfig> load_run_config(const std::string& path) {
       return error(Code::kNotFound, "configuration file {}: cannot be read (permissions?)", path);
     return error(Code::kInvalidArgument, "{}:{}:{}: {}", path, e.source().begin.line, e.source().begin.column, d);
   }
-  static const std::set<std::string> kSections = {"input", "output", "dpdk", "app", "lanes", "devices", "flows",
-                                                  "telemetry", "run", "faults", "shaper", "power", "adaptive"};
+  static const std::set<std::string> kSections = {"input",  "output",  "ports", "dpdk",      "app",
+                                                  "lanes",  "devices", "flows", "telemetry", "run",
+                                                  "faults", "shaper",  "power", "adaptive"};
   RunConfig c;
   auto wrap = [&](Status s) { return s.is_ok() ? s : error(s.code(), "{}: {}", path, s.message()); };
   for (const auto& [k, v] : t) {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "hpr/clock.hpp"
+#include "kernels/batch_bytes.hpp"
 #include "pipeline/fault_injection.hpp"
 #include "pipeline/lane.hpp"
 
@@ -22,7 +23,7 @@ struct Slot {
 };
 
 size_t slice_buffer_bytes(const App& app, uint32_t max_batch) {
-  return std::max<size_t>(size_t{max_batch} * kernels::align_slice(app.max_slice_bytes()), kernels::kSliceAlign);
+  return std::max<size_t>(kernels::slice_capacity(app, max_batch), kernels::kSliceAlign);
 }
 size_t out_buffer_bytes(const App& app, uint32_t max_batch) {
   return std::max<size_t>(size_t{max_batch} * app.result_bytes(), 16);

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "hpr/clock.hpp"
+#include "kernels/batch_bytes.hpp"
 
 namespace hpr {
 
@@ -13,6 +14,9 @@ Lane::Lane(LaneConfig cfg, const kernels::App& app, std::unique_ptr<Executor> ex
   max_batch_ = std::max(cfg_.max_batch, cfg_.batch_size);
   batch_target_.store(cfg_.batch_size);
   batch_.reserve(max_batch_);
+  slice_capacity_ = kernels::slice_capacity(app_, max_batch_);
+  max_slice_ = app_.max_slice_bytes();
+  largest_slice_ = kernels::align_slice(max_slice_);
   done_.reserve(static_cast<size_t>(max_batch_) * (exec_->slots() + 1));
 }
 
@@ -43,7 +47,7 @@ void Lane::fail(const Status& st) {
   // built, then the queue. The dispatcher re-routes them once egress has drained this lane.
   exec_->take_outstanding(orphans_);
   orphans_.insert(orphans_.end(), batch_.begin(), batch_.end());
-  batch_.clear();
+  clear_batch();
   Packet p;
   while (input_.pop(p)) orphans_.push_back(p);
   state_.store(LaneState::kDrained, std::memory_order_release);
@@ -111,19 +115,23 @@ bool Lane::poll() {
   bool did = false;
   // Fill the batch.
   const uint32_t target = batch_target_.load(std::memory_order_relaxed);
-  if (batch_.size() < target) {
-    Packet tmp[64];
-    size_t want = std::min<size_t>(64, target - batch_.size());
+  // Each packet taken may be a largest one: take no more than the batch buffer surely holds (kernels/batch_bytes.hpp).
+  const size_t room = (slice_capacity_ - batch_bytes_) / largest_slice_;
+  if (batch_.size() < target && room > 0) {
+    Packet tmp[kernels::kBatchFill];
+    size_t want = std::min<size_t>({kernels::kBatchFill, target - batch_.size(), room});
     size_t n = input_.pop_burst(tmp, want);
     if (n > 0) {
       if (batch_.empty()) first_ns_ = monotonic_ns();
       batch_.insert(batch_.end(), tmp, tmp + n);
+      for (size_t i = 0; i < n; ++i) batch_bytes_ += kernels::slice_bound(max_slice_, tmp[i]);
       did = true;
     }
   }
   uint64_t now = monotonic_ns();
   bool stopping = stop_.load(std::memory_order_acquire);
-  bool close = !batch_.empty() && (batch_.size() >= target || now - first_ns_ >= cfg_.batch_timeout_ns ||
+  const bool full = batch_.size() >= target || slice_capacity_ - batch_bytes_ < largest_slice_;
+  bool close = !batch_.empty() && (full || now - first_ns_ >= cfg_.batch_timeout_ns ||
                                    ((stopping || cfg_.run_what_arrived) && input_.empty()));
   if (close && exec_->outstanding() == exec_->slots()) {
     reap(/*wait=*/true);  // all slots busy: wait for the oldest
@@ -139,11 +147,11 @@ bool Lane::poll() {
     if (!st.is_ok()) {
       // A real submit error leaves the batch outstanding in the executor (fail() takes it back
       // from there); an injected one never reached it, so it is still in batch_.
-      if (!inject) batch_.clear();
+      if (!inject) clear_batch();
       fail(st);
       return true;
     }
-    batch_.clear();
+    clear_batch();
     did = true;
   }
   // Reap whatever completed.

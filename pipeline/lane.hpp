@@ -149,6 +149,14 @@ class Lane {
   std::atomic<bool> stop_{false};
   std::atomic<LaneState> state_{LaneState::kRunning};
   std::vector<Packet> batch_;
+  size_t batch_bytes_ = 0;     // upper bound of batch_'s gathered slice bytes
+  size_t slice_capacity_ = 0;  // slice bytes of the executor's batch buffer (kernels::slice_capacity)
+  uint32_t max_slice_ = 0;     // App::max_slice_bytes()
+  size_t largest_slice_ = 16;  // the same, aligned
+  void clear_batch() {
+    batch_.clear();
+    batch_bytes_ = 0;
+  }
   std::vector<Packet> done_;
   std::vector<Packet> orphans_;
   std::string failure_;

@@ -296,7 +296,7 @@ Summary Pipeline::snapshot() const {
   uint64_t end = ended != 0 ? ended : monotonic_ns();
   s.seconds = static_cast<double>(end - start_ns_.load(std::memory_order_relaxed)) / 1e9;
   PortStats rs = rx_->stats();
-  s.rx_packets = rs.rx_packets + rs.rx_too_long;
+  s.rx_packets = rs.rx_packets + rs.rx_too_long + rs.rx_pool_empty;
   s.rx_bytes = rs.rx_bytes;
   s.port_missed = rx_->kind() == "dpdk" ? rs.rx_no_buffer : rs.rx_missed;
   s.rx_buffers_in_use = rs.buffers_in_use;
@@ -306,6 +306,7 @@ Summary Pipeline::snapshot() const {
     auto reason = static_cast<DropReason>(r);
     uint64_t c = drops_dispatch_.get(reason) + drops_egress_.get(reason);
     if (reason == DropReason::kFrameTooLong) c += rs.rx_too_long;
+    if (reason == DropReason::kPoolEmpty) c += rs.rx_pool_empty;
     if (c != 0) s.drops.emplace_back(std::string(drop_reason_name(reason)), c);
     s.dropped += c;
   }

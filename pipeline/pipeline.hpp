@@ -12,7 +12,7 @@
 // dispatcher assigned and counts any reorder (must stay 0).
 //
 // Books: every packet the rx port took in is transmitted or counted under one DropReason:
-//   rx_packets + rx_too_long == tx_packets + sum(drops).
+//   rx_packets + rx_too_long + rx_pool_empty == tx_packets + sum(drops).
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -59,7 +59,7 @@ struct ShapingClass {
   std::vector<uint8_t> dscp;    // 0..63: upper 6 bits of the IPv4 TOS / IPv6 traffic class
   std::vector<uint16_t> ports;  // output port chosen by the app (ipv4: the route's port)
   uint64_t rate_bytes_per_s = 0;
-  uint32_t burst_bytes = 0;  // >= the largest frame (2048)
+  uint32_t burst_bytes = 0;  // >= the largest frame (ports.max_frame)
   uint32_t alpha_bytes = 0;  // reschedule threshold (alpha_min when adaptive); 0: burst / 4
 };
 

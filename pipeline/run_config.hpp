@@ -10,11 +10,12 @@
 
 #include "hpr/status.hpp"
 #include "kernels/registry.hpp"
-#include "runtime/opencl/devices.hpp"
-#include "runtime/ports/generator.hpp"
 #include "pipeline/pipeline.hpp"
 #include "pipeline/power.hpp"
+#include "runtime/frame_pools.hpp"
+#include "runtime/opencl/devices.hpp"
 #include "runtime/port.hpp"
+#include "runtime/ports/generator.hpp"
 #include "runtime/ports/generator_profile.hpp"
 
 namespace hpr {
@@ -51,6 +52,10 @@ struct RunConfig {
   EndpointConfig input{.kind = "generator"};
   EndpointConfig output{.kind = "null"};
   std::vector<std::string> eal_args;  // DPDK EAL arguments; empty: dpdk_default_args(vdevs)
+  // [ports]: the largest frame a port takes (longer: frame_too_long) and every app handles, and how many buffers
+  // of that size hold frames longer than a small (2048-byte) slot (runtime/frame_pools.hpp).
+  uint32_t max_frame = kDefaultMaxFrame;
+  uint32_t large_buffers = kDefaultLargeSlots;
   std::vector<std::string> vdevs;
 
   std::string app = "ipv4";

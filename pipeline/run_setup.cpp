@@ -18,14 +18,18 @@ namespace {
 
 // line_rate: a paced generator behaves as a line-rate port (backpressure off): what hpr has not taken when more
 // than a pool's worth is owed is missed and counted (port_missed), instead of offered later.
-Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_input, bool line_rate = false) {
+Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, bool line_rate = false) {
+  const EndpointConfig& e = is_input ? c.input : c.output;
   if (e.kind == "pcap") {
     PcapPortConfig pc;
     (is_input ? pc.rx_path : pc.tx_path) = e.pcap;
     pc.loops = e.loops;
+    pc.max_frame = c.max_frame;
+    pc.large_slots = c.large_buffers;
     return make_pcap_port(pc);
   }
-  if (e.kind == "dpdk") return make_dpdk_port({.name = e.dpdk_port});
+  if (e.kind == "dpdk")
+    return make_dpdk_port({.name = e.dpdk_port, .max_frame = c.max_frame, .large_slots = c.large_buffers});
   if (e.kind == "null") return make_null_port();
   GeneratorConfig g;
   g.max_packets = e.gen_packets;
@@ -71,6 +75,17 @@ Result<std::unique_ptr<Port>> make_endpoint(const EndpointConfig& e, bool is_inp
     if (!steps) return steps.status();
     g.traffic_steps = std::move(*steps);
   }
+  auto largest = [](SizeMode mode, uint32_t fixed, uint32_t max) -> uint32_t {
+    return mode == SizeMode::kFixed ? fixed : mode == SizeMode::kUniform ? max : 0;
+  };
+  if (uint32_t l = largest(g.size_mode, g.size_bytes, g.size_max_bytes); l > c.max_frame)
+    return error(Code::kInvalidArgument, "input.sizes (--sizes): {}-byte frames are above ports.max_frame ({} bytes)", l,
+                 c.max_frame);
+  for (const TrafficStep& st : g.traffic_steps)
+    if (uint32_t l = largest(st.size_mode, st.size_bytes, st.size_max_bytes); l > c.max_frame)
+      return error(Code::kInvalidArgument,
+                   "input.traffic_steps (--traffic-steps): {}-byte frames are above ports.max_frame ({} bytes)", l,
+                   c.max_frame);
   if (line_rate && g.rate.mode != RateMode::kUnpaced) g.rate.max_backlog = g.pool_slots;
   return make_generator_port(g);
 }
@@ -82,6 +97,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   auto ctx = std::make_unique<RunContext>();
   kernels::AppOptions ao = c.app_opts;
   ao.key_capacity = c.flow_capacity;  // AES keys are indexed by flow id
+  ao.max_frame_bytes = c.max_frame;   // every app takes every frame the ports hand out
   auto app = kernels::make_app(c.app, ao);
   if (!app) return app.status();
   ctx->app = std::move(*app);
@@ -115,10 +131,10 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
 
   bool needs_dpdk = c.input.kind == "dpdk" || c.output.kind == "dpdk";
   if (needs_dpdk) HPR_RETURN_IF_ERROR(dpdk_init(c.eal_args.empty() ? dpdk_default_args(c.vdevs) : c.eal_args));
-  auto rx = make_endpoint(c.input, true, !c.backpressure);
+  auto rx = make_endpoint(c, true, !c.backpressure);
   if (!rx) return rx.status();
   ctx->rx = std::move(*rx);
-  auto tx = make_endpoint(c.output, false);
+  auto tx = make_endpoint(c, false);
   if (!tx) return tx.status();
   ctx->tx = std::move(*tx);
 

@@ -297,10 +297,12 @@ std::vector<Setting> shaper_settings() {
     if (c.shaping.burst_bytes == 0) c.shaping.burst_bytes = 16384;
     return Status::ok();
   };
-  Setting burst{"", "--shape-burst", "Egress shaping: bucket size in bytes, 2048..1073741824 (shaper.burst_bytes)",
+  Setting burst{"", "--shape-burst",
+                "Egress shaping: bucket size in bytes, 64..1073741824 and at least ports.max_frame "
+                "(shaper.burst_bytes)",
                 Arg::kOne, nullptr};
   burst.apply = [name = burst.name()](RunConfig& c, const SettingValue& v) -> Status {
-    auto x = uint_of(v, name, 2048, 1u << 30);
+    auto x = uint_of(v, name, 64, 1u << 30);
     if (!x) return x.status();
     c.shaping.burst_bytes = static_cast<uint32_t>(*x);
     return Status::ok();
@@ -377,6 +379,15 @@ std::vector<Setting> make_settings() {
                    HPR_REF(std::vector<std::string>, vdevs)),
       list_setting("dpdk.eal", "--eal", "DPDK EAL argument (repeatable; replaces the defaults --no-huge --no-pci ...)",
                    false, HPR_REF(std::vector<std::string>, eal_args)),
+      uint_setting("ports.max_frame", "--max-frame",
+                   "Largest frame in bytes that a port takes and every app handles, 64..65535 (default 9216: a "
+                   "9,000-byte MTU); longer frames are dropped as frame_too_long",
+                   kMinMaxFrame, kMaxMaxFrame, HPR_SET(uint32_t, max_frame)),
+      uint_setting("ports.large_buffers", "--large-buffers",
+                   "Buffers of max_frame bytes for frames longer than 2048, 0..262144 (default 4096; frames up to "
+                   "2048 keep their own small buffers); a large frame that finds them all in use is dropped as "
+                   "pool_empty",
+                   0, 262144, HPR_SET(uint32_t, large_buffers)),
       str_setting("app.name", "--app", "Application: ipv4, dpi, md5, aes", HPR_REF(std::string, app)),
       str_setting("app.routes", "--routes", "ipv4: route table (pyasn .dat[.gz] or 'prefix/len nexthop' text)",
                   HPR_REF(std::string, app_opts.routes)),

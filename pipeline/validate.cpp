@@ -11,14 +11,18 @@
 namespace hpr {
 namespace {
 
-Status validate_shaping(const ShapingConfig& sc) {
-  constexpr uint32_t kLargestFrame = 2048;
+constexpr uint64_t kMaxLargePoolMiB = 4096;  // ports.large_buffers × ports.max_frame
+
+// Every bucket holds the largest frame (a bucket smaller than a frame would never send it).
+Status validate_shaping(const ShapingConfig& sc, uint32_t largest_frame) {
   if (sc.by != ShapeBy::kClass) {
     if (sc.rate_bytes_per_s == 0)
       return error(Code::kInvalidArgument, "shaper.rate_bps: give the rate of each bucket in bits/s (at least 8)");
-    if (sc.burst_bytes < kLargestFrame)
-      return error(Code::kInvalidArgument, "shaper.burst_bytes: {} is below the largest frame ({} bytes)",
-                   sc.burst_bytes, kLargestFrame);
+    if (sc.burst_bytes < largest_frame)
+      return error(Code::kInvalidArgument,
+                   "shaper.burst_bytes (--shape-burst): {} is below the largest frame (ports.max_frame = {} bytes): "
+                   "raise it or lower ports.max_frame (--max-frame)",
+                   sc.burst_bytes, largest_frame);
     if (sc.alpha_bytes > sc.burst_bytes)
       return error(Code::kInvalidArgument, "shaper.alpha_bytes: {} is above shaper.burst_bytes ({})", sc.alpha_bytes,
                    sc.burst_bytes);
@@ -39,10 +43,11 @@ Status validate_shaping(const ShapingConfig& sc) {
       if (k.rate_bytes_per_s == 0)
         return error(Code::kInvalidArgument, "shaper.class[{}].rate_bps must be > 0 (at least 8 bits/s; class '{}')", i,
                      k.name);
-      if (k.burst_bytes < kLargestFrame)
+      if (k.burst_bytes < largest_frame)
         return error(Code::kInvalidArgument,
-                     "shaper.class[{}].burst_bytes: {} is below the largest frame ({} bytes; class '{}')", i,
-                     k.burst_bytes, kLargestFrame, k.name);
+                     "shaper.class[{}].burst_bytes: {} is below the largest frame (ports.max_frame = {} bytes; class "
+                     "'{}'): raise it or lower ports.max_frame (--max-frame)",
+                     i, k.burst_bytes, largest_frame, k.name);
       if (k.alpha_bytes > k.burst_bytes)
         return error(Code::kInvalidArgument,
                      "shaper.class[{}].alpha_bytes: {} is above its burst_bytes ({}; class '{}')", i, k.alpha_bytes,
@@ -118,7 +123,14 @@ Status validate(const RunConfig& c) {
   if (c.queue == 0) return error(Code::kInvalidArgument, "lanes.queue: the queue size must be at least 1");
   if (c.in_flight == 0) return error(Code::kInvalidArgument, "lanes.in_flight: at least 1 batch must be allowed in flight");
   if (c.flow_capacity == 0) return error(Code::kInvalidArgument, "flows.capacity: must be at least 1");
-  if (c.shaping.enabled) HPR_RETURN_IF_ERROR(validate_shaping(c.shaping));
+  if (c.max_frame < kMinMaxFrame || c.max_frame > kMaxMaxFrame)
+    return error(Code::kInvalidArgument, "ports.max_frame (--max-frame): {} is not in {}..{} bytes", c.max_frame,
+                 kMinMaxFrame, kMaxMaxFrame);
+  if (const uint64_t mib = (uint64_t{c.large_buffers} * c.max_frame) >> 20; mib > kMaxLargePoolMiB)
+    return error(Code::kInvalidArgument,
+                 "ports.large_buffers (--large-buffers): {} buffers of {} bytes would take {} MiB, above {} MiB",
+                 c.large_buffers, c.max_frame, mib, kMaxLargePoolMiB);
+  if (c.shaping.enabled) HPR_RETURN_IF_ERROR(validate_shaping(c.shaping, c.max_frame));
   if (c.slow_until_s != 0 && c.slow_until_s <= c.slow_from_s)
     return error(Code::kInvalidArgument, "faults.slow_until_s: {} s is not after faults.slow_from_s ({} s)", c.slow_until_s,
                  c.slow_from_s);

@@ -20,14 +20,14 @@ namespace hpr {
   _(kTtlExceeded, "ttl_exceeded", "IPv4 TTL <= 1 (ICMP Time Exceeded produced on the host)")          \
   _(kNoRoute, "no_route", "IPv4 LPM miss and no default")                                             \
   _(kNotIPv4, "not_ipv4", "the ipv4 app was told to drop non-IPv4 traffic")                           \
-  _(kFrameTooLong, "frame_too_long", "longer than the buffer slot / port MTU")                        \
+  _(kFrameTooLong, "frame_too_long", "longer than ports.max_frame or than the port holds")            \
   _(kUnsupportedLink, "unsupported_link", "capture link type we cannot map to Ethernet")              \
   _(kQueueFull, "queue_full", "a lane queue (or the egress queue) was full")                          \
   _(kNoLane, "no_lane", "no lane available (all failed)")                                             \
   _(kKeyMissing, "key_missing", "AES: no key for this flow")                                          \
   _(kShaperQueueFull, "shaper_queue_full", "egress shaper queue full")                                \
   _(kTxFailed, "tx_failed", "the output port refused the packet (ring or queue full)")                \
-  _(kPoolEmpty, "pool_empty", "no buffer for an incoming packet")                                     \
+  _(kPoolEmpty, "pool_empty", "no buffer for the frame (the large-frame pool was empty)")             \
   _(kShaperDrain, "shaper_drain", "still waiting in the egress shaper when the drain timeout ran out") \
   _(kTxError, "tx_error", "writing the packet failed (output file: disk full, I/O error)")
 

@@ -21,6 +21,11 @@ class PacketPool {
   uint32_t alloc(Packet* pkts, uint32_t n);
   void free(const Packet* pkts, uint32_t n);
   void free_one(void* buf);
+  // Whether buf is one of this pool's slots.
+  bool owns(const void* buf) const {
+    auto* b = static_cast<const uint8_t*>(buf);
+    return b >= base_ && b < base_ + memory_bytes();
+  }
 
   uint32_t slot_bytes() const { return slot_bytes_; }
   uint32_t slots() const { return slots_; }

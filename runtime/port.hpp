@@ -26,7 +26,8 @@ struct PortStats {
   // Generator as a line-rate port (GeneratorConfig rate.max_backlog): packets offered and never received because
   // hpr fell behind by more than the port holds (a NIC's imissed).
   uint64_t rx_missed = 0;
-  uint64_t rx_too_long = 0;   // frames longer than a buffer slot (counted drop)
+  uint64_t rx_too_long = 0;    // frames longer than ports.max_frame or than the port holds (counted drop)
+  uint64_t rx_pool_empty = 0;  // frames dropped because the pool for their size was empty (large frames; pool_empty)
   uint64_t tx_failed = 0;     // packets the port refused on transmit (counted drop)
   uint64_t buffers_in_use = 0;// rx buffers handed out and not yet released (pool occupancy; 0 after a drain)
 };
@@ -49,7 +50,7 @@ struct PortCounters {
    private:
     std::atomic<uint64_t> v_{0};
   };
-  Counter rx_packets, rx_bytes, tx_packets, tx_bytes, rx_no_buffer, rx_missed, rx_too_long, tx_failed;
+  Counter rx_packets, rx_bytes, tx_packets, tx_bytes, rx_no_buffer, rx_missed, rx_too_long, rx_pool_empty, tx_failed;
   PortStats load() const {
     PortStats s;
     s.rx_packets = rx_packets.get();
@@ -59,6 +60,7 @@ struct PortCounters {
     s.rx_no_buffer = rx_no_buffer.get();
     s.rx_missed = rx_missed.get();
     s.rx_too_long = rx_too_long.get();
+    s.rx_pool_empty = rx_pool_empty.get();
     s.tx_failed = tx_failed.get();
     return s;
   }

@@ -4,7 +4,9 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -49,7 +51,16 @@ class DpdkPort final : public Port {
       return error(Code::kUnavailable, "cannot create the mbuf pool for '{}': {} (raise -m or lower mbufs)", cfg.name,
                    rte_strerror(rte_errno));
     }
-    rte_eth_conf conf{};
+    if (cfg.max_frame > cfg.mbuf_data_bytes) {
+      auto large = FramePools::create(0, cfg.large_slots, cfg.max_frame);
+      if (!large) {
+        rte_mempool_free(port->pool_);
+        port->pool_ = nullptr;
+        return large.status();
+      }
+      port->large_ = std::move(*large);
+    }
+    rte_eth_conf conf = port_conf(pid, cfg);
     int rc = rte_eth_dev_configure(pid, 1, 1, &conf);
     if (rc == 0) rc = rte_eth_rx_queue_setup(pid, 0, cfg.rx_desc, rte_eth_dev_socket_id(pid), nullptr, port->pool_);
     if (rc == 0) rc = rte_eth_tx_queue_setup(pid, 0, cfg.tx_desc, rte_eth_dev_socket_id(pid), nullptr);
@@ -69,19 +80,19 @@ class DpdkPort final : public Port {
     uint16_t got = rte_eth_rx_burst(port_id_, 0, m, want);
     uint16_t out = 0;
     for (uint16_t i = 0; i < got; ++i) {
-      if (m[i]->nb_segs != 1) {  // a frame longer than one mbuf: counted, not processed
-        stats_.rx_too_long.add(1);
-        rte_pktmbuf_free(m[i]);
-        continue;
-      }
-      Packet& p = pkts[out++];
+      Packet& p = pkts[out];
       p = Packet{};
-      p.data = rte_pktmbuf_mtod(m[i], uint8_t*);
-      p.len = m[i]->data_len;
-      p.buf = m[i];
-      p.buf_kind = kBufMbuf;
+      if (m[i]->nb_segs == 1 && m[i]->data_len <= cfg_.max_frame) {
+        p.data = rte_pktmbuf_mtod(m[i], uint8_t*);
+        p.len = m[i]->data_len;
+        p.buf = m[i];
+        p.buf_kind = kBufMbuf;
+      } else if (!linearise(m[i], p)) {
+        continue;  // counted there
+      }
       p.rx_ns = now_ns;
       p.port = port_id_;
+      ++out;
     }
     stats_.rx_packets.add(out);
     stats_.rx_bytes.add(frame_bytes(pkts, out));
@@ -126,13 +137,8 @@ class DpdkPort final : public Port {
           rte_mbuf_refcnt_update(mb, 1);  // the caller still releases it (Port ownership rule)
           m[ready++] = mb;
         } else {
-          rte_mbuf* mb = rte_pktmbuf_alloc(pool_);
-          if (mb == nullptr || rte_pktmbuf_tailroom(mb) < p.len) {
-            if (mb != nullptr) rte_pktmbuf_free(mb);
-            break;
-          }
-          std::memcpy(rte_pktmbuf_mtod(mb, void*), p.data, p.len);
-          mb->data_len = mb->pkt_len = p.len;
+          rte_mbuf* mb = copy_out(p);
+          if (mb == nullptr) break;
           m[ready++] = mb;
         }
       }
@@ -146,11 +152,19 @@ class DpdkPort final : public Port {
 
   void release(Packet* pkts, uint16_t n) override {
     rte_mbuf* m[kBurst];
-    for (uint16_t i = 0; i < n;) {
-      uint16_t k = 0;
-      for (; k < kBurst && i < n; ++k, ++i) m[k] = static_cast<rte_mbuf*>(pkts[i].buf);
-      rte_pktmbuf_free_bulk(m, k);
+    uint16_t k = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+      if (pkts[i].buf_kind != kBufMbuf) {  // a linearised large frame
+        large_->free_one(pkts[i].buf);
+        continue;
+      }
+      m[k++] = static_cast<rte_mbuf*>(pkts[i].buf);
+      if (k == kBurst) {
+        rte_pktmbuf_free_bulk(m, k);
+        k = 0;
+      }
     }
+    if (k != 0) rte_pktmbuf_free_bulk(m, k);
   }
 
   PortStats stats() const override {
@@ -159,12 +173,84 @@ class DpdkPort final : public Port {
     if (rte_eth_stats_get(port_id_, &es) == 0) s.rx_no_buffer = es.imissed + es.rx_nombuf;
     // mbufs out of the pool (the PMD keeps its rx ring filled, so this is not 0 at rest: compare start and end).
     if (pool_ != nullptr) s.buffers_in_use = rte_mempool_in_use_count(pool_);
+    if (large_) s.buffers_in_use += large_->in_use();
     return s;
   }
 
  private:
   static constexpr uint16_t kBurst = 64;
   static constexpr int kTxRetries = 64;
+
+  // MTU for the largest frame (as far as the driver goes); when that is longer than one mbuf, scatter on receive
+  // and chains on transmit where the driver offers them (a NIC may pick a slower rx function with scatter on:
+  // --max-frame 2048 or less keeps it off).
+  static rte_eth_conf port_conf(uint16_t pid, const DpdkPortConfig& cfg) {
+    rte_eth_conf conf{};
+    rte_eth_dev_info info{};
+    if (rte_eth_dev_info_get(pid, &info) != 0) return conf;
+    constexpr uint32_t kOverhead = RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN;
+    uint32_t mtu = std::max<uint32_t>(cfg.max_frame, kOverhead + RTE_ETHER_MIN_MTU) - kOverhead;
+    mtu = std::min<uint32_t>({mtu, info.max_mtu, info.max_rx_pktlen - kOverhead});
+    conf.rxmode.mtu = std::max<uint32_t>(mtu, info.min_mtu);
+    if (conf.rxmode.mtu + kOverhead < cfg.max_frame)
+      spdlog::warn("DPDK port '{}' receives frames up to {} bytes (its largest MTU), below ports.max_frame = {}",
+                   cfg.name, conf.rxmode.mtu + kOverhead, cfg.max_frame);
+    if (cfg.max_frame <= cfg.mbuf_data_bytes) return conf;
+    if ((info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) != 0) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+    if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0)
+      conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    return conf;
+  }
+
+  // A frame longer than one mbuf (a chain) copied whole into a large slot; the chain goes back to the mempool.
+  // False when it was counted instead: longer than max_frame, or the large pool empty.
+  bool linearise(rte_mbuf* mb, Packet& p) {
+    const FrameAlloc a = large_ ? large_->alloc(p, mb->pkt_len)
+                                : (mb->pkt_len > cfg_.max_frame ? FrameAlloc::kTooLong : FrameAlloc::kNoLarge);
+    if (a != FrameAlloc::kOk) {
+      (a == FrameAlloc::kTooLong ? stats_.rx_too_long : stats_.rx_pool_empty).add(1);
+      rte_pktmbuf_free(mb);
+      return false;
+    }
+    uint32_t off = 0;
+    for (const rte_mbuf* s = mb; s != nullptr && off + s->data_len <= mb->pkt_len; s = s->next) {
+      std::memcpy(p.data + off, rte_pktmbuf_mtod(s, const uint8_t*), s->data_len);
+      off += s->data_len;
+    }
+    p.len = static_cast<uint16_t>(off);
+    p.buf_kind = kBufPool;
+    rte_pktmbuf_free(mb);
+    return true;
+  }
+
+  // A copy of p's frame in mbufs of this port's pool: one, or a chain when it is longer than one mbuf.
+  // Null when the pool ran dry (the packet is then not sent: tx_failed).
+  rte_mbuf* copy_out(const Packet& p) {
+    rte_mbuf* head = nullptr;
+    rte_mbuf* last = nullptr;
+    uint32_t off = 0;
+    do {
+      rte_mbuf* s = rte_pktmbuf_alloc(pool_);
+      const uint32_t k = s == nullptr ? 0 : std::min<uint32_t>(p.len - off, rte_pktmbuf_tailroom(s));
+      if (k == 0 && p.len != 0) {  // no mbuf (or one without room): give up on this frame
+        if (s != nullptr) rte_pktmbuf_free(s);
+        if (head != nullptr) rte_pktmbuf_free(head);
+        return nullptr;
+      }
+      std::memcpy(rte_pktmbuf_mtod(s, uint8_t*), p.data + off, k);
+      s->data_len = static_cast<uint16_t>(k);
+      off += k;
+      if (head == nullptr) {
+        head = s;
+      } else {
+        last->next = s;
+        ++head->nb_segs;
+      }
+      last = s;
+    } while (off < p.len);
+    head->pkt_len = p.len;
+    return head;
+  }
 
   // Sends m[0, k), the mbufs of pkts[0, k), retrying a full ring up to kTxRetries times; counts what left
   // and frees what the driver refused. Returns how many were sent.
@@ -180,6 +266,7 @@ class DpdkPort final : public Port {
   DpdkPortConfig cfg_;
   uint16_t port_id_ = 0;
   rte_mempool* pool_ = nullptr;
+  std::unique_ptr<FramePools> large_;  // linearised chains (frames longer than one mbuf)
   PortCounters stats_;
 };
 

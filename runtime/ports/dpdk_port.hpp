@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hpr/status.hpp"
+#include "runtime/frame_pools.hpp"
 #include "runtime/port.hpp"
 
 namespace hpr {
@@ -28,6 +29,12 @@ struct DpdkPortConfig {
   uint16_t tx_desc = 1024;
   uint32_t mbufs = 8191;      // mempool size (mbufs) for rx and for copies on tx
   uint16_t mbuf_data_bytes = 2048;
+  // Frames longer than one mbuf arrive as chains (the port's MTU is set for max_frame, scatter on where the
+  // driver has it) and are copied whole into a slot of a separate pool of large_slots buffers of max_frame
+  // bytes; longer frames are rx_too_long (frame_too_long), a chain that finds the large pool empty
+  // rx_pool_empty (pool_empty). On transmit, a frame longer than one mbuf is sent as a chain.
+  uint32_t max_frame = kDefaultMaxFrame;
+  uint32_t large_slots = kDefaultLargeSlots;
   bool promiscuous = true;
 };
 

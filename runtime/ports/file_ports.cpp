@@ -1,8 +1,9 @@
 #include "runtime/ports/file_ports.hpp"
 
-#include <cstring>
-
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include "hpr/clock.hpp"
 
@@ -26,7 +27,7 @@ class PcapPort final : public Port {
       auto r = PcapReader::open(cfg.rx_path);
       if (!r) return r.status();
       p->reader_.emplace(std::move(*r));
-      auto pool = PacketPool::create(cfg.pool_slots, cfg.slot_bytes);
+      auto pool = FramePools::create(cfg.pool_slots, cfg.large_slots, cfg.max_frame);
       if (!pool) return pool.status();
       p->pool_ = std::move(*pool);
     } else {
@@ -70,16 +71,17 @@ class PcapPort final : public Port {
         }
         pending_ = true;
       }
-      if (rec_.frame.size() > pool_->slot_bytes() || rec_.frame.size() > 0xffff) {
-        stats_.rx_too_long.add(1);  // counted, never silently lost
-        pending_ = false;
-        continue;
-      }
-      if (pool_->alloc(&pkts[got], 1) != 1) {
+      Packet& p = pkts[got];
+      const FrameAlloc a = pool_->alloc(p, static_cast<uint32_t>(std::min<size_t>(rec_.frame.size(), 0x10000)));
+      if (a == FrameAlloc::kNoSmall) {
         stats_.rx_no_buffer.add(1);  // back-pressure: retry this frame on the next call
         break;
       }
-      Packet& p = pkts[got];
+      if (a != FrameAlloc::kOk) {  // counted, never silently lost
+        (a == FrameAlloc::kTooLong ? stats_.rx_too_long : stats_.rx_pool_empty).add(1);
+        pending_ = false;
+        continue;
+      }
       std::memcpy(p.data, rec_.frame.data(), rec_.frame.size());
       p.len = static_cast<uint16_t>(rec_.frame.size());
       p.rx_ns = now_ns;
@@ -143,7 +145,7 @@ class PcapPort final : public Port {
   PcapPortConfig cfg_;
   std::optional<PcapReader> reader_;
   std::optional<PcapWriter> writer_;
-  std::unique_ptr<PacketPool> pool_;
+  std::unique_ptr<FramePools> pool_;
   PcapRecord rec_;
   bool pending_ = false;
   bool rx_done_ = false;

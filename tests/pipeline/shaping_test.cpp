@@ -87,7 +87,11 @@ uint64_t drops_of(const Summary& s, const std::string& reason) {
   return 0;
 }
 
+// Buckets must hold the largest frame: these 4096-byte ones go with ports.max_frame = 4096.
 constexpr const char* kTwoClasses = R"(
+[ports]
+max_frame = 4096
+
 [shaper]
 enabled = true
 by = "class"
@@ -145,7 +149,8 @@ TEST_CASE("[[shaper.class]] and [shaper.adaptive] are read from the configuratio
   CHECK(sc.adaptive.delta_th == 2);
   CHECK(sc.adaptive.period_ns == 500'000'000);
   // Adaptive alpha is off by default; the old per-flow keys still work.
-  auto flow = load_run_config(write_toml("[shaper]\nenabled = true\nrate_bps = 8e6\nburst_bytes = 4096\n"));
+  auto flow = load_run_config(
+      write_toml("[ports]\nmax_frame = 4096\n[shaper]\nenabled = true\nrate_bps = 8e6\nburst_bytes = 4096\n"));
   REQUIRE(flow.is_ok());
   CHECK(validate(*flow).is_ok());
   CHECK(flow->shaping.by == ShapeBy::kFlow);
@@ -180,7 +185,8 @@ TEST_CASE("config/hpr.toml loads, and its commented class example is valid when 
 }
 
 TEST_CASE("bad shaper classes: the error names the setting") {
-  const std::string head = "[shaper]\nenabled = true\nby = \"class\"\n";
+  const std::string ports = "[ports]\nmax_frame = 4096\n";  // the 4096-byte buckets below hold the largest frame
+  const std::string head = ports + "[shaper]\nenabled = true\nby = \"class\"\n";
   const std::string ok = "[[shaper.class]]\nname = \"a\"\ndscp = 46\nrate_bps = 1e6\nburst_bytes = 4096\n";
   struct Case {
     const char* what;
@@ -213,7 +219,8 @@ TEST_CASE("bad shaper classes: the error names the setting") {
        head + "[[shaper.class]]\nname = \"all\"\nrate_bps = 1e6\nburst_bytes = 4096\n" + ok,
        "shaper.class[0] ('all') has no dscp and no out_port"},
       {"by class without classes", head, "shaper.by = \"class\" needs at least one [[shaper.class]]"},
-      {"classes with by flow", "[shaper]\nenabled = true\nby = \"flow\"\nrate_bps = 1e6\nburst_bytes = 4096\n" + ok,
+      {"classes with by flow",
+       ports + "[shaper]\nenabled = true\nby = \"flow\"\nrate_bps = 1e6\nburst_bytes = 4096\n" + ok,
        "classes are used only with shaper.by = \"class\""},
       {"class not a list of tables", head + "class = 3\n", "shaper.class must be a list of tables"},
       {"an unknown mode", "[shaper]\nby = \"dscp\"\n", "shaper.by must be flow, port or class, not 'dscp'"},
@@ -318,6 +325,7 @@ TEST_CASE("two classes shaped to 4 and 1 Mbit/s get output in that ratio; books 
   c.shaping.drain_timeout_ns = 0;
   const uint64_t gold_rate = 500'000, bronze_rate = 125'000;  // 4 and 1 Mbit/s
   const uint32_t burst = 4096;
+  c.max_frame = burst;  // buckets hold the largest frame
   c.shaping.classes = {
       {.name = "gold", .dscp = {46}, .rate_bytes_per_s = gold_rate, .burst_bytes = burst, .alpha_bytes = 1024},
       {.name = "bronze", .dscp = {10}, .rate_bytes_per_s = bronze_rate, .burst_bytes = burst, .alpha_bytes = 1024}};

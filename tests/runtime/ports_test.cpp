@@ -40,12 +40,12 @@ TEST_CASE("pcap port reads every frame, writes them back, and returns every buff
   size_t j = 0;
   for (int loop = 0; loop < 2; ++loop)
     for (const auto& f : cap->frames)
-      if (f.size() <= 2048) CHECK(back->frames[j++] == f);
+      if (f.size() <= kDefaultMaxFrame) CHECK(back->frames[j++] == f);
 }
 
-TEST_CASE("frames longer than a slot are counted, not lost silently") {
+TEST_CASE("frames longer than max_frame are counted, not lost silently") {
   // webex.pcap has frames up to 29,696 bytes (captured with segmentation offload).
-  auto port = make_pcap_port({.rx_path = data_path("pcap/ndpi/webex.pcap"), .slot_bytes = 2048});
+  auto port = make_pcap_port({.rx_path = data_path("pcap/ndpi/webex.pcap"), .max_frame = 2048});
   REQUIRE(port.is_ok());
   Packet pkts[64];
   uint64_t n = 0;
@@ -186,12 +186,12 @@ TEST_CASE("a capture with no usable record ends even with loops = 0 (no endless 
   }
   CHECK((*port)->rx_done());
   CHECK(calls <= 2);
-  // Every frame too long for a slot: the same.
+  // Every frame longer than max_frame (9,216 bytes): the same.
   std::string q = (fs::temp_directory_path() / "hpr_ports_long.pcap").string();
   {
     auto w = PcapWriter::open(q);
     REQUIRE(w.is_ok());
-    std::vector<uint8_t> frame(3000, 0xab);
+    std::vector<uint8_t> frame(9217, 0xab);
     w->write(1, frame);
     REQUIRE(w->finish().is_ok());
   }
