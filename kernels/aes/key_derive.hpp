@@ -42,8 +42,7 @@ Key derive_conn_key(const Key& master, const KeyEpoch& epoch, const FlowTuple& t
 
 // The same bytes as derive_conn_key for many connections under one master key and epoch: the SHA-256
 // states after (K xor ipad) || label || epoch and after (K xor opad) are computed once; a key then costs
-// the two finalisations. Not thread safe (one per thread). Falls back to derive_conn_key when OpenSSL
-// cannot set up (allocation), so the keys are the same either way.
+// the two finalisations (three SHA-256 compressions a key). Not thread safe (one per thread).
 class ConnKeyDeriver {
  public:
   ConnKeyDeriver(const Key& master, const KeyEpoch& epoch);
@@ -55,8 +54,6 @@ class ConnKeyDeriver {
  private:
   struct Ctx;
   std::unique_ptr<Ctx> ctx_;
-  Key master_;
-  KeyEpoch epoch_;
 };
 
 }  // namespace hpr::kernels::aes
