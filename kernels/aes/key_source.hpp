@@ -15,11 +15,11 @@
 //   * app.master_key together with app.master_key_file;
 //   * no source at all;
 //   * a key file that is a directory, cannot be read, or holds no key ("app.keys" and the path);
-//   * an app.key_epoch (--key-epoch) that is not 32 hex digits (the setting named, never the text).
-// The key epoch: app.key_epoch, or 16 random bytes per run; either way announced in the log (info).
 //   * a master key file that is a directory, missing or unreadable, empty, larger than kMaxKeyFileBytes, or
 //     not 32 hex digits ("app.master_key_file" and the path);
-//   * a master key that is not 32 hex digits (the setting named).
+//   * a master key that is not 32 hex digits (the setting named);
+//   * an app.key_epoch (--key-epoch) that is not 32 hex digits (the setting named, never the text).
+// The key epoch: app.key_epoch, or 16 random bytes per run; either way announced in the log (info).
 // Key material never appears in a message or a log line: errors say what is wrong (length, position of the
 // first non-hex character, file:line and field) and name the setting or the file, never the text.
 #include <cstdint>
