@@ -4,9 +4,12 @@
 # and spread ((max - min) / median) of Mpps and Gbit/s, the ratio of the medians (B / A), and the ratios of
 # the runs of each round (A and B back to back see about the same load), sorted, with their median.
 # Usage: bench/crypto/aes_ab.sh A_HPR B_HPR ROUNDS SECONDS [extra hpr run arguments...]
+# AB_LANES replaces the lane arguments (default: --devices none --native 1 --run-to-completion on), e.g.
+# AB_LANES="--devices pthread --native 0" for the OpenCL path.
 # Run it under `flock /work/bench.lock` on a shared machine.
 set -euo pipefail
 a=$1 b=$2 rounds=$3 secs=$4
+lanes=${AB_LANES:---devices none --native 1 --run-to-completion on}
 shift 4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -14,8 +17,9 @@ for r in $(seq 1 "$rounds"); do
   for which in A B; do
     hpr=$a
     [[ $which == B ]] && hpr=$b
-    "$hpr" run --app aes --master-key 000102030405060708090a0b0c0d0e0f --in gen --devices none --native 1 \
-      --run-to-completion on --static --state-dir none --duration "$secs" --out null -q \
+    # shellcheck disable=SC2086
+    "$hpr" run --app aes --master-key 000102030405060708090a0b0c0d0e0f --in gen $lanes \
+      --static --state-dir none --duration "$secs" --out null -q \
       --summary-json "$tmp/$which.$r.json" "$@" >/dev/null 2>"$tmp/$which.$r.err" ||
       { cat "$tmp/$which.$r.err"; exit 1; }
   done
