@@ -53,7 +53,8 @@ class KeyTable {
   const KeySlot* slot(uint32_t flow) const { return has_key(flow) ? &slots_[flow] : nullptr; }
   // The IV counter of packet `seq` of the slot's flow.
   static uint64_t counter(const KeySlot& s, uint32_t seq) {
-    return std::atomic_ref<const uint64_t>(s.counter[seq >> 31]).load(std::memory_order_relaxed);
+    // atomic_ref<const T> is C++26: the load writes nothing.
+    return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(s.counter[seq >> 31])).load(std::memory_order_relaxed);
   }
   // A copy of the slot for the device (the counters read as counter() does).
   KeySlot copy(uint32_t flow) const;
