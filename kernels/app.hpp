@@ -17,9 +17,12 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "hpr/status.hpp"
 #include "kernels/device_batch.hpp"
+#include "runtime/flow.hpp"
 #include "runtime/packet.hpp"
 
 namespace hpr::kernels {
@@ -51,6 +54,14 @@ class DeviceTables {
   virtual ~DeviceTables() = default;
   // Set the kernel arguments from index 4 on (0..3 are desc, n, pkts, out).
   virtual Status bind(cl::Kernel& kernel) = 0;
+  // Per batch, after the gather and before the launch, on the lane's own thread and kernel: what this
+  // batch needs beyond desc and pkts (AES: the key slots of its flows, in a buffer of its own that `keep`
+  // holds until the batch is reaped). May rewrite desc[i].flow (nothing reads it after the kernel).
+  // Several lanes call it at once. Errors: kUnavailable with the OpenCL error.
+  virtual Status stage(cl::Kernel& /*kernel*/, const cl::Context& /*ctx*/, Desc* /*desc*/, uint32_t /*n*/,
+                       cl::Buffer& /*keep*/) {
+    return Status::ok();
+  }
 };
 
 class App {
@@ -87,6 +98,15 @@ class App {
   // also runs in place on the frames (slices_in_place).
   virtual void run_native(const BatchView& batch) const = 0;
 
+  // Flow life, from the one thread that classifies (dispatcher, worker path): the FlowTable has just
+  // given slot `id` to the connection `canonical` (AES: its key), and the flow's sequence numbers have
+  // entered `half` (0: seq 0 after a wrap, 1: seq 2^31) of their 32-bit space (AES: a fresh IV counter).
+  // Both come before the flow's packets reach a lane. Default: nothing.
+  virtual void flow_started(uint32_t /*id*/, const FlowKey& /*canonical*/) const {}
+  virtual void flow_seq_half(uint32_t /*id*/, uint32_t /*half*/) const {}
+  // Settings of this run that the summary shows under "app" (AES: the key epoch). Default: none.
+  virtual std::vector<std::pair<std::string, std::string>> summary_info() const { return {}; }
+
   // Apply results to the packets after the batch returns (desc[i] belongs to pkts[i]).
   // Sets Packet::drop / out_port; never allocates.
   virtual void finish(std::span<Packet> pkts, const BatchView& batch) const = 0;
@@ -101,6 +121,15 @@ class App {
   // Name of what count_events counts ("matches", "digests", ...).
   virtual std::string_view event_name() const { return "events"; }
 };
+
+// The flow's next sequence number, as the dispatcher assigns it (before fs.packets counts the packet).
+// When it enters a half of the 32-bit space (2^31, or 0 again after a wrap; not the flow's first packet,
+// whose start the app heard of in flow_started) the app hears of it first (AES: a fresh IV counter).
+inline uint32_t take_seq(FlowState& fs, uint32_t id, const App& app) {
+  const uint32_t seq = fs.next_seq++;
+  if ((seq & 0x7fffffffu) == 0 && fs.packets != 0) app.flow_seq_half(id, seq >> 31);
+  return seq;
+}
 
 // App::slices_in_place for app type A (final: A::slice is called directly and can be inlined).
 template <class A>

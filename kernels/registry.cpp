@@ -58,11 +58,13 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
   }
   if (name == "aes") {
     const char* env = std::getenv(aes::kMasterKeyEnv);
-    auto keys = aes::make_key_table({opt.keys, opt.master_key, opt.master_key_file, env ? env : ""}, opt.key_capacity);
+    auto keys = aes::make_keys(
+        {opt.keys, opt.master_key, opt.master_key_file, env ? env : "", opt.key_epoch, opt.iv_counter_start},
+        opt.key_capacity);
     if (!keys) return keys.status();
     aes::AesOptions o;
     o.max_payload_bytes = opt.max_frame_bytes;
-    return std::shared_ptr<App>(std::make_shared<aes::AesApp>(std::move(*keys), o));
+    return std::shared_ptr<App>(std::make_shared<aes::AesApp>(std::move(keys->table), o, std::move(keys->source)));
   }
   std::string known;
   for (const auto& n : app_names()) known += (known.empty() ? "" : ", ") + n;

@@ -2,6 +2,7 @@
 // Applications by name, with explicit registration (static registrars in static libraries are
 // silently dropped by the linker: architecture.md).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,12 @@ struct AppOptions {
   // aes key sources (precedence and refusals: kernels/aes/key_source.hpp). Give one: a key file, or a
   // master key as 32 hex digits or in a file; with none, the HPR_MASTER_KEY environment variable is read.
   std::string keys;                  // aes: key file ("flow <id> <key>" lines)
-  std::string master_key;            // aes: master key, 32 hex digits; keys derived per flow id
+  std::string master_key;            // aes: master key, 32 hex digits; keys derived per connection
   std::string master_key_file;       // aes: file holding the master key (32 hex digits, whitespace around allowed)
+  std::string key_epoch;             // aes: key epoch, 32 hex digits ("" = random per run, announced)
+  // aes: where the IV counters start; unset (always, outside tests): random per run, so that runs sharing a
+  // given key epoch do not share counter values (docs/crypto.md). Tests fix it to compare runs byte for byte.
+  std::optional<uint64_t> iv_counter_start;
   uint32_t key_capacity = 65536;     // aes: key table slots (= flow table capacity; keys indexed by flow id)
   bool md5_whole_frame = false;      // md5: digest the whole frame instead of the L4 payload
   uint32_t max_frame_bytes = kDefaultMaxFrame;  // largest frame the input port hands out (ports.max_frame)

@@ -96,7 +96,10 @@ Status DeviceRunner::run(BatchView& b) {
   try {
     auto& ctx = prog_->context;
     auto& q = prog_->queue;
-    cl::Buffer desc(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof(Desc) * b.n, b.desc);
+    std::vector<Desc> staged(b.desc, b.desc + b.n);  // stage() may rewrite flow ids: the caller's stay
+    cl::Buffer keep;
+    HPR_RETURN_IF_ERROR(prog_->tables->stage(kernel_, ctx, staged.data(), b.n, keep));
+    cl::Buffer desc(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof(Desc) * b.n, staged.data());
     cl::Buffer pkts(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, pkts_bytes, b.pkts);
     cl::Buffer out(ctx, CL_MEM_WRITE_ONLY, out_bytes);
     kernel_.setArg(0, desc);

@@ -140,6 +140,7 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     p.flow_id = flows_->lookup_or_insert(k, p.hash, now, &inserted);
     bump(flows_seen_, inserted);
     if (p.flow_id == kNoFlow) continue;
+    if (inserted) app_->flow_started(p.flow_id, k);
     what[i] = kFlow;
     // With move holding the balancer may move any flow (a busy one's packets wait in move_hold.cpp); without
     // it, a flow with packets in flight stays where they are.
@@ -188,7 +189,7 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
       }
       if (ls != LaneState::kRunning) lane = pick_lane(p.hash);
       fs->lane = lane;
-      p.seq = fs->next_seq++;
+      p.seq = kernels::take_seq(*fs, p.flow_id, *app_);
       fs->packets++;
       fs->bytes += p.len;
     } else {

@@ -85,6 +85,7 @@ class ClExecutor final : public Executor {
     cl::CommandQueue queue;
     cl::Buffer desc_buf, pkts_buf, out_buf;      // what the kernel sees
     cl::Buffer desc_stage, pkts_stage, out_stage;// discrete only: pinned host staging
+    cl::Buffer app_stage;                        // what DeviceTables::stage gave this batch (AES: key slots)
     Desc* desc_host = nullptr;
     uint8_t* pkts_host = nullptr;
     uint8_t* out_host = nullptr;
@@ -163,6 +164,13 @@ class ClExecutor final : public Executor {
         s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, pkts_bytes_));
       }
       s.pkts_bytes = kernels::gather_into(app_, {s.pkts.data(), n}, s.desc_host, s.pkts_host, pkts_bytes_);
+      if (Status st = prog_->tables->stage(kernel_, prog_->context, s.desc_host, n, s.app_stage); !st.is_ok()) {
+        if (unified_) {
+          s.queue.enqueueUnmapMemObject(s.desc_buf, s.desc_host);
+          s.queue.enqueueUnmapMemObject(s.pkts_buf, s.pkts_host);
+        }
+        return st;
+      }
       const size_t used = std::max<size_t>(s.pkts_bytes, kernels::kSliceAlign);
       if (unified_) {
         s.queue.enqueueUnmapMemObject(s.desc_buf, s.desc_host);

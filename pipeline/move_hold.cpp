@@ -17,7 +17,7 @@ bool Pipeline::hold_for_move(Packet& p, FlowState& fs, uint8_t to) {
   int rounds = 0;
   while (held_.size() >= cfg_.move_hold)
     if (!flush_held()) wait_step(rounds);
-  p.seq = fs.next_seq++;
+  p.seq = kernels::take_seq(fs, p.flow_id, *app_);
   fs.packets++;
   fs.bytes += p.len;
   held_to_[p.flow_id] = to;  // the latest wish

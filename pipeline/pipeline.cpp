@@ -319,6 +319,7 @@ Summary Pipeline::snapshot() const {
   s.lane_failures = lane_failures_.load();
   s.host_frames = host_frames_.load();
   s.event_name = std::string(app_->event_name());
+  s.app_info = app_->summary_info();
   s.balancer = cfg_.balancer;
   if (ended != 0) s.balance = balancer_->stats();  // the dispatcher has ended: no writer left
   s.move_held = move_held_.load(std::memory_order_relaxed);

@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <bit>
 
 #include <arpa/inet.h>
 
@@ -96,8 +97,9 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   HPR_RETURN_IF_ERROR(validate(c));
   auto ctx = std::make_unique<RunContext>();
   kernels::AppOptions ao = c.app_opts;
-  ao.key_capacity = c.flow_capacity;  // AES keys are indexed by flow id
-  ao.max_frame_bytes = c.max_frame;   // every app takes every frame the ports hand out
+  // AES keys are indexed by flow id, and the FlowTable rounds its capacity up to a power of two.
+  ao.key_capacity = std::bit_ceil(c.flow_capacity);
+  ao.max_frame_bytes = c.max_frame;  // every app takes every frame the ports hand out
   auto app = kernels::make_app(c.app, ao);
   if (!app) return app.status();
   ctx->app = std::move(*app);

@@ -413,6 +413,10 @@ std::vector<Setting> make_settings() {
                   "aes: file holding the master key (32 hex digits); without any key setting the environment "
                   "variable HPR_MASTER_KEY is read",
                   HPR_REF(std::string, app_opts.master_key_file)),
+      str_setting("app.key_epoch", "--key-epoch",
+                  "aes: key epoch, 32 hex digits, part of every derived key and IV (default: random per run, "
+                  "shown in the log and the summary; give it to keep the keys across restarts)",
+                  HPR_REF(std::string, app_opts.key_epoch)),
       bool_setting("app.md5_whole_frame", "", "md5: digest the whole frame instead of the L4 payload",
                    HPR_REF(bool, app_opts.md5_whole_frame)),
       str_setting("app.log", "--log", "Result log: DPI alerts / MD5 digests, one line per packet",

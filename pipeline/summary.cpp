@@ -23,6 +23,7 @@ std::string Summary::to_json() const {
   j["host_frames"] = host_frames;
   j["rx_buffers_in_use"] = rx_buffers_in_use;
   j["app_events"] = {{"name", event_name}, {"count", events}};
+  for (const auto& [k, v] : app_info) j["app"][k] = v;
   j["latency_ns"] = {{"p50", latency_p50_ns}, {"p99", latency_p99_ns}};
   if (!power_source.empty()) j["power"] = {{"watts", power_w}, {"energy_j", energy_j}, {"source", power_source}};
   if (balance)
@@ -85,6 +86,7 @@ std::string Summary::to_text() const {
   s += fmt::format("  reorders    {}\n", reorders);
   s += fmt::format("  flows       {}{}\n", flows_seen, flow_table_full ? fmt::format(" (table full {} times)", flow_table_full) : "");
   s += fmt::format("  {:<11} {}\n", event_name, events);
+  for (const auto& [k, v] : app_info) s += fmt::format("  {:<11} {}\n", k, v);
   s += fmt::format("  latency     p50 {:.1f} us, p99 {:.1f} us (rx to tx, 16 buckets per octave)\n", latency_p50_ns / 1e3,
                    latency_p99_ns / 1e3);
   if (!power_source.empty()) s += fmt::format("  power       {:.1f} W, energy {:.1f} J (source: {})\n", power_w, energy_j, power_source);

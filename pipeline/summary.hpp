@@ -31,6 +31,7 @@ struct Summary {
   // Host threads' busy time beyond the lanes' (dispatcher bursts, egress polls with work), for the power model.
   double dispatch_busy_s = 0, egress_busy_s = 0;
   std::string event_name;
+  std::vector<std::pair<std::string, std::string>> app_info;  // App::summary_info (AES: key_epoch), JSON "app"
   // Egress shaper (when on).
   bool shaping = false;
   uint64_t shaped_queues = 0, shaper_heap = 0, shaper_waiting = 0, shaper_reschedules = 0, shaper_delayed = 0;

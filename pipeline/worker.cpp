@@ -101,9 +101,10 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
     p.flow_id = flows_->lookup_or_insert(w.keys[i], p.hash, now, &inserted);
     inserted_total += inserted;
     if (p.flow_id == kNoFlow) continue;
+    if (inserted) app_->flow_started(p.flow_id, w.keys[i]);
     FlowState& fs = flows_->state(p.flow_id);
     fs.lane = worker_lane_.load(std::memory_order_relaxed);
-    p.seq = fs.next_seq++;  // the app may use it (AES: the IV counter), as on the lane path
+    p.seq = kernels::take_seq(fs, p.flow_id, *app_);  // the app may use it (AES: the IV), as on the lane path
     // Egress checks each flow's order when lanes run again: it expects the next sequence number.
     if (worker_dynamic_) expected_seq_[p.flow_id] = p.seq + 1;
     fs.packets++;

@@ -216,6 +216,8 @@ int run_app(const std::string& name, const Opts& o, const std::vector<DeviceInfo
     return 1;
   }
   const kernels::App& app = **app_r;
+  // Flows 0..kFlows-1 start as connections numbered_flow(f) (aes: their keys and IV counters).
+  for (uint32_t f = 0; f < kFlows; ++f) app.flow_started(f, kernels::aes::numbered_flow(f));
   const uint32_t max_batch = *std::max_element(o.batches.begin(), o.batches.end());
   const uint32_t pool = std::max(max_batch, o.distinct);
 
@@ -243,7 +245,7 @@ int run_app(const std::string& name, const Opts& o, const std::vector<DeviceInfo
                          return kNoEvents;
                        })});
   } else if (o.peer && name == "aes") {
-    auto evp = std::make_shared<bench::EvpAes>(master, kFlows);
+    auto evp = std::make_shared<bench::EvpAes>(master, dynamic_cast<const kernels::aes::AesApp&>(app).keys(), kFlows);
     engines.push_back(
         {"openssl", "OpenSSL EVP AES-128-CBC-CTS", peer_engine(app, max_batch, [evp](const kernels::BatchView& v) {
            evp->run(v);

@@ -4,8 +4,9 @@
 // app_bench.
 //   MD5: one reused EVP_MD_CTX, Init/Update/Final per packet, digest to out[16 * i].
 //   AES: per flow a pre-keyed EVP_CIPHER_CTX for AES-128-ECB (the derived IV) and one for
-//        AES-128-CBC-CTS (CS2), Init(iv)+Update per packet, in place. Keys: derive_key_for_flow(master, f)
-//        for flows 0..flows-1, as aes::fill_derived(table, master, 0, flows) sets them.
+//        AES-128-CBC-CTS (CS2), Init(iv)+Update per packet, in place. Keys: those of connections
+//        numbered_flow(f) for flows 0..flows-1 under the table's epoch (key_derive.hpp); IV counters: the
+//        table's, so the bytes are those of our rule.
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "kernels/aes/aes_app.hpp"
+#include "kernels/aes/key_derive.hpp"
 #include "kernels/app.hpp"
 
 namespace hpr::bench {
@@ -41,12 +43,14 @@ struct EvpAes {
   EVP_CIPHER* ecb = EVP_CIPHER_fetch(nullptr, "AES-128-ECB", nullptr);
   EVP_CIPHER* cts = EVP_CIPHER_fetch(nullptr, "AES-128-CBC-CTS", nullptr);
   std::vector<EVP_CIPHER_CTX*> ecb_ctx, cts_ctx;
-  EvpAes(const kernels::aes::Key& master, uint32_t flows) {
+  const kernels::aes::KeyTable& keys;
+  EvpAes(const kernels::aes::Key& master, const kernels::aes::KeyTable& table, uint32_t flows) : keys(table) {
     OSSL_PARAM params[2] = {OSSL_PARAM_construct_utf8_string(OSSL_CIPHER_PARAM_CTS_MODE, const_cast<char*>("CS2"), 0),
                             OSSL_PARAM_END};
     uint8_t zero_iv[16] = {};
     for (uint32_t f = 0; f < flows; ++f) {
-      kernels::aes::Key k = kernels::aes::derive_key_for_flow(master, f);
+      namespace aes = kernels::aes;
+      aes::Key k = aes::derive_conn_key(master, table.epoch(), aes::tuple_of(aes::numbered_flow(f)));
       EVP_CIPHER_CTX* e = EVP_CIPHER_CTX_new();
       EVP_EncryptInit_ex2(e, ecb, k.data(), nullptr, nullptr);
       EVP_CIPHER_CTX_set_padding(e, 0);
@@ -64,13 +68,12 @@ struct EvpAes {
     EVP_CIPHER_free(ecb);
     EVP_CIPHER_free(cts);
   }
-  // Precondition: every desc[i].flow < flows.
+  // Precondition: every desc[i].flow < flows, and keyed in the table.
   void run(const kernels::BatchView& b) {
     for (uint32_t i = 0; i < b.n; ++i) {
       const kernels::Desc& d = b.desc[i];
-      uint8_t ctr[16] = {}, iv[16];
-      std::memcpy(ctr, &d.flow, 4);
-      std::memcpy(ctr + 4, &d.seq, 4);
+      uint8_t ctr[16], iv[16];
+      kernels::aes::iv_input(keys.epoch(), kernels::aes::KeyTable::counter(*keys.slot(d.flow), d.seq), d.seq, ctr);
       int n = 0;
       EVP_EncryptUpdate(ecb_ctx[d.flow], iv, &n, ctr, 16);
       EVP_EncryptInit_ex2(cts_ctx[d.flow], nullptr, nullptr, iv, nullptr);

@@ -1,9 +1,12 @@
 // AES-128-CBC per-connection packet encryption, one work-item per packet (paper §3.2.4, §3.3).
-// Implements the packet rule of kernels/aes/aes_app.hpp exactly (key table by flow id, derived or
+// Implements the packet rule of kernels/aes/aes_app.hpp exactly (key slot per flow, derived or
 // carried IV, CBC-CS2 tail, payloads < 16 bytes left in clear); the host prepends hpr_desc and the
 // generated tables aes_te0 (T-table, big-endian words) and aes_sbox. Table AES: the state is four
 // big-endian column words (rijndael-alg-fst layout); Te1..Te3 are rotations of Te0.
 // Build option HPR_AES_IV_CARRIED: the first 16 payload bytes are the IV.
+// Keys: the host stages, per batch, the key slots of the batch's flows (192 bytes each: the 176-byte
+// schedule, then le64 counter[2]; kernels/aes/key_table.hpp) and rewrites desc[i].flow to the packet's
+// slot in that array (>= count: no key). epoch: the run's key epoch as four big-endian words.
 
 #define AES_ENCRYPTED 0u
 #define AES_SHORT 1u
@@ -46,12 +49,12 @@ static void aes_encrypt(const uint* rk, uint* s) {
 static uint bswap32(uint v) { return (v >> 24) | ((v >> 8) & 0xff00u) | ((v << 8) & 0xff0000u) | (v << 24); }
 
 __kernel void aes_cbc(__global const hpr_desc* desc, uint n, __global uchar* pkts, __global uint* out,
-                      __global const uchar* schedules, __global const uchar* valid, uint capacity) {
+                      __global const uchar* slots, uint count, uint4 epoch) {
   uint i = get_global_id(0);
   if (i >= n) return;
   const uint flow = desc[i].flow;
   const uint len = desc[i].len;
-  if (flow >= capacity || valid[flow] == 0) { out[i] = AES_KEY_MISSING; return; }
+  if (flow >= count) { out[i] = AES_KEY_MISSING; return; }
   __global uchar* data = pkts + desc[i].off;
   uint m = len;
   uint chain[4];
@@ -64,18 +67,20 @@ __kernel void aes_cbc(__global const hpr_desc* desc, uint n, __global uchar* pkt
   if (m < 16) { out[i] = AES_SHORT; return; }
 
   uint rk[44];
-  __global const uchar* sched = schedules + 176u * flow;
+  __global const uchar* sched = slots + 192u * flow;
   for (int w = 0; w < 44; ++w) rk[w] = ld_be(sched + 4 * w);
 
 #ifdef HPR_AES_IV_CARRIED
   for (int w = 0; w < 4; ++w) chain[w] = ld_be(data + 4 * w);
   data += 16;
 #else
-  // IV = AES_K(le32(flow) || le32(seq) || 0^64)
-  chain[0] = bswap32(flow);
-  chain[1] = bswap32(desc[i].seq);
-  chain[2] = 0;
-  chain[3] = 0;
+  // IV = AES_K(epoch ^ (le64(counter[seq >> 31]) || le64(seq)))
+  const uint seq = desc[i].seq;
+  __global const uchar* ctr = sched + 176u + 8u * (seq >> 31);
+  chain[0] = ld_be(ctr) ^ epoch.s0;
+  chain[1] = ld_be(ctr + 4) ^ epoch.s1;
+  chain[2] = bswap32(seq) ^ epoch.s2;
+  chain[3] = epoch.s3;
   aes_encrypt(rk, chain);
 #endif
   const uint full = m / 16;

@@ -1,85 +1,80 @@
-// AesApp and KeyTable (see aes_app.hpp). Key files: key_file.cpp; key derivation: key_derive.cpp.
-#include <algorithm>
-#include <cstring>
-#include <system_error>
-#include <thread>
-
+// AesApp (see aes_app.hpp). Key slots: key_table.cpp; key files: key_file.cpp; derivation: key_derive.cpp.
 #include "kernels/aes/aes_app.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
 #include "kernels/aes/aes_tables.hpp"
+#include "kernels/aes/key_derive.hpp"
+#include "kernels/aes/key_source.hpp"
 
 namespace hpr::kernels::aes {
-
-// ------------------------------------------------------------------ KeyTable
-KeyTable::KeyTable(uint32_t capacity) : sched_(std::max<uint32_t>(capacity, 1)), valid_(std::max<uint32_t>(capacity, 1), 0) {}
-
-Status KeyTable::set_key(uint32_t flow, const Key& key) {
-  if (flow >= capacity())
-    return error(Code::kInvalidArgument, "flow id {} >= key table capacity {}", flow, capacity());
-  sched_[flow] = expand_key(key);
-  if (valid_[flow] == 0) ++count_;
-  valid_[flow] = 1;
-  return Status::ok();
-}
-
-void KeyTable::set_keys(uint32_t first, uint32_t n, unsigned threads, const std::function<KeyFn()>& make_key_of) {
-  const uint64_t end = std::min<uint64_t>(uint64_t{first} + n, capacity());
-  if (first >= end) return;
-  const uint64_t total = end - first;
-  constexpr uint64_t kMinPerPart = 16384;  // below this a thread costs more than it saves
-  const auto parts = static_cast<unsigned>(std::clamp<uint64_t>(threads, 1, (total + kMinPerPart - 1) / kMinPerPart));
-  std::vector<uint32_t> fresh(parts, 0);
-  auto run_part = [&](unsigned p) {
-    const uint64_t lo = first + total * p / parts, hi = first + total * (p + 1) / parts;
-    KeyFn key_of = make_key_of();
-    uint32_t added = 0;
-    for (uint64_t f = lo; f < hi; ++f) {
-      sched_[f] = expand_key(key_of(static_cast<uint32_t>(f)));
-      added += valid_[f] == 0;
-      valid_[f] = 1;
-    }
-    fresh[p] = added;
-  };
-  std::vector<std::thread> pool;
-  for (unsigned p = 1; p < parts; ++p) {
-    try {
-      pool.emplace_back(run_part, p);
-    } catch (const std::system_error&) {
-      run_part(p);  // no thread to be had: this part on the calling thread
-    }
-  }
-  run_part(0);
-  for (auto& t : pool) t.join();
-  for (uint32_t a : fresh) count_ += a;
-}
-
-void KeyTable::clear_key(uint32_t flow) {
-  if (flow >= capacity() || valid_[flow] == 0) return;
-  valid_[flow] = 0;
-  sched_[flow] = RoundKeys{};
-  --count_;
-}
 
 // ------------------------------------------------------------------ the app
 namespace {
 
+// The key slots reach the device per batch: stage() copies the slots of the batch's flows (each once)
+// into a buffer of the batch's own and points desc[i].flow at them. Nothing on the device is shared
+// between batches or rewritten while a batch reads it, so lanes on several queues need no fences; a slot
+// that the host changes (a new connection, a new IV counter) is read by the next batch that stages it.
 class AesDeviceTables final : public DeviceTables {
  public:
-  AesDeviceTables(cl::Buffer sched, cl::Buffer valid, uint32_t capacity)
-      : sched_(std::move(sched)), valid_(std::move(valid)), capacity_(capacity) {}
+  AesDeviceTables(const KeyTable& keys, cl::Buffer none) : keys_(keys), none_(std::move(none)) {
+    for (int w = 0; w < 4; ++w) {
+      const uint8_t* e = keys.epoch().data() + 4 * w;
+      epoch_.s[w] = (cl_uint{e[0]} << 24) | (cl_uint{e[1]} << 16) | (cl_uint{e[2]} << 8) | cl_uint{e[3]};
+    }
+  }
   Status bind(cl::Kernel& kernel) override {
     try {
-      kernel.setArg(4, sched_);
-      kernel.setArg(5, valid_);
-      kernel.setArg(6, capacity_);
+      kernel.setArg(4, none_);
+      kernel.setArg(5, cl_uint{0});
+      kernel.setArg(6, epoch_);
     } catch (const cl::Error& e) {
-      return error(Code::kUnavailable, "aes: setting key table arguments: {} ({})", e.what(), e.err());
+      return error(Code::kUnavailable, "aes: setting key arguments: {} ({})", e.what(), e.err());
+    }
+    return Status::ok();
+  }
+  Status stage(cl::Kernel& kernel, const cl::Context& ctx, Desc* desc, uint32_t n, cl::Buffer& keep) override {
+    thread_local std::vector<KeySlot> slots;
+    thread_local std::vector<uint32_t> flow_at, index_at;  // open addressing: flow id -> staged index
+    const uint32_t size = std::bit_ceil(std::max<uint32_t>(2 * n, 16));
+    slots.clear();
+    flow_at.assign(size, kNoFlow);
+    index_at.resize(size);
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t f = desc[i].flow;
+      if (!keys_.has_key(f)) {
+        desc[i].flow = kNoFlow;  // >= any count: kKeyMissing
+        continue;
+      }
+      uint32_t h = (f * 0x9e3779b1u) & (size - 1);
+      while (flow_at[h] != kNoFlow && flow_at[h] != f) h = (h + 1) & (size - 1);
+      if (flow_at[h] == kNoFlow) {
+        flow_at[h] = f;
+        index_at[h] = static_cast<uint32_t>(slots.size());
+        slots.push_back(keys_.copy(f));
+      }
+      desc[i].flow = index_at[h];
+    }
+    try {
+      const auto count = static_cast<cl_uint>(slots.size());
+      keep = count == 0 ? none_
+                        : cl::Buffer(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, size_t{count} * kKeySlotBytes,
+                                     slots.data());
+      kernel.setArg(4, keep);
+      kernel.setArg(5, count);
+    } catch (const cl::Error& e) {
+      return error(Code::kUnavailable, "aes: staging {} key slots: {} ({})", slots.size(), e.what(), e.err());
     }
     return Status::ok();
   }
 
  private:
-  cl::Buffer sched_, valid_;
-  cl_uint capacity_;
+  const KeyTable& keys_;
+  cl::Buffer none_;  // one zero slot, for a batch without keys
+  cl_uint4 epoch_{};
 };
 
 std::string table_source() {
@@ -93,8 +88,26 @@ std::string table_source() {
 
 }  // namespace
 
-AesApp::AesApp(std::shared_ptr<const KeyTable> keys, AesOptions options)
-    : keys_(std::move(keys)), options_(options) {}
+AesApp::AesApp(std::shared_ptr<KeyTable> keys, AesOptions options, std::shared_ptr<FlowKeySource> source)
+    : keys_(std::move(keys)), options_(options), source_(std::move(source)) {}
+
+void AesApp::flow_started(uint32_t id, const FlowKey& canonical) const {
+  if (source_ == nullptr) {
+    keys_->restart(id);  // a fixed table (tests): the slot's key, fresh IV counters
+    return;
+  }
+  if (auto key = source_->key_for(id, tuple_of(canonical))) {
+    (void)keys_->set_key(id, *key);  // id < capacity: the FlowTable and the key table have the same size
+  } else {
+    keys_->clear_key(id);  // never the previous connection's key
+  }
+}
+
+void AesApp::flow_seq_half(uint32_t id, uint32_t half) const { keys_->enter_half(id, half); }
+
+std::vector<std::pair<std::string, std::string>> AesApp::summary_info() const {
+  return {{"key_epoch", epoch_hex(keys_->epoch())}};
+}
 
 Slice AesApp::slice(const Packet& p) const {
   if (p.payload_off == kNoOffset) return Slice{0, 0, 0};
@@ -120,14 +133,11 @@ std::string AesApp::build_options() const {
 Result<std::unique_ptr<DeviceTables>> AesApp::make_device_tables(const cl::Context& ctx,
                                                                  const cl::CommandQueue&) const {
   try {
-    const uint32_t cap = keys_->capacity();
-    cl::Buffer sched(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, size_t{cap} * kScheduleBytes,
-                     const_cast<uint8_t*>(keys_->schedule_bytes()));
-    cl::Buffer valid(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, cap, const_cast<uint8_t*>(keys_->valid_bytes()));
-    return std::unique_ptr<DeviceTables>(std::make_unique<AesDeviceTables>(std::move(sched), std::move(valid), cap));
+    KeySlot zero{};
+    cl::Buffer none(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, kKeySlotBytes, &zero);
+    return std::unique_ptr<DeviceTables>(std::make_unique<AesDeviceTables>(*keys_, std::move(none)));
   } catch (const cl::Error& e) {
-    return error(Code::kUnavailable, "aes: uploading the key table ({} flows): {} ({})", keys_->capacity(), e.what(),
-                 e.err());
+    return error(Code::kUnavailable, "aes: device key buffer: {} ({})", e.what(), e.err());
   }
 }
 

@@ -4,14 +4,19 @@
 // its addendum (CBC-CS2).
 //
 // Packet rule (device kernel aes.cl and every native path implement exactly this):
-//   * Key: the key table (KeyTable) is indexed by Desc::flow (the FlowTable's flow id, < capacity).
+//   * Key: the key table (KeyTable, key_table.hpp) holds one key slot per Desc::flow (the FlowTable's flow
+//     id, < capacity), filled when the flow starts (AesApp::flow_started): from the master key, the key is
+//     derived from the connection's canonical 5-tuple and the run's key epoch (key_derive.hpp), so a slot
+//     that the FlowTable gives to a later connection gets that connection's key.
 //     No key for the flow (flow >= capacity, kNoFlow, or never set) -> result kKeyMissing, the payload
 //     is left untouched, and finish() drops the packet with DropReason::kKeyMissing. This holds for
 //     every packet of an unkeyed flow, even an empty one: traffic of an unkeyed flow never leaves in clear.
-//   * IV (IvMode::kDerived, default): IV = AES_K(le32(flow) || le32(seq) || 0^64), the "encrypt a
-//     nonce under the same key" method of SP 800-38A Appendix C; (flow, seq) is unique per packet
-//     (Desc::seq is the per-flow sequence number), so IVs never repeat under a key. The receiver
-//     derives the same IV from the flow and sequence number.
+//   * IV (IvMode::kDerived, default): IV = AES_K(E xor (le64(c) || le64(seq))), E the key epoch, seq
+//     (Desc::seq) the flow's 32-bit packet number and c = the slot's IV counter for the half of the
+//     sequence space seq is in (seq >> 31). Each counter value is taken once per run from the table's one
+//     64-bit counter (when the flow starts, and each time its sequence enters the other half), so the
+//     input block never repeats under a key: the "encrypt a nonce under the same key" method of SP 800-38A
+//     Appendix C. docs/crypto.md has the rule with a worked example.
 //     IvMode::kCarried: the first 16 payload bytes are the IV, sent in clear; the rest is the plaintext.
 //   * Plaintext length m (the payload, minus 16 in kCarried mode):
 //       m == 0                 -> nothing to do, result kEmpty (not dropped);
@@ -38,21 +43,10 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/aes/key_table.hpp"
 #include "kernels/app.hpp"
 
 namespace hpr::kernels::aes {
-
-inline constexpr uint32_t kBlockBytes = 16;
-inline constexpr uint32_t kKeyBytes = 16;
-inline constexpr uint32_t kScheduleBytes = 176;  // 11 round keys of 16 bytes
-
-using Key = std::array<uint8_t, kKeyBytes>;
-
-// The FIPS-197 expanded encryption key: round key r at bytes[16*r, 16*r+16).
-struct alignas(16) RoundKeys {
-  uint8_t bytes[kScheduleBytes];
-};
-static_assert(sizeof(RoundKeys) == kScheduleBytes);
 
 // Per-packet result in `out` (uint32 little endian).
 enum PacketResult : uint32_t { kEncrypted = 0, kShort = 1, kKeyMissing = 2, kEmpty = 3 };
@@ -76,38 +70,10 @@ void cbc_decrypt(const Key& key, const uint8_t iv[16], const uint8_t* in, uint8_
 // CBC-CS2 decryption of `len` >= 16 bytes (inverse of the packet rule's tail handling).
 void cbc_cs2_decrypt(const Key& key, const uint8_t iv[16], const uint8_t* in, uint8_t* out, size_t len);
 
-// IV of IvMode::kDerived.
-std::array<uint8_t, 16> derive_iv(const RoundKeys& rk, uint32_t flow, uint32_t seq);
-
-// ---- key table -------------------------------------------------------------------------------
-// Round-key schedules indexed by flow id, set by the control plane. Not thread safe against
-// concurrent batches: change keys between batches (the device copy is made by make_device_tables).
-class KeyTable {
- public:
-  explicit KeyTable(uint32_t capacity);
-  uint32_t capacity() const { return static_cast<uint32_t>(valid_.size()); }
-  // kInvalidArgument when flow >= capacity.
-  Status set_key(uint32_t flow, const Key& key);
-  // Bulk setup: sets the key of every flow in [first, first + n) (clipped to the capacity) to key_of(flow).
-  // The range is cut into up to `threads` disjoint parts set at once; each part calls make_key_of() once
-  // for its own key function, which therefore need not be thread safe. Parts run on the calling thread
-  // when threads cannot be started.
-  using KeyFn = std::function<Key(uint32_t flow)>;
-  void set_keys(uint32_t first, uint32_t n, unsigned threads, const std::function<KeyFn()>& make_key_of);
-  void clear_key(uint32_t flow);
-  bool has_key(uint32_t flow) const { return flow < capacity() && valid_[flow] != 0; }
-  // nullptr when the flow has no key (hot path).
-  const RoundKeys* schedule(uint32_t flow) const { return has_key(flow) ? &sched_[flow] : nullptr; }
-  // Contiguous views for the device upload: capacity*176 bytes, capacity bytes (1 = key present).
-  const uint8_t* schedule_bytes() const { return sched_.data()->bytes; }
-  const uint8_t* valid_bytes() const { return valid_.data(); }
-  uint32_t key_count() const { return count_; }
-
- private:
-  std::vector<RoundKeys> sched_;
-  std::vector<uint8_t> valid_;
-  uint32_t count_ = 0;
-};
+// IV of IvMode::kDerived: AES_K(epoch xor (le64(counter) || le64(seq))).
+std::array<uint8_t, 16> derive_iv(const RoundKeys& rk, const KeyEpoch& epoch, uint64_t counter, uint32_t seq);
+// The block the IV encrypts: epoch xor (le64(counter) || le64(seq)).
+void iv_input(const KeyEpoch& epoch, uint64_t counter, uint32_t seq, uint8_t out[16]);
 
 // A connection as written in a key file. Both directions of a connection share a key.
 struct FlowTuple {
@@ -118,7 +84,8 @@ struct FlowTuple {
 };
 // Canonical bytes (direction independent): family, proto, then the two (address[16], port BE) endpoints
 // in ascending byte order. 38 bytes.
-std::vector<uint8_t> canonical_bytes(const FlowTuple& t);
+inline constexpr size_t kCanonicalBytes = 38;
+std::array<uint8_t, kCanonicalBytes> canonical_bytes(const FlowTuple& t);
 
 struct KeyFileEntry {
   bool by_flow_id = false;  // "flow <id> <key>"
@@ -150,15 +117,6 @@ Result<std::vector<KeyFileEntry>> parse_key_text(std::string_view text, std::str
 Result<uint32_t> install(KeyTable& table, std::span<const KeyFileEntry> entries,
                          const std::function<uint32_t(const FlowTuple&)>& flow_of, std::string_view file_name = "");
 
-// Test/demo key derivation: key = first 16 bytes of HMAC-SHA256(master, "hpr aes-128-cbc v1" || info).
-Key derive_key(const Key& master, std::span<const uint8_t> info);
-Key derive_key(const Key& master, const FlowTuple& t);  // info = canonical_bytes(t)
-Key derive_key_for_flow(const Key& master, uint32_t flow);  // info = le32(flow)
-// Sets derive_key_for_flow(master, f) for f in [first, first+count) (clipped to capacity), the same bytes
-// as one derive_key_for_flow call per flow, on up to `threads` threads (0: one per hardware thread). The
-// HMAC pads are hashed once per thread (key_derive.cpp); 4M flow ids: 11.2 s before, see docs/crypto.md.
-void fill_derived(KeyTable& table, const Key& master, uint32_t first, uint32_t count, unsigned threads = 0);
-
 // ---- the app ---------------------------------------------------------------------------------
 // The packet rule on one packet (scalar reference; `data` holds `len` slice bytes, modified in place).
 PacketResult encrypt_packet(const KeyTable& keys, IvMode iv, uint32_t flow, uint32_t seq, uint8_t* data,
@@ -176,9 +134,13 @@ struct Counters {
   uint64_t encrypted = 0, short_payloads = 0, key_missing = 0, empty = 0;
 };
 
+class FlowKeySource;  // key_source.hpp
+
 class AesApp final : public App {
  public:
-  AesApp(std::shared_ptr<const KeyTable> keys, AesOptions options = {});
+  // `source` fills a slot when its flow starts (key_source.hpp); without one (tests) the table's keys stay
+  // as set and a flow start only takes fresh IV counters for its slot.
+  AesApp(std::shared_ptr<KeyTable> keys, AesOptions options = {}, std::shared_ptr<FlowKeySource> source = nullptr);
 
   std::string_view name() const override { return "aes"; }
   Slice slice(const Packet& p) const override;
@@ -191,8 +153,8 @@ class AesApp final : public App {
   std::string kernel_source() const override;
   std::string_view kernel_name() const override { return "aes_cbc"; }
   std::string build_options() const override;
-  // Uploads the key table (capacity*176 bytes of schedules + capacity validity bytes). Kernel args
-  // 4, 5, 6: schedules, valid, capacity. Errors: kUnavailable with the OpenCL error.
+  // Kernel args 4, 5, 6: the batch's key slots, their count, the key epoch; stage() fills the first two
+  // per batch (aes_app.cpp). Errors: kUnavailable with the OpenCL error.
   Result<std::unique_ptr<DeviceTables>> make_device_tables(const cl::Context& ctx,
                                                            const cl::CommandQueue& queue) const override;
 
@@ -203,14 +165,20 @@ class AesApp final : public App {
   // Packets encrypted in the batch.
   uint64_t count_events(const BatchView& batch) const override;
   std::string_view event_name() const override { return "encrypted"; }
+  // The slot's key from the source (none: cleared, never the previous connection's) and fresh IV counters.
+  void flow_started(uint32_t id, const FlowKey& canonical) const override;
+  void flow_seq_half(uint32_t id, uint32_t half) const override;
+  // key_epoch: the run's key epoch, hex (not secret: a receiver needs it to derive the keys).
+  std::vector<std::pair<std::string, std::string>> summary_info() const override;
 
   Counters counters() const;
   const KeyTable& keys() const { return *keys_; }
   const AesOptions& options() const { return options_; }
 
  private:
-  std::shared_ptr<const KeyTable> keys_;
+  std::shared_ptr<KeyTable> keys_;  // written by flow_started / flow_seq_half only (one thread)
   AesOptions options_;
+  std::shared_ptr<FlowKeySource> source_;
   mutable std::atomic<uint64_t> encrypted_{0}, short_{0}, key_missing_{0}, empty_{0};
 };
 

@@ -191,14 +191,14 @@ struct Job {
   uint8_t* data = nullptr;  // first plaintext byte
   uint32_t full = 0;        // full blocks (>= 1)
   uint32_t tail = 0;        // bytes of the final partial block (0..15)
-  uint32_t flow = 0, seq = 0;
+  uint8_t ctr[16];          // derived mode: the IV input block, epoch xor (le64(counter) || le64(seq))
   bool derived = true;
 };
 
 inline PacketResult plan(const KeyTable& keys, IvMode iv, uint32_t flow, uint32_t seq, uint8_t* data, uint32_t len,
                          Job& job) {
-  const RoundKeys* rk = keys.schedule(flow);
-  if (rk == nullptr) return kKeyMissing;
+  const KeySlot* slot = keys.slot(flow);
+  if (slot == nullptr) return kKeyMissing;
   uint32_t m = len;
   if (iv == IvMode::kCarried) {
     if (len == 0) return kEmpty;
@@ -207,20 +207,13 @@ inline PacketResult plan(const KeyTable& keys, IvMode iv, uint32_t flow, uint32_
   }
   if (m == 0) return kEmpty;
   if (m < kBlockBytes) return kShort;
-  job.rk = rk;
+  job.rk = &slot->rk;
   job.data = iv == IvMode::kCarried ? data + kBlockBytes : data;
   job.full = m / kBlockBytes;
   job.tail = m % kBlockBytes;
-  job.flow = flow;
-  job.seq = seq;
   job.derived = iv == IvMode::kDerived;
+  if (job.derived) iv_input(keys.epoch(), KeyTable::counter(*slot, seq), seq, job.ctr);
   return kEncrypted;
-}
-
-inline void counter_block(uint32_t flow, uint32_t seq, uint8_t out[16]) {
-  std::memset(out, 0, 16);
-  std::memcpy(out, &flow, 4);  // little endian host
-  std::memcpy(out + 4, &seq, 4);
 }
 
 // CBC-CS2 fix-up after the zero-padded last block was encrypted to `cn`: C(n-1) moves behind Cn, truncated.
@@ -235,7 +228,7 @@ inline void cs2_swap(const Job& job, const uint8_t cn[16]) {
 void run_job(const Job& job, CbcFn cbc) {
   alignas(16) uint8_t chain[16];
   if (job.derived) {
-    counter_block(job.flow, job.seq, chain);
+    std::memcpy(chain, job.ctr, 16);
     alignas(16) uint8_t zero[16] = {};
     cbc(*job.rk, zero, chain, chain, 1);  // IV = E_K(ctr)
   } else {
@@ -303,7 +296,7 @@ struct Lanes {
       ++active;
       if (j.derived) {
         std::memset(chain[l], 0, 16);
-        counter_block(j.flow, j.seq, buf[l]);
+        std::memcpy(buf[l], j.ctr, 16);
         p[l] = buf[l];
         left[l] = 1;
         stride[l] = 16;
@@ -539,10 +532,16 @@ void cbc_cs2_decrypt(const Key& key, const uint8_t iv[16], const uint8_t* in, ui
   std::memcpy(out + 16 * full, pn, d);
 }
 
-std::array<uint8_t, 16> derive_iv(const RoundKeys& rk, uint32_t flow, uint32_t seq) {
+void iv_input(const KeyEpoch& epoch, uint64_t counter, uint32_t seq, uint8_t out[16]) {
+  const uint64_t words[2] = {counter, seq};  // le64(counter) || le64(seq) on the little-endian hosts we build for
+  std::memcpy(out, words, 16);
+  for (uint32_t i = 0; i < 16; ++i) out[i] ^= epoch[i];
+}
+
+std::array<uint8_t, 16> derive_iv(const RoundKeys& rk, const KeyEpoch& epoch, uint64_t counter, uint32_t seq) {
   std::array<uint8_t, 16> iv{};
   uint8_t ctr[16];
-  counter_block(flow, seq, ctr);
+  iv_input(epoch, counter, seq, ctr);
   encrypt_block_table(rk, ctr, iv.data());
   return iv;
 }

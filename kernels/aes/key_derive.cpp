@@ -1,110 +1,130 @@
-// Key derivation from a master key (declared in aes_app.hpp).
+// Per-connection key derivation (see key_derive.hpp).
+#include "kernels/aes/key_derive.hpp"
+
+// The low-level SHA-256 of ConnKeyDeriver (deprecated in OpenSSL 3.0, not removed).
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <fmt/format.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
 
-#include <algorithm>
 #include <cstring>
-#include <memory>
-#include <thread>
-#include <vector>
 
 #include "kernels/aes/aes_app.hpp"
+#include "runtime/flow.hpp"
 
 namespace hpr::kernels::aes {
 namespace {
 
-constexpr char kLabel[] = "hpr aes-128-cbc v1";
-constexpr size_t kLabelBytes = sizeof(kLabel) - 1;
+constexpr size_t kLabelBytes = sizeof(kConnKeyLabel) - 1;
 constexpr size_t kShaBlockBytes = 64;
-
-// derive_key_for_flow for many flow ids under one master key: the same HMAC-SHA256 (RFC 2104), with the
-// SHA-256 states after (K ^ ipad) || label and after (K ^ opad) computed once. A key then costs two
-// SHA-256 finalisations of one block each, where HMAC() fetches the digest, sets up a context and
-// hashes both pads for every call (measured 2.7 us a key, 11 s for 4M flow ids). Falls back to
-// derive_key_for_flow if OpenSSL fails to set up (allocation), so the keys are the same either way.
-class FlowKeyDeriver {
- public:
-  explicit FlowKeyDeriver(const Key& master) {
-    md_ = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-    inner_ = EVP_MD_CTX_new();
-    outer_ = EVP_MD_CTX_new();
-    work_ = EVP_MD_CTX_new();
-    if (md_ == nullptr || inner_ == nullptr || outer_ == nullptr || work_ == nullptr) return;
-    uint8_t ipad[kShaBlockBytes], opad[kShaBlockBytes];
-    std::memset(ipad, 0x36, sizeof ipad);
-    std::memset(opad, 0x5c, sizeof opad);
-    for (size_t i = 0; i < master.size(); ++i) {  // the 16-byte key, zero padded to the block
-      ipad[i] ^= master[i];
-      opad[i] ^= master[i];
-    }
-    ok_ = EVP_DigestInit_ex(inner_, md_, nullptr) == 1 && EVP_DigestUpdate(inner_, ipad, sizeof ipad) == 1 &&
-          EVP_DigestUpdate(inner_, kLabel, kLabelBytes) == 1 && EVP_DigestInit_ex(outer_, md_, nullptr) == 1 &&
-          EVP_DigestUpdate(outer_, opad, sizeof opad) == 1;
-    OPENSSL_cleanse(ipad, sizeof ipad);
-    OPENSSL_cleanse(opad, sizeof opad);
-  }
-  ~FlowKeyDeriver() {
-    EVP_MD_CTX_free(work_);
-    EVP_MD_CTX_free(outer_);
-    EVP_MD_CTX_free(inner_);
-    EVP_MD_free(md_);
-  }
-  FlowKeyDeriver(const FlowKeyDeriver&) = delete;
-  FlowKeyDeriver& operator=(const FlowKeyDeriver&) = delete;
-
-  // derive_key_for_flow(master, flow), or false when OpenSSL failed (the caller falls back).
-  bool derive(uint32_t flow, Key& key) {
-    if (!ok_) return false;
-    uint8_t info[4], inner_hash[32], mac[32];
-    std::memcpy(info, &flow, 4);  // le32 on the little-endian hosts we build for, as derive_key_for_flow
-    unsigned int n = 0;
-    bool ok = EVP_MD_CTX_copy_ex(work_, inner_) == 1 && EVP_DigestUpdate(work_, info, sizeof info) == 1 &&
-              EVP_DigestFinal_ex(work_, inner_hash, &n) == 1 && EVP_MD_CTX_copy_ex(work_, outer_) == 1 &&
-              EVP_DigestUpdate(work_, inner_hash, sizeof inner_hash) == 1 && EVP_DigestFinal_ex(work_, mac, &n) == 1;
-    if (!ok) return false;
-    std::memcpy(key.data(), mac, key.size());
-    return true;
-  }
-
- private:
-  EVP_MD* md_ = nullptr;
-  EVP_MD_CTX* inner_ = nullptr;
-  EVP_MD_CTX* outer_ = nullptr;
-  EVP_MD_CTX* work_ = nullptr;
-  bool ok_ = false;
-};
 
 }  // namespace
 
-Key derive_key(const Key& master, std::span<const uint8_t> info) {
-  std::vector<uint8_t> msg(kLabel, kLabel + kLabelBytes);
-  msg.insert(msg.end(), info.begin(), info.end());
+Result<KeyEpoch> parse_key_epoch(std::string_view hex) {
+  auto k = parse_hex_key(hex);  // the same 32 hex digits; its messages never hold the text
+  if (!k) return k.status();
+  KeyEpoch e;
+  std::memcpy(e.data(), k->data(), e.size());
+  return e;
+}
+
+Result<KeyEpoch> random_key_epoch() {
+  KeyEpoch e{};
+  if (RAND_bytes(e.data(), static_cast<int>(e.size())) != 1)
+    return error(Code::kUnavailable, "aes: the OpenSSL random generator failed to give a key epoch");
+  return e;
+}
+
+std::string epoch_hex(const KeyEpoch& epoch) {
+  std::string s;
+  for (uint8_t b : epoch) s += fmt::format("{:02x}", b);
+  return s;
+}
+
+FlowTuple tuple_of(const FlowKey& key) {
+  FlowTuple t;
+  t.family = key.family;
+  t.proto = key.proto;
+  std::memcpy(t.src.data(), key.src, 16);
+  std::memcpy(t.dst.data(), key.dst, 16);
+  t.sport = key.sport;
+  t.dport = key.dport;
+  return t;
+}
+
+FlowKey numbered_flow(uint32_t f) {
+  FlowKey k;
+  k.family = 4;
+  k.proto = 17;
+  const uint8_t a[4] = {10, 0, 0, 1}, b[4] = {10, static_cast<uint8_t>(128 | (f >> 24)), static_cast<uint8_t>(f >> 16),
+                                              static_cast<uint8_t>(f >> 8)};
+  std::memcpy(k.src, a, 4);
+  std::memcpy(k.dst, b, 4);
+  k.sport = 1024;
+  k.dport = static_cast<uint16_t>(1024 + (f & 255));
+  return k.canonical();
+}
+
+Key derive_conn_key(const Key& master, const KeyEpoch& epoch, const FlowTuple& t) {
+  uint8_t msg[kLabelBytes + kEpochBytes + kCanonicalBytes];
+  std::memcpy(msg, kConnKeyLabel, kLabelBytes);
+  std::memcpy(msg + kLabelBytes, epoch.data(), kEpochBytes);
+  const auto c = canonical_bytes(t);
+  std::memcpy(msg + kLabelBytes + kEpochBytes, c.data(), c.size());
   uint8_t mac[EVP_MAX_MD_SIZE];
   unsigned int mac_len = 0;
-  HMAC(EVP_sha256(), master.data(), static_cast<int>(master.size()), msg.data(), msg.size(), mac, &mac_len);
+  HMAC(EVP_sha256(), master.data(), static_cast<int>(master.size()), msg, sizeof msg, mac, &mac_len);
   Key k{};
   std::memcpy(k.data(), mac, k.size());
+  OPENSSL_cleanse(mac, sizeof mac);
   return k;
 }
 
-Key derive_key(const Key& master, const FlowTuple& t) { return derive_key(master, canonical_bytes(t)); }
+// HMAC-SHA256 (RFC 2104) with the pads' SHA-256 states kept: HMAC() fetches the digest, sets up a context
+// and hashes both pads on every call. The states are OpenSSL's low-level SHA256_CTX (deprecated in 3.0, still
+// there): copying one is a struct copy, where EVP_MD_CTX_copy_ex allocates a provider context per copy
+// (1.2 us a key with EVP contexts on this machine, see docs/crypto.md).
+struct ConnKeyDeriver::Ctx {
+  SHA256_CTX inner;  // after (K xor ipad) || label || epoch
+  SHA256_CTX outer;  // after (K xor opad)
+};
 
-Key derive_key_for_flow(const Key& master, uint32_t flow) {
-  uint8_t info[4];
-  std::memcpy(info, &flow, 4);
-  return derive_key(master, info);
+ConnKeyDeriver::ConnKeyDeriver(const Key& master, const KeyEpoch& epoch) : ctx_(std::make_unique<Ctx>()) {
+  uint8_t ipad[kShaBlockBytes], opad[kShaBlockBytes];
+  std::memset(ipad, 0x36, sizeof ipad);
+  std::memset(opad, 0x5c, sizeof opad);
+  for (size_t i = 0; i < master.size(); ++i) {  // the 16-byte key, zero padded to the block
+    ipad[i] ^= master[i];
+    opad[i] ^= master[i];
+  }
+  SHA256_Init(&ctx_->inner);
+  SHA256_Update(&ctx_->inner, ipad, sizeof ipad);
+  SHA256_Update(&ctx_->inner, kConnKeyLabel, kLabelBytes);
+  SHA256_Update(&ctx_->inner, epoch.data(), epoch.size());
+  SHA256_Init(&ctx_->outer);
+  SHA256_Update(&ctx_->outer, opad, sizeof opad);
+  OPENSSL_cleanse(ipad, sizeof ipad);
+  OPENSSL_cleanse(opad, sizeof opad);
 }
 
-void fill_derived(KeyTable& table, const Key& master, uint32_t first, uint32_t count, unsigned threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  table.set_keys(first, count, threads, [&master]() -> KeyTable::KeyFn {
-    auto deriver = std::make_shared<FlowKeyDeriver>(master);  // one per part: EVP contexts are not shared
-    return [deriver, &master](uint32_t flow) {
-      Key key{};
-      if (!deriver->derive(flow, key)) key = derive_key_for_flow(master, flow);
-      return key;
-    };
-  });
+ConnKeyDeriver::~ConnKeyDeriver() { OPENSSL_cleanse(ctx_.get(), sizeof(Ctx)); }
+
+Key ConnKeyDeriver::derive(const FlowTuple& t) {
+  const auto info = canonical_bytes(t);
+  uint8_t inner_hash[SHA256_DIGEST_LENGTH], mac[SHA256_DIGEST_LENGTH];
+  SHA256_CTX w = ctx_->inner;
+  SHA256_Update(&w, info.data(), info.size());
+  SHA256_Final(inner_hash, &w);
+  w = ctx_->outer;
+  SHA256_Update(&w, inner_hash, sizeof inner_hash);
+  SHA256_Final(mac, &w);
+  Key key{};
+  std::memcpy(key.data(), mac, key.size());
+  OPENSSL_cleanse(mac, sizeof mac);
+  OPENSSL_cleanse(&w, sizeof w);
+  return key;
 }
 
 }  // namespace hpr::kernels::aes

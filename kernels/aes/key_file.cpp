@@ -12,16 +12,18 @@
 
 namespace hpr::kernels::aes {
 
-std::vector<uint8_t> canonical_bytes(const FlowTuple& t) {
+std::array<uint8_t, kCanonicalBytes> canonical_bytes(const FlowTuple& t) {
   uint8_t a[18], b[18];
   std::memcpy(a, t.src.data(), 16);
   a[16] = static_cast<uint8_t>(t.sport >> 8); a[17] = static_cast<uint8_t>(t.sport);
   std::memcpy(b, t.dst.data(), 16);
   b[16] = static_cast<uint8_t>(t.dport >> 8); b[17] = static_cast<uint8_t>(t.dport);
   if (std::memcmp(a, b, 18) > 0) std::swap(a, b);
-  std::vector<uint8_t> out{t.family, t.proto};
-  out.insert(out.end(), a, a + 18);
-  out.insert(out.end(), b, b + 18);
+  std::array<uint8_t, kCanonicalBytes> out;
+  out[0] = t.family;
+  out[1] = t.proto;
+  std::memcpy(out.data() + 2, a, 18);
+  std::memcpy(out.data() + 20, b, 18);
   return out;
 }
 

@@ -1,6 +1,6 @@
 // Key sources of the aes app (issue 16 item 7, kernels/aes/key_source.hpp): key material is never echoed
 // in an error, master key from a setting, a file or HPR_MASTER_KEY with a fixed precedence, conflicting
-// settings refused, key files that yield no key refused.
+// settings refused, key files that hold no key refused, a malformed key epoch refused by name.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "kernels/aes/key_derive.hpp"
 #include "kernels/aes/key_source.hpp"
 #include "kernels/registry.hpp"
 #include "tests/common/log_capture.hpp"
@@ -24,6 +25,7 @@ constexpr uint32_t kCap = 64;
 const std::string kSecret = "5ec2e75ec2e75ec2e75ec2e75ec2e7a";          // 31 characters
 const std::string kSecretBadChar = "5ec2e75ec2e75ec2e75ec2e75ec2e7az";  // 32, 'z' at 32
 const std::string kGood = "000102030405060708090a0b0c0d0e0f";
+const std::string kEpoch = "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf";
 
 std::string tmp_path(const std::string& name) {
   return std::filesystem::temp_directory_path() / ("hpr_aes_keys_" + std::to_string(getpid()) + "_" + name);
@@ -46,9 +48,16 @@ void check_not_echoed(const std::string& message, const std::string& secret) {
   for (size_t i = 0; i + 8 <= secret.size(); ++i) CHECK(message.find(secret.substr(i, 8)) == std::string::npos);
 }
 
-bool same_keys(const KeyTable& a, const KeyTable& b) {
-  return a.capacity() == b.capacity() && a.key_count() == b.key_count() &&
-         std::memcmp(a.schedule_bytes(), b.schedule_bytes(), size_t{a.capacity()} * kScheduleBytes) == 0;
+// The key a source gives connection numbered_flow(f) in slot f.
+Key key_of(const AesKeys& k, uint32_t f) {
+  auto key = k.source->key_for(f, tuple_of(numbered_flow(f)));
+  REQUIRE(key.has_value());
+  return *key;
+}
+bool same_keys(const AesKeys& a, const AesKeys& b) {
+  for (uint32_t f = 0; f < 16; ++f)
+    if (key_of(a, f) != key_of(b, f)) return false;
+  return true;
 }
 
 }  // namespace
@@ -100,14 +109,14 @@ TEST_CASE("aes keys: a malformed key-file line is described by file:line and fie
 }
 
 TEST_CASE("aes keys: master_key_file gives the same keys as master_key; bad files refused by name") {
-  auto direct = make_key_table({.master_key = kGood}, kCap);
+  auto direct = make_keys({.master_key = kGood, .key_epoch = kEpoch}, kCap);
   REQUIRE(direct);
   const std::string path = write_tmp("master.key", "\n  " + kGood + "\r\n\n");
-  auto from_file = make_key_table({.master_key_file = path}, kCap);
+  auto from_file = make_keys({.master_key_file = path, .key_epoch = kEpoch}, kCap);
   std::filesystem::remove(path);
   REQUIRE(from_file);
-  CHECK(same_keys(**direct, **from_file));
-  CHECK((*direct)->key_count() == kCap);
+  CHECK(same_keys(*direct, *from_file));
+  CHECK(direct->table->key_count() == 0);  // keys are set when their connections start
 
   const std::string dir = tmp_path("keydir");
   std::filesystem::create_directory(dir);
@@ -143,17 +152,20 @@ TEST_CASE("aes keys: master_key_file gives the same keys as master_key; bad file
 }
 
 TEST_CASE("aes keys: HPR_MASTER_KEY is read only when no setting is given") {
-  auto direct = make_key_table({.master_key = kGood}, kCap);
+  auto direct = make_keys({.master_key = kGood, .key_epoch = kEpoch}, kCap);
   REQUIRE(direct);
   {
     EnvVar env(kMasterKeyEnv, kGood);
     hpr::test::LogCapture log;
     AppOptions opt;
     opt.key_capacity = kCap;
+    opt.key_epoch = kEpoch;
     auto a = make_app("aes", opt);
     REQUIRE(a);
     const auto& app = dynamic_cast<const AesApp&>(**a);
-    CHECK(same_keys(app.keys(), **direct));
+    app.flow_started(5, numbered_flow(5));
+    REQUIRE(app.keys().has_key(5));
+    CHECK(std::memcmp(app.keys().slot(5)->rk.bytes, expand_key(key_of(*direct, 5)).bytes, kScheduleBytes) == 0);
     CHECK_THAT(log.text(), Catch::Contains("HPR_MASTER_KEY"));
     check_not_echoed(log.text(), kGood);
   }
@@ -162,9 +174,9 @@ TEST_CASE("aes keys: HPR_MASTER_KEY is read only when no setting is given") {
     const std::string other = "ffeeddccbbaa99887766554433221100";
     EnvVar env(kMasterKeyEnv, other);
     hpr::test::LogCapture log;
-    auto t = make_key_table({.master_key = kGood, .env_master_key = other}, kCap);
+    auto t = make_keys({.master_key = kGood, .env_master_key = other, .key_epoch = kEpoch}, kCap);
     REQUIRE(t);
-    CHECK(same_keys(**t, **direct));
+    CHECK(same_keys(*t, *direct));
     CHECK_THAT(log.text(),
                Catch::Contains("HPR_MASTER_KEY is set and not used: app.master_key (--master-key) is given"));
     check_not_echoed(log.text(), other);
@@ -178,7 +190,7 @@ TEST_CASE("aes keys: HPR_MASTER_KEY is read only when no setting is given") {
     CHECK_THAT(a.status().message(), Catch::StartsWith("HPR_MASTER_KEY (environment): want 32 hex digits"));
     check_not_echoed(a.status().message(), kSecret);
   }
-  auto none = make_key_table({}, kCap);
+  auto none = make_keys({}, kCap);
   REQUIRE_FALSE(none);
   CHECK_THAT(none.status().message(), Catch::Contains("app.master_key") && Catch::Contains("app.keys") &&
                                           Catch::Contains("app.master_key_file") && Catch::Contains("HPR_MASTER_KEY"));
@@ -197,27 +209,26 @@ TEST_CASE("aes keys: two sources given at once are refused, naming both settings
         Case{{.master_key = kGood, .master_key_file = mfile},
              "app.master_key (--master-key)",
              "app.master_key_file (--master-key-file)"}}) {
-    auto t = make_key_table(c.s, kCap);
+    auto t = make_keys(c.s, kCap);
     REQUIRE_FALSE(t);
     CHECK(t.status().code() == Code::kInvalidArgument);
     CHECK_THAT(t.status().message(), Catch::Contains(c.a + " and " + c.b + " are both given"));
     check_not_echoed(t.status().message(), kGood);
   }
-  auto only_keys = make_key_table({.keys = keys}, kCap);
+  auto only_keys = make_keys({.keys = keys}, kCap);
   REQUIRE(only_keys);
-  CHECK((*only_keys)->key_count() == 1);
-  CHECK((*only_keys)->has_key(3));
+  CHECK(only_keys->table->key_count() == 1);
+  CHECK(only_keys->table->has_key(3));
   std::filesystem::remove(keys);
   std::filesystem::remove(mfile);
 }
 
-TEST_CASE("aes keys: a key file that yields no key, or a directory, is refused naming app.keys and the path") {
+TEST_CASE("aes keys: a key file that holds no key, or a directory, is refused naming app.keys and the path") {
   const std::string dir = tmp_path("keys.d");
   std::filesystem::create_directory(dir);
   const std::string empty = write_tmp("empty.keys", "");
   const std::string comments = write_tmp("comments.keys", "# nothing yet\n\n");
-  const std::string conns = write_tmp("conns.keys", "tcp 10.0.0.1 1234 10.0.0.2 80 " + kGood + "\n");
-  for (const auto& p : {dir, empty, comments, conns}) {
+  for (const auto& p : {dir, empty, comments}) {
     AppOptions opt;
     opt.key_capacity = kCap;
     opt.keys = p;
@@ -228,17 +239,60 @@ TEST_CASE("aes keys: a key file that yields no key, or a directory, is refused n
     CHECK_THAT(a.status().message(), Catch::StartsWith("app.keys (--keys): ") && Catch::Contains("'" + p + "'"));
     check_not_echoed(a.status().message(), kGood);
   }
-  for (const auto& p : {empty, comments, conns}) std::filesystem::remove(p);
+  for (const auto& p : {empty, comments}) std::filesystem::remove(p);
   std::filesystem::remove(dir);
 
-  // Connection lines beside flow lines: the flow lines apply, the rest is said (not silently dropped).
+  // Connection lines beside flow lines: the flow lines are set at once, connection lines when their
+  // connection starts (both said in the log). A file of connection lines only is a file of keys too.
   const std::string mixed =
       write_tmp("mixed.keys", "flow 2 " + kGood + "\nudp 10.0.0.1 53 10.0.0.2 53 " + kGood + "\n");
+  const std::string conns = write_tmp("conns.keys", "tcp 10.0.0.1 1234 10.0.0.2 80 " + kGood + "\n");
   hpr::test::LogCapture log;
-  auto t = make_key_table({.keys = mixed}, kCap);
+  auto t = make_keys({.keys = mixed}, kCap);
+  auto c = make_keys({.keys = conns}, kCap);
   std::filesystem::remove(mixed);
+  std::filesystem::remove(conns);
   REQUIRE(t);
-  CHECK((*t)->key_count() == 1);
-  CHECK_THAT(log.text(), Catch::Contains("1 connection line(s) of '" + mixed + "' not applied"));
+  REQUIRE(c);
+  CHECK(t->table->key_count() == 1);
+  CHECK(c->table->key_count() == 0);
+  CHECK_THAT(log.text(), Catch::Contains("key file '" + mixed + "': 1 flow-id key(s) set, 1 connection key(s)"));
+  check_not_echoed(log.text(), kGood);
+}
+
+TEST_CASE("aes keys: a malformed key epoch is refused naming app.key_epoch, never echoed; a good one is used") {
+  for (const auto& secret : {kSecret, kSecretBadChar}) {
+    AppOptions opt;
+    opt.key_capacity = kCap;
+    opt.master_key = kGood;
+    opt.key_epoch = secret;
+    hpr::test::LogCapture log;
+    auto a = make_app("aes", opt);
+    REQUIRE_FALSE(a);
+    INFO(a.status().message());
+    CHECK(a.status().code() == Code::kInvalidArgument);
+    CHECK_THAT(a.status().message(), Catch::StartsWith("app.key_epoch (--key-epoch): want 32 hex digits"));
+    check_not_echoed(a.status().message(), secret);
+    check_not_echoed(a.status().message(), kGood);
+    check_not_echoed(log.text(), kGood);
+  }
+  // Given: announced in the log and the summary as it was given; not given: random, announced too.
+  hpr::test::LogCapture log;
+  AppOptions opt;
+  opt.key_capacity = kCap;
+  opt.master_key = kGood;
+  opt.key_epoch = kEpoch;
+  auto given = make_app("aes", opt);
+  REQUIRE(given);
+  CHECK((*given)->summary_info() == std::vector<std::pair<std::string, std::string>>{{"key_epoch", kEpoch}});
+  CHECK_THAT(log.text(), Catch::Contains("key epoch " + kEpoch + " (from app.key_epoch)"));
+  opt.key_epoch.clear();
+  auto r1 = make_app("aes", opt), r2 = make_app("aes", opt);
+  REQUIRE(r1);
+  REQUIRE(r2);
+  const std::string e1 = (*r1)->summary_info().at(0).second;
+  CHECK(e1.size() == 32);
+  CHECK(e1 != (*r2)->summary_info().at(0).second);
+  CHECK_THAT(log.text(), Catch::Contains("key epoch " + e1 + " (random for this run"));
   check_not_echoed(log.text(), kGood);
 }

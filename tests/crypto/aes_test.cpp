@@ -1,5 +1,6 @@
 // AES-128-CBC app: NIST vectors (native encrypt + decrypt), OpenSSL equality on random packets with the
-// CS2 tail rule, multi-buffer == scalar, missing keys, key files, derivation (fill_derived == one HMAC per flow).
+// CS2 tail rule, multi-buffer == scalar, missing keys, key files. Keys and IVs of connections:
+// aes_conn_keys_test.cpp.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -95,22 +96,22 @@ TEST_CASE("aes: random packets 0..1514 bytes equal OpenSSL EVP (CBC, CBC-CTS CS2
   std::mt19937 rng(7);
   const Key master = to_key(test::unhex("2b7e151628aed2a6abf7158809cf4f3c"));
   constexpr uint32_t kFlows = 64;
-  auto keys = std::make_shared<KeyTable>(kFlows);
-  fill_derived(*keys, master, 0, kFlows);
+  const KeyEpoch epoch = {0xe0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xef};
+  auto keys = test::numbered_keys(kFlows, master, kFlows, epoch);
   test::Packets ps;
   for (int len = 0; len <= 1514; ++len) ps.add(test::random_bytes(rng, len), rng() % kFlows, rng());
   auto& pkts = ps.fix();
   AesApp app(keys);
   CHECK(app.writes_back());
 
-  // OpenSSL: IV = ECB_K(le32 flow || le32 seq || 0), then CBC or CTS-CS2; < 16 bytes stay in clear.
+  // OpenSSL: IV = ECB_K(epoch xor (le64 counter || le64 seq)), then CBC or CTS-CS2; < 16 bytes stay in
+  // clear. Slot f's counters are 2f (seq < 2^31) and 2f + 1 (numbered_keys sets the slots in order).
   std::vector<std::vector<uint8_t>> want(pkts.size());
   for (size_t i = 0; i < pkts.size(); ++i) {
-    Key k = derive_key_for_flow(master, pkts[i].flow_id);
-    std::vector<uint8_t> ctr(16, 0);
-    std::memcpy(ctr.data(), &pkts[i].flow_id, 4);
-    std::memcpy(ctr.data() + 4, &pkts[i].seq, 4);
-    auto iv = test::evp_aes("ecb", k.data(), nullptr, ctr);
+    Key k = test::numbered_key(master, epoch, pkts[i].flow_id);
+    const uint64_t counter = 2 * uint64_t{pkts[i].flow_id} + (pkts[i].seq >> 31);
+    REQUIRE(KeyTable::counter(*keys->slot(pkts[i].flow_id), pkts[i].seq) == counter);
+    auto iv = test::evp_aes("ecb", k.data(), nullptr, test::iv_block(epoch, counter, pkts[i].seq));
     REQUIRE(iv.size() == 16);
     std::vector<uint8_t> pt(pkts[i].payload(), pkts[i].payload() + pkts[i].payload_len);
     size_t n = pt.size();
@@ -146,8 +147,7 @@ TEST_CASE("aes: random packets 0..1514 bytes equal OpenSSL EVP (CBC, CBC-CTS CS2
 
 TEST_CASE("aes: multi-buffer == scalar on mixed batches of every small size") {
   std::mt19937 rng(99);
-  auto keys = std::make_shared<KeyTable>(40);
-  fill_derived(*keys, Key{}, 0, 32);  // flows 32..39 have no key
+  auto keys = test::numbered_keys(40, Key{}, 32);  // flows 32..39 have no key
   for (IvMode mode : {IvMode::kDerived, IvMode::kCarried}) {
     for (uint32_t n = 1; n <= 40; ++n) {
       test::Packets ps;
@@ -262,7 +262,8 @@ TEST_CASE("aes: key files: both line forms, comments, install through a resolver
   CHECK(t.has_key(2));
   CHECK(t.has_key(3));
   CHECK(t.key_count() == 3);
-  CHECK(std::memcmp(t.schedule(7)->bytes, expand_key(to_key(test::unhex("000102030405060708090a0b0c0d0e0f"))).bytes, 176) == 0);
+  CHECK(std::memcmp(t.slot(7)->rk.bytes, expand_key(to_key(test::unhex("000102030405060708090a0b0c0d0e0f"))).bytes,
+                    176) == 0);
 
   KeyTable small(4);
   auto big = install(small, *r, nullptr, "keys.txt");
@@ -301,55 +302,6 @@ TEST_CASE("aes: bad key file lines name file and line") {
   CHECK_THAT(fr.status().message(), Catch::StartsWith(path + ":2:"));
 }
 
-TEST_CASE("aes: key derivation: HMAC-SHA256 based, deterministic, per flow, direction independent") {
-  Key master = to_key(test::unhex("000102030405060708090a0b0c0d0e0f"));
-  CHECK(derive_key_for_flow(master, 1) == derive_key_for_flow(master, 1));
-  CHECK(derive_key_for_flow(master, 1) != derive_key_for_flow(master, 2));
-  // Known answer: HMAC-SHA256(master, "hpr aes-128-cbc v1" || 01 00 00 00), computed with EVP_Q_mac.
-  std::string msg = "hpr aes-128-cbc v1";
-  msg.append("\x01\x00\x00\x00", 4);
-  uint8_t mac[32];
-  size_t mac_len = 0;
-  EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, master.data(), 16,
-            reinterpret_cast<const uint8_t*>(msg.data()), msg.size(), mac, sizeof(mac), &mac_len);
-  CHECK(std::memcmp(derive_key_for_flow(master, 1).data(), mac, 16) == 0);
-  FlowTuple a;
-  a.proto = 6; a.src[0] = 10; a.dst[0] = 11; a.sport = 1000; a.dport = 80;
-  FlowTuple b = a;
-  std::swap(b.src, b.dst);
-  std::swap(b.sport, b.dport);
-  CHECK(derive_key(master, a) == derive_key(master, b));
-  CHECK(canonical_bytes(a).size() == 38);
-}
-
-TEST_CASE("aes: fill_derived sets derive_key_for_flow (= HMAC-SHA256 one-shot) byte for byte, any thread count") {
-  Key master = to_key(test::unhex("8899aabbccddeeff0011223344556677"));
-  constexpr uint32_t kCap = 70000;  // several parts of set_keys
-  for (unsigned threads : {1u, 2u, 3u, 0u}) {
-    INFO("threads " << threads);
-    KeyTable t(kCap);
-    fill_derived(t, master, 5, kCap, threads);  // clipped at the capacity; flows 0..4 keyless
-    CHECK(t.key_count() == kCap - 5);
-    CHECK_FALSE(t.has_key(4));
-    for (uint32_t f = 5; f < kCap; ++f) {
-      const RoundKeys want = expand_key(derive_key_for_flow(master, f), Impl::kScalar);
-      if (std::memcmp(t.schedule(f)->bytes, want.bytes, kScheduleBytes) != 0) {
-        FAIL("flow " << f << ": schedule differs");
-      }
-    }
-  }
-  // One flow against OpenSSL's one-shot MAC, independent of derive_key.
-  KeyTable t(300);
-  fill_derived(t, master, 0, 300);
-  std::string msg = "hpr aes-128-cbc v1";
-  msg.append("\x2a\x01\x00\x00", 4);  // le32(298)
-  uint8_t mac[32];
-  size_t mac_len = 0;
-  EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, master.data(), 16,
-            reinterpret_cast<const uint8_t*>(msg.data()), msg.size(), mac, sizeof(mac), &mac_len);
-  CHECK(std::memcmp(t.schedule(298)->bytes, expand_key(to_key({mac, mac + 16})).bytes, kScheduleBytes) == 0);
-}
-
 TEST_CASE("aes: key expansion with AES-NI equals the table expansion") {
   std::mt19937 rng(16);
   for (int i = 0; i < 2000; ++i) {
@@ -360,23 +312,13 @@ TEST_CASE("aes: key expansion with AES-NI equals the table expansion") {
   }
 }
 
-// Not a check: the start-up cost of derived keys for a big flow table (issue 16 item 12). Hidden; run with
-// `crypto_aes_test "[timing]"`. 4M flow ids: 11.1-13.9 s before (HMAC() per flow), see docs/crypto.md.
-TEST_CASE("aes: fill_derived time for 4M flow ids", "[.][timing]") {
-  const uint32_t n = 4u << 20;
-  KeyTable t(n);
-  for (unsigned threads : {1u, 0u}) {
-    auto t0 = std::chrono::steady_clock::now();
-    fill_derived(t, Key{7}, 0, n, threads);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    WARN("fill_derived " << n << " keys, threads " << threads << " (0 = hardware): " << s << " s");
-  }
-}
-
 TEST_CASE("aes: derived IV matches the documented formula") {
   Key k = to_key(test::unhex("2b7e151628aed2a6abf7158809cf4f3c"));
   RoundKeys rk = expand_key(k);
-  std::vector<uint8_t> ctr = {0x78, 0x56, 0x34, 0x12, 0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  auto iv = derive_iv(rk, 0x12345678u, 9);
-  CHECK(std::vector<uint8_t>(iv.begin(), iv.end()) == test::evp_aes("ecb", k.data(), nullptr, ctr));
+  const KeyEpoch epoch = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  for (uint32_t seq : {0u, 9u, 0x7fffffffu, 0x80000000u, 0xffffffffu}) {
+    auto iv = derive_iv(rk, epoch, 0x0123456789abcdefull, seq);
+    CHECK(std::vector<uint8_t>(iv.begin(), iv.end()) ==
+          test::evp_aes("ecb", k.data(), nullptr, test::iv_block(epoch, 0x0123456789abcdefull, seq)));
+  }
 }

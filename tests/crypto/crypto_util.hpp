@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "hpr/data_dir.hpp"
+#include "kernels/aes/aes_app.hpp"
+#include "kernels/aes/key_derive.hpp"
 #include "kernels/app.hpp"
 #include "kernels/device_batch.hpp"
 #include "kernels/runner.hpp"
@@ -31,6 +33,28 @@ inline std::string hex(const uint8_t* p, size_t n) {
   std::string s;
   for (size_t i = 0; i < n; ++i) { s += d[p[i] >> 4]; s += d[p[i] & 15]; }
   return s;
+}
+
+// The key of connection numbered_flow(f) (key_derive.hpp) under `master` and `epoch`.
+inline kernels::aes::Key numbered_key(const kernels::aes::Key& master, const kernels::aes::KeyEpoch& epoch,
+                                      uint32_t f) {
+  return kernels::aes::derive_conn_key(master, epoch, kernels::aes::tuple_of(kernels::aes::numbered_flow(f)));
+}
+// A key table whose slots f < keyed hold connection numbered_flow(f), set in order from IV counter 0: slot f
+// has counters {2f, 2f + 1}.
+inline std::shared_ptr<kernels::aes::KeyTable> numbered_keys(uint32_t capacity, const kernels::aes::Key& master,
+                                                             uint32_t keyed, const kernels::aes::KeyEpoch& epoch = {}) {
+  auto t = std::make_shared<kernels::aes::KeyTable>(capacity, epoch, 0);
+  for (uint32_t f = 0; f < keyed && f < capacity; ++f) (void)t->set_key(f, numbered_key(master, epoch, f));
+  return t;
+}
+// The IV input block as docs/crypto.md writes it, byte by byte: epoch xor (le64(counter) || le64(seq)).
+inline std::vector<uint8_t> iv_block(const kernels::aes::KeyEpoch& epoch, uint64_t counter, uint32_t seq) {
+  std::vector<uint8_t> b(16, 0);
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<uint8_t>(counter >> (8 * i));
+  for (int i = 0; i < 4; ++i) b[8 + i] = static_cast<uint8_t>(seq >> (8 * i));
+  for (int i = 0; i < 16; ++i) b[i] ^= epoch[i];
+  return b;
 }
 
 // Frames of Ethernet + IPv4 + UDP + payload; owns its bytes.

@@ -1,16 +1,15 @@
 // Device kernels (md5.cl, aes.cl) == native reference byte for byte, on every OpenCL device
 // (POCL_DEVICES="pthread basic" gives two), on synthetic packets, NIST vectors and real captures.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 
 #include "kernels/aes/aes_app.hpp"
+#include "kernels/aes/key_source.hpp"
 #include "kernels/md5/md5_app.hpp"
 #include "runtime/flow.hpp"
-#include "tests/crypto/crypto_util.hpp"
-
 #include "runtime/parser.hpp"
 #include "runtime/pcap_file.hpp"
+#include "tests/crypto/crypto_util.hpp"
 
 using namespace hpr;
 using namespace hpr::kernels;
@@ -63,8 +62,8 @@ TEST_CASE("device: md5 kernel == native on random packets (payload and whole fra
 }
 
 TEST_CASE("device: aes kernel == native on random packets, derived and carried IV, missing keys") {
-  auto keys = std::make_shared<aes::KeyTable>(48);
-  aes::fill_derived(*keys, aes::Key{9}, 0, 40);  // 40..47 keyless, and flows >= 48 beyond capacity
+  // 40..47 keyless, and flows >= 48 beyond capacity; random seq: both halves' IV counters.
+  auto keys = test::numbered_keys(48, aes::Key{9}, 40, aes::KeyEpoch{0x5a, 1, 2, 3, 0xa5});
   for (const auto& d : devices()) {
     for (aes::IvMode mode : {aes::IvMode::kDerived, aes::IvMode::kCarried}) {
       aes::AesApp app(keys, {.iv = mode});
@@ -117,13 +116,16 @@ TEST_CASE("device: md5 and aes kernels == native on every nDPI capture") {
     if (e.path().extension() == ".pcap" || e.path().extension() == ".pcapng") files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   REQUIRE(files.size() > 200);
-  // Flow ids from the real FlowTable; no key for every fifth id, so some flows hit kKeyMissing.
-  constexpr uint32_t kCapacity = 1024;
-  auto keys = std::make_shared<aes::KeyTable>(kCapacity);
-  aes::fill_derived(*keys, aes::Key{1}, 0, kCapacity);
-  for (uint32_t f = 4; f < kCapacity; f += 5) keys->clear_key(f);
+  // Flow ids from one real FlowTable, each connection's key derived from the master key and the epoch when
+  // it starts (as the dispatcher does); then no key for every fifth id, so some flows hit kKeyMissing.
+  constexpr uint32_t kCapacity = 1u << 16;
+  auto keys = aes::make_keys(
+      {.master_key = "0102030405060708090a0b0c0d0e0f10", .key_epoch = "f0e1d2c3b4a5968778695a4b3c2d1e0f"}, kCapacity);
+  REQUIRE(keys);
   md5::Md5App md5_app;
-  aes::AesApp aes_app(keys);
+  aes::AesApp aes_app(keys->table, {}, keys->source);
+  auto table = FlowTable::create(kCapacity, 1'000'000'000'000ull);
+  REQUIRE(table.is_ok());
   // Every packet of every capture (about 98k), all in one batch per (app, device): a few seconds
   // on PoCL since launches use a fixed work-group size (kernels/runner.cpp).
   std::vector<std::vector<uint8_t>> frames;
@@ -134,8 +136,6 @@ TEST_CASE("device: md5 and aes kernels == native on every nDPI capture") {
     INFO(f << ": " << cap.status().message());
     REQUIRE(cap.is_ok());
     ++files_read;
-    auto table = FlowTable::create(kCapacity, 1'000'000'000'000ull);
-    REQUIRE(table.is_ok());
     for (auto& fr : cap->frames) frames.push_back(std::move(fr));
     for (size_t i = pkts.size(); i < frames.size(); ++i) {
       Packet p;
@@ -144,13 +144,18 @@ TEST_CASE("device: md5 and aes kernels == native on every nDPI capture") {
       parse(p);
       if (p.drop == DropReason::kNone) {
         FlowKey k = flow_key(p).canonical();
-        p.flow_id = (*table)->lookup_or_insert(k, flow_hash_symmetric(k), 0);
+        bool inserted = false;
+        p.flow_id = (*table)->lookup_or_insert(k, flow_hash_symmetric(k), 0, &inserted);
+        if (inserted) aes_app.flow_started(p.flow_id, k);
         if (p.flow_id != kNoFlow) p.seq = (*table)->state(p.flow_id).next_seq++;
       }
       pkts.push_back(p);
     }
   }
   CHECK(files_read == files.size());
+  REQUIRE((*table)->full_events() == 0);
+  CHECK(keys->table->key_count() == (*table)->size());
+  for (uint32_t f = 4; f < kCapacity; f += 5) keys->table->clear_key(f);
   CHECK(pkts.size() > 90000);
   for (const auto& d : devices()) {
     for (const App* app : {static_cast<const App*>(&md5_app), static_cast<const App*>(&aes_app)}) {

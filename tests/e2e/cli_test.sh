@@ -18,6 +18,9 @@ expect 2 "run.duration_s (--duration): nan is not in" run --duration nan --devic
 expect 2 "input.rate_steps (--rate-steps): '2e10:10'" run --rate-steps 2e10:10 --devices none
 expect 2 "not a regular file" run -c "$tmp"
 expect 2 "exists and is not a regular file" run --devices none --packets 100 -q --out pcap:/dev/null
+# issue 16 item 8: a malformed key epoch is refused naming the setting; its text is never echoed.
+expect 2 "app.key_epoch (--key-epoch): want 32 hex digits" run --app aes --master-key 000102030405060708090a0b0c0d0e0f --key-epoch 5ec2e75ec2e75ec2e75ec2e75ec2e7az --devices none
+grep -q 5ec2e75e "$tmp/err" && fail "the key epoch was echoed: $(cat "$tmp/err")"
 expect 2 "telemetry.summary_json (--summary-json) $tmp: exists and is not a regular file" run --devices none --packets 100 -q --summary-json "$tmp"
 expect 3 "app.log (--log) $tmp/no/such/dir" run --devices none --packets 100 -q --app md5 --log "$tmp/no/such/dir/log"
 expect 2 "lanes.queue" run --queue 0 --devices none

@@ -46,6 +46,9 @@ inline RunConfig base_config() {
   c.batch = 64;
   c.batch_timeout_us = 200;
   c.flow_capacity = 1 << 16;
+  // aes: the run and the native reference derive the same keys and IVs.
+  c.app_opts.key_epoch = "00112233445566778899aabbccddeeff";
+  c.app_opts.iv_counter_start = 0;
   return c;
 }
 
@@ -87,7 +90,9 @@ inline Reference native_reference(const kernels::App& app, const Capture& cap, c
     if (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6) {
       FlowKey k = flow_key(p).canonical();
       p.hash = flow_hash(k);
-      p.flow_id = (*ft)->lookup_or_insert(k, p.hash, 0);
+      bool inserted = false;
+      p.flow_id = (*ft)->lookup_or_insert(k, p.hash, 0, &inserted);
+      if (inserted) app.flow_started(p.flow_id, k);  // as the dispatcher does (aes: the connection's key)
       p.seq = (*ft)->state(p.flow_id).next_seq++;
     }
     kept.push_back(p);

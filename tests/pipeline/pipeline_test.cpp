@@ -119,6 +119,25 @@ TEST_CASE("TTL exceeded: dropped, counted, and answered with ICMP Time Exceeded 
   CHECK(icmp == ttl_drops);
 }
 
+TEST_CASE("aes: every flow of a flow table whose capacity is not a power of two has its key") {
+  // The FlowTable rounds 5 up to 8 slots; the key table had 5, so flows in slots 5..7 dropped as key_missing.
+  // A key epoch given: the summary shows it as app.key_epoch.
+  RunConfig c = base_config();
+  c.app = "aes";
+  c.app_opts.master_key = "000102030405060708090a0b0c0d0e0f";
+  c.devices = {"none"};
+  c.flow_capacity = 5;
+  c.input = {.kind = "generator", .gen_packets = 800, .gen_flows = 8, .gen_sizes = "fixed:200", .gen_seed = 3};
+  c.output = {.kind = "null"};
+  Summary s = run_to_end(c);
+  check_books(s);
+  INFO(s.to_text());
+  CHECK(s.flows_seen == 8);
+  CHECK(s.dropped == 0);
+  CHECK(s.events == 800);
+  CHECK_THAT(s.to_json(), Catch::Contains("\"key_epoch\": \"00112233445566778899aabbccddeeff\""));
+}
+
 TEST_CASE("two devices and a native lane with Zipf traffic: no reorder, books balance") {
   RunConfig c = base_config();
   c.input = {.kind = "generator", .gen_packets = 200000, .gen_flows = 5000, .gen_zipf = 1.2, .gen_sizes = "imix", .gen_seed = 3};
