@@ -26,15 +26,7 @@ sched::Configuration summarize(const sched::Configuration& setup, const std::vec
   };
   auto thr = of(&PointSample::throughput_bps), lat = of(&PointSample::latency_ns),
        p99 = of(&PointSample::latency_p99_ns), pw = of(&PointSample::power_w);
-  c.throughput_bps = thr.median;
-  c.throughput_spread_bps = thr.spread;
-  c.latency_ns = lat.median;
-  c.latency_spread_ns = lat.spread;
-  c.latency_p99_ns = p99.median;
-  c.latency_p99_spread_ns = p99.spread;
-  c.power_w = pw.median;
-  c.power_spread_w = pw.spread;
-  c.samples = static_cast<uint32_t>(samples.size());
+  c.set_figures(thr, lat, p99, pw, static_cast<uint32_t>(samples.size()));
   return c;
 }
 

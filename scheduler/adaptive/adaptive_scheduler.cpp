@@ -126,15 +126,8 @@ Configuration AdaptiveScheduler::window_figures() {
   MedianSpread l = figure([](const Measurement& q) { return q.latency_ns; }, false);
   MedianSpread l99 = figure([](const Measurement& q) { return q.latency_p99_ns; }, false);
   MedianSpread w = figure([](const Measurement& q) { return q.power_w; }, true);
-  c.throughput_bps = t.median;
-  c.throughput_spread_bps = t.spread;
-  c.latency_ns = l.median;
-  c.latency_spread_ns = l.spread;
-  c.latency_p99_ns = l99.median;
-  c.latency_p99_spread_ns = l99.spread;
-  c.samples = static_cast<uint32_t>(window_.size());
-  c.power_w = w.median;  // power_w = 0 (n = 0): none saturated; record() keeps what it had then
-  c.power_spread_w = w.spread;
+  // power_w = 0 when no quantum was saturated (w.n = 0): record() keeps the power it had then.
+  c.set_figures(t, l, l99, w, static_cast<uint32_t>(window_.size()));
   c.power_source = window_.back().power_source;
   return c;
 }

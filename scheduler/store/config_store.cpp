@@ -159,16 +159,8 @@ bool ConfigStore::update(ConfigId id, const Configuration& m) {
   tree_erase(id);
   size_t old_pos = index_detach(id);
   auto& w = configs_[id];
-  w.throughput_bps = m.throughput_bps;
-  w.latency_ns = m.latency_ns;
-  w.latency_p99_ns = m.latency_p99_ns;
-  w.power_w = m.power_w;
-  w.power_source = m.power_source;
-  w.throughput_spread_bps = m.throughput_spread_bps;
-  w.latency_spread_ns = m.latency_spread_ns;
-  w.latency_p99_spread_ns = m.latency_p99_spread_ns;
-  w.power_spread_w = m.power_spread_w;
-  w.samples = std::max<uint32_t>(m.samples, 1);
+  w.copy_figures(m);
+  w.samples = std::max<uint32_t>(w.samples, 1);
   for (int t = 0; t < 3; ++t) max_spread_[t] = std::max(max_spread_[t], spread_of(id, static_cast<Metric>(t)));
   tree_insert(id);
   index_attach(id, old_pos);

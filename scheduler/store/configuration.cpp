@@ -1,18 +1,23 @@
 #include "scheduler/store/configuration.hpp"
-#include "scheduler/store/json_number.hpp"
+
+#include <fmt/format.h>
 
 #include <cmath>
 
-#include <fmt/format.h>
+#include "scheduler/store/json_number.hpp"
 
 namespace hpr::sched {
 
 const char* power_source_name(PowerSource s) {
   switch (s) {
-    case PowerSource::kRapl: return "rapl";
-    case PowerSource::kNvml: return "nvml";
-    case PowerSource::kModel: return "model";
-    case PowerSource::kUnknown: return "unknown";
+    case PowerSource::kRapl:
+      return "rapl";
+    case PowerSource::kNvml:
+      return "nvml";
+    case PowerSource::kModel:
+      return "model";
+    case PowerSource::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -23,6 +28,25 @@ Result<PowerSource> parse_power_source(std::string_view s) {
   if (s == "model") return PowerSource::kModel;
   if (s == "unknown") return PowerSource::kUnknown;
   return error(Code::kInvalidArgument, "power source '{}' is not one of rapl, nvml, model", s);
+}
+
+void Configuration::set_figures(const MedianSpread& thr, const MedianSpread& lat, const MedianSpread& p99,
+                                const MedianSpread& power, uint32_t n) {
+  throughput_bps = thr.median;
+  throughput_spread_bps = thr.spread;
+  latency_ns = lat.median;
+  latency_spread_ns = lat.spread;
+  latency_p99_ns = p99.median;
+  latency_p99_spread_ns = p99.spread;
+  power_w = power.median;
+  power_spread_w = power.spread;
+  samples = n;
+}
+
+void Configuration::copy_figures(const Configuration& f) {
+  set_figures({f.throughput_bps, f.throughput_spread_bps}, {f.latency_ns, f.latency_spread_ns},
+              {f.latency_p99_ns, f.latency_p99_spread_ns}, {f.power_w, f.power_spread_w}, f.samples);
+  power_source = f.power_source;
 }
 
 bool Configuration::same_setup(const Configuration& o) const {
@@ -65,12 +89,12 @@ Status validate(const Configuration& c) {
   }
   if (std::fabs(sum - 1.0) > 1e-3)
     return error(Code::kInvalidArgument, "configuration: split sums to {:.4f} over used devices, expected 1", sum);
-  for (auto [name, v] : {std::pair{"throughput_bps", c.throughput_bps}, std::pair{"latency_ns", c.latency_ns},
-                         std::pair{"latency_p99_ns", c.latency_p99_ns}, std::pair{"power_w", c.power_w},
-                         std::pair{"throughput_spread_bps", c.throughput_spread_bps},
-                         std::pair{"latency_spread_ns", c.latency_spread_ns},
-                         std::pair{"latency_p99_spread_ns", c.latency_p99_spread_ns},
-                         std::pair{"power_spread_w", c.power_spread_w}}) {
+  for (auto [name, v] :
+       {std::pair{"throughput_bps", c.throughput_bps}, std::pair{"latency_ns", c.latency_ns},
+        std::pair{"latency_p99_ns", c.latency_p99_ns}, std::pair{"power_w", c.power_w},
+        std::pair{"throughput_spread_bps", c.throughput_spread_bps},
+        std::pair{"latency_spread_ns", c.latency_spread_ns},
+        std::pair{"latency_p99_spread_ns", c.latency_p99_spread_ns}, std::pair{"power_spread_w", c.power_spread_w}}) {
     if (!std::isfinite(v) || v < 0) return error(Code::kInvalidArgument, "configuration: {} = {} is not >= 0", name, v);
   }
   if (c.samples == 0) return error(Code::kInvalidArgument, "configuration: samples = 0, at least 1");

@@ -5,11 +5,11 @@
 // its spread (architecture.md convention 13), and the traffic it was measured on.
 #include <array>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
+#include "hpr/median_spread.hpp"
 #include "hpr/status.hpp"
 
 namespace hpr::sched {
@@ -24,16 +24,16 @@ const char* power_source_name(PowerSource s);  // "rapl" | "nvml" | "model" | "u
 Result<PowerSource> parse_power_source(std::string_view s);
 
 struct Configuration {
-  uint32_t device_mask = 0;                     // bit d set: device d takes part
-  std::array<uint32_t, kMaxDevices> batch{};    // packets per batch for each device (0 when unused)
-  std::array<float, kMaxDevices> split{};       // share of the traffic per device, sums to 1 over the mask
-  double throughput_bps = 0;                    // sustained throughput measured (bits/s)
-  double latency_ns = 0;                        // median batch latency
+  uint32_t device_mask = 0;                   // bit d set: device d takes part
+  std::array<uint32_t, kMaxDevices> batch{};  // packets per batch for each device (0 when unused)
+  std::array<float, kMaxDevices> split{};     // share of the traffic per device, sums to 1 over the mask
+  double throughput_bps = 0;                  // sustained throughput measured (bits/s)
+  double latency_ns = 0;                      // median batch latency
   double latency_p99_ns = 0;
-  double power_w = 0;                           // whole-system power while running this configuration
+  double power_w = 0;  // whole-system power while running this configuration
   PowerSource power_source = PowerSource::kUnknown;
-  // Spread of each figure over its samples: the half-width of the median's confidence interval (hpr/median_spread.hpp), the figures
-  // above being the medians. 0: one sample, or not known (format-1 tables). ConfigStore policies treat two
+  // Spread of each figure over its samples: the half-width of the median's confidence interval (hpr/median_spread.hpp),
+  // the figures above being the medians. 0: one sample, or not known (format-1 tables). ConfigStore policies treat two
   // configurations whose difference is smaller than their two spreads combined as a tie.
   double throughput_spread_bps = 0;
   double latency_spread_ns = 0;
@@ -48,6 +48,11 @@ struct Configuration {
   bool same_setup(const Configuration& o) const;
   // "dev{0,2} b=[1024,4096] s=[0.30,0.70]"
   std::string describe() const;
+  // The measured figures: medians and spreads of `samples` samples of throughput, latency, p99 latency, power.
+  void set_figures(const MedianSpread& thr, const MedianSpread& lat, const MedianSpread& p99, const MedianSpread& power,
+                   uint32_t samples);
+  // Another configuration's figures (medians, spreads, samples, power source) onto this setup.
+  void copy_figures(const Configuration& from);
 };
 
 // Validates a configuration read from a file or built by a caller: non-empty mask within kMaxDevices,

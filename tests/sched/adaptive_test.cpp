@@ -52,6 +52,27 @@ Run drive(const ModelPlatform& p, AdaptiveScheduler& s, double offered_bps, int 
   return r;
 }
 
+// Two devices (batch 1024 each) that both carry 20 Gbit/s; a draws 50 W, b `power_b`.
+ConfigStore two_device_store(StoreOptions opt, double power_b) {
+  ConfigStore s(opt);
+  Configuration a;
+  a.device_mask = 0b01;
+  a.batch[0] = 1024;
+  a.split[0] = 1;
+  a.throughput_bps = 20 * G;
+  a.latency_ns = a.latency_p99_ns = 100e3;
+  a.power_w = 50;
+  a.power_source = PowerSource::kModel;
+  Configuration b = a;
+  b.device_mask = 0b10;
+  b.batch = {0, 1024};
+  b.split = {0, 1};
+  b.power_w = power_b;
+  REQUIRE(s.insert(a).is_ok());
+  REQUIRE(s.insert(b).is_ok());
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("parameters and stores are validated") {
@@ -155,25 +176,7 @@ TEST_CASE("lambda keeps the scheduler from oscillating between two configuration
   // Two devices that both carry the rate, with power within λ of each other. Whichever runs measures 5 % more
   // power than the other one's table entry (more than the store's 2 % δ, so the table is updated each time):
   // the idle one always looks better, by less than λ.
-  auto make_store = [] {
-    ConfigStore s(StoreOptions{.delta = 0.02});
-    Configuration a;
-    a.device_mask = 0b01;
-    a.batch[0] = 1024;
-    a.split[0] = 1;
-    a.throughput_bps = 20 * G;
-    a.latency_ns = a.latency_p99_ns = 100e3;
-    a.power_w = 50;
-    a.power_source = PowerSource::kModel;
-    Configuration b = a;
-    b.device_mask = 0b10;
-    b.batch = {0, 1024};
-    b.split = {0, 1};
-    b.power_w = 52;
-    REQUIRE(s.insert(a).is_ok());
-    REQUIRE(s.insert(b).is_ok());
-    return s;
-  };
+  auto make_store = [] { return two_device_store(StoreOptions{.delta = 0.02}, 52); };
   auto run = [&](double lambda) {
     ConfigStore store = make_store();
     AdaptiveParams params;
@@ -205,25 +208,7 @@ TEST_CASE("lambda keeps the scheduler from oscillating between two configuration
 TEST_CASE("one wild quantum is not a measurement: no table update, no switch; a lasting fall is both") {
   // Two devices that each carry 20 Gbit/s; the energy policy runs the 50 W one at 10 Gbit/s. Every fourth
   // quantum it measures 8 Gbit/s (a hiccup of the shared cores): alone, that reading says it cannot carry R.
-  auto make_store = [] {
-    ConfigStore s;
-    Configuration a;
-    a.device_mask = 0b01;
-    a.batch[0] = 1024;
-    a.split[0] = 1;
-    a.throughput_bps = 20 * G;
-    a.latency_ns = a.latency_p99_ns = 100e3;
-    a.power_w = 50;
-    a.power_source = PowerSource::kModel;
-    Configuration b = a;
-    b.device_mask = 0b10;
-    b.batch = {0, 1024};
-    b.split = {0, 1};
-    b.power_w = 80;
-    REQUIRE(s.insert(a).is_ok());
-    REQUIRE(s.insert(b).is_ok());
-    return s;
-  };
+  auto make_store = [] { return two_device_store({}, 80); };
   auto run = [&](ConfigStore& store, auto capacity_at) {
     AdaptiveParams params;
     params.min_batch = params.max_batch = 1024;  // only the device choice and the table are under test
