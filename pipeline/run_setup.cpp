@@ -76,14 +76,12 @@ Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, b
     if (!steps) return steps.status();
     g.traffic_steps = std::move(*steps);
   }
-  auto largest = [](SizeMode mode, uint32_t fixed, uint32_t max) -> uint32_t {
-    return mode == SizeMode::kFixed ? fixed : mode == SizeMode::kUniform ? max : 0;
-  };
-  if (uint32_t l = largest(g.size_mode, g.size_bytes, g.size_max_bytes); l > c.max_frame)
+  // IMIX frames (at most 1,514 bytes with tags) are not held against max_frame.
+  if (uint32_t l = largest_frame(sizes, 0); l > c.max_frame)
     return error(Code::kInvalidArgument, "input.sizes (--sizes): {}-byte frames are above ports.max_frame ({} bytes)", l,
                  c.max_frame);
   for (const TrafficStep& st : g.traffic_steps)
-    if (uint32_t l = largest(st.size_mode, st.size_bytes, st.size_max_bytes); l > c.max_frame)
+    if (uint32_t l = largest_frame(st, 0); l > c.max_frame)
       return error(Code::kInvalidArgument,
                    "input.traffic_steps (--traffic-steps): {}-byte frames are above ports.max_frame ({} bytes)", l,
                    c.max_frame);

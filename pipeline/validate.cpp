@@ -203,21 +203,19 @@ Result<std::vector<TrafficStep>> parse_traffic_steps(const std::string& spec, do
     TrafficStep st;
     st.match_rate = default_match_rate;
     const size_t colon = item.find(':');
-    const size_t at = item.rfind('@');
-    std::string sizes = item.substr(colon == std::string::npos ? item.size() : colon + 1);
-    if (at != std::string::npos && colon != std::string::npos && at > colon) {
-      sizes = item.substr(colon + 1, at - colon - 1);
-      char* end = nullptr;
-      st.match_rate = std::strtod(item.c_str() + at + 1, &end);
-      if (end == item.c_str() + at + 1 || *end != 0 || !(st.match_rate >= 0 && st.match_rate <= 1))
-        return error(Code::kInvalidArgument, "{}: step '{}': the match rate after @ must be a number in [0, 1]",
-                     kSetting, item);
-    }
     char* end = nullptr;
     const double dur = colon == std::string::npos ? 0 : std::strtod(item.c_str(), &end);
     if (colon == std::string::npos || end != item.c_str() + colon || !(dur >= 1e-3 && dur <= 3.2e7))
       return error(Code::kInvalidArgument, "{}: step '{}' is not DURATION_S:SIZES[@MATCH] (duration 0.001..3.2e7 s)",
                    kSetting, item);
+    const size_t at = item.find('@', colon);
+    const std::string sizes = item.substr(colon + 1, at == std::string::npos ? std::string::npos : at - colon - 1);
+    if (at != std::string::npos) {
+      st.match_rate = std::strtod(item.c_str() + at + 1, &end);
+      if (end == item.c_str() + at + 1 || *end != 0 || !(st.match_rate >= 0 && st.match_rate <= 1))
+        return error(Code::kInvalidArgument, "{}: step '{}': the match rate after @ must be a number in [0, 1]",
+                     kSetting, item);
+    }
     st.duration_ns = static_cast<uint64_t>(dur * 1e9);
     HPR_RETURN_IF_ERROR(parse_sizes(sizes, st, fmt::format("{}: step '{}'", kSetting, item)));
     out.push_back(st);

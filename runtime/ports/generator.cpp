@@ -152,8 +152,7 @@ class Generator final : public GeneratorPort {
   Plan plan_;
   TrafficStep cur_;              // the size mix and match rate in force (the traffic step's, or the config's)
   uint64_t steps_total_ns_ = 0;  // one cycle of cfg_.traffic_steps
-  size_t step_ = 0;              // the traffic step in force
-  bool started_steps_ = false;
+  size_t step_ = SIZE_MAX;       // the traffic step in force (SIZE_MAX: none yet)
   PortCounters stats_;
   GeneratorStats gstats_;
 };
@@ -329,17 +328,10 @@ Result<std::unique_ptr<GeneratorPort>> Generator::create(const GeneratorConfig& 
   g->fill_payload_pool();
 
   g->cur_ = {0, cfg.size_mode, cfg.size_bytes, cfg.size_min_bytes, cfg.size_max_bytes, cfg.pattern_match_rate};
-  auto largest = [&](const TrafficStep& st) -> uint32_t {
-    switch (st.size_mode) {
-      case SizeMode::kFixed: return st.size_bytes;
-      case SizeMode::kUniform: return st.size_max_bytes;
-      case SizeMode::kImix: return g->l2_max_ + 1500u;
-    }
-    return 0;
-  };
-  uint32_t max_frame = largest(g->cur_);
+  const uint32_t imix_max = g->l2_max_ + 1500u;
+  uint32_t max_frame = largest_frame(g->cur_, imix_max);
   for (const TrafficStep& st : cfg.traffic_steps) {
-    max_frame = std::max(max_frame, largest(st));
+    max_frame = std::max(max_frame, largest_frame(st, imix_max));
     g->steps_total_ns_ += st.duration_ns;
   }
   max_frame = std::max<uint32_t>(max_frame, g->hdr_max_);
@@ -580,9 +572,8 @@ void Generator::select_traffic_step(uint64_t t_ns) {
   uint64_t in_cycle = t_ns % steps_total_ns_;
   size_t i = 0;
   while (in_cycle >= cfg_.traffic_steps[i].duration_ns) in_cycle -= cfg_.traffic_steps[i++].duration_ns;
-  if (i == step_ && started_steps_) return;
+  if (i == step_) return;
   step_ = i;
-  started_steps_ = true;
   cur_ = cfg_.traffic_steps[i];
   have_plan_ = false;  // the next packet follows the new step (the drawn plan goes unused)
 }

@@ -95,6 +95,20 @@ struct TrafficStep {
   double match_rate = 0.0;                              // pattern_match_rate during the step
 };
 
+// The longest frame a size mix asks for: the fixed size, the uniform maximum, or `imix_bytes` for IMIX (whose
+// largest frame depends on the headers).
+inline uint32_t largest_frame(const TrafficStep& s, uint32_t imix_bytes) {
+  switch (s.size_mode) {
+    case SizeMode::kFixed:
+      return s.size_bytes;
+    case SizeMode::kUniform:
+      return s.size_max_bytes;
+    case SizeMode::kImix:
+      return imix_bytes;
+  }
+  return 0;
+}
+
 struct GeneratorConfig {
   uint64_t seed = 1;
 
