@@ -14,6 +14,7 @@ if [ ! -f "$src/main.c" ]; then
   exit 1
 fi
 mkdir -p "$out/src"
+out=$(cd "$out" && pwd)  # absolute: the build below runs in $out/src
 cp -r "$src/." "$out/src/"
 cp -r /usr/share/dpdk/examples/common "$out/common" 2>/dev/null || true
 cd "$out/src"
