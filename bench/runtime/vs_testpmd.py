@@ -73,14 +73,20 @@ def l3fwd_rules(workdir):
     return path
 
 
+def l3fwd_cmd(binary, rx_vdev, lookup, rules):
+    """l3fwd's command line: one lcore polls net_pcap0 (rx_vdev, e.g. net_pcap0,rx_pcap=F,infinite_rx=1) and
+    net_null0; LPM on `rules` (l3fwd_rules) or EM on its default rules."""
+    v4 = rules if lookup == "lpm" else os.path.join(L3FWD_SRC, "em_default_v4.cfg")
+    return [binary, "--no-huge", "--no-shconf", "--no-pci", "-m", "1024", "-l", "1", "--log-level=error",
+            f"--vdev={rx_vdev}", "--vdev=net_null0,no-rx=1", "--", "-p", "0x3",
+            "--config=(0,0,1),(1,0,1)", f"--lookup={lookup}", "--parse-ptype", f"--rule_ipv4={v4}",
+            f"--rule_ipv6={os.path.join(L3FWD_SRC, lookup + '_default_v6.cfg')}"]
+
+
 def l3fwd(binary, capture, seconds, lookup, rules):
     """Mpps of l3fwd on one lcore: packets sent on both ports over the time its loops ran (HPR_STATS lines of
     the build_l3fwd.sh patch). Waits for the table to load (tens of seconds for the BGP table) before timing."""
-    v4 = rules if lookup == "lpm" else os.path.join(L3FWD_SRC, "em_default_v4.cfg")
-    cmd = ["stdbuf", "-oL", binary, "--no-huge", "--no-shconf", "--no-pci", "-m", "1024", "-l", "1", "--log-level=error",
-           f"--vdev=net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev=net_null0,no-rx=1", "--", "-p", "0x3",
-           "--config=(0,0,1),(1,0,1)", f"--lookup={lookup}", "--parse-ptype", f"--rule_ipv4={v4}",
-           f"--rule_ipv6={os.path.join(L3FWD_SRC, lookup + '_default_v6.cfg')}"]
+    cmd = ["stdbuf", "-oL"] + l3fwd_cmd(binary, f"net_pcap0,rx_pcap={capture},infinite_rx=1", lookup, rules)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     for line in p.stdout:
         if line.startswith("Port 1 Link"):
@@ -102,14 +108,19 @@ def classify(capture, seconds, mode):
     return json.loads(out.strip().splitlines()[-1])["mpps"]
 
 
+def hpr_cmd(binary, rx_vdev, app, devices, native, rtc, batch, seconds, summary_json):
+    """hpr run's command line: net_pcap0 (rx_vdev) in, net_null0 out, the summary to summary_json."""
+    return [binary, "run", "-q", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
+            "--vdev", rx_vdev, "--vdev", "net_null0",
+            "--devices", devices, "--native", str(native), "--batch", str(batch), "--duration", str(seconds),
+            "--summary-json", summary_json, "--master-key", "000102030405060708090a0b0c0d0e0f",
+            "--run-to-completion", "on" if rtc else "off"]
+
+
 def hpr_run(binary, capture, seconds, app, devices, native, rtc, batch):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
-        cmd = [binary, "run", "-q", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
-               "--vdev", f"net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev", "net_null0",
-               "--devices", devices, "--native", str(native), "--batch", str(batch), "--duration", str(seconds),
-               "--summary-json", js, "--master-key", "000102030405060708090a0b0c0d0e0f",
-               "--run-to-completion", "on" if rtc else "off"]
+        cmd = hpr_cmd(binary, f"net_pcap0,rx_pcap={capture},infinite_rx=1", app, devices, native, rtc, batch, seconds, js)
         env = dict(os.environ, POCL_DEVICES=os.environ.get("POCL_DEVICES", "pthread basic"))
         r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if r.returncode not in (0, 1):
