@@ -29,7 +29,7 @@ burst processed and transmitted. So:
   3. `callgrind_control -d` dumps the counts (the window), `-i off`, the FIFO is closed, SIGINT ends the program.
 The window runs from inside one rx call to the same point of the rx call PACKETS later: exactly PACKETS received
 packets, each taken through rx, lookup and tx, and no idle polling at all (there is none while the program waits
-in read()). The port counters at exit check that the program received WARMUP + PACKETS (l3fwd's HPR_STATS
+in read(); l3fwd's poll of net_null0's empty rx queue after each burst is part of its loop, as in vs_testpmd). The port counters at exit check that the program received WARMUP + PACKETS (l3fwd's HPR_STATS
 ipackets, hpr's summary). Ir/packet is the window's Ir over PACKETS.
 
 Also given: the Ir of net_pcap's rx function (eth_pcap_rx, inclusive: libpcap's read of the record, the mbuf
@@ -39,8 +39,8 @@ buffers every 100 us) run per packet more often under valgrind than natively; th
 
 Output: the table, hpr's top functions by self and by inclusive Ir per packet (callgrind_annotate), the callgrind
 files under OUT's folder (callgrind/), and CSV (one row per case) to --out. Each case takes the benchmark lock
-(--lock, flock) while its valgrind runs. About 5-10 minutes for the three cases on 2 cores, most of it the table
-loads under valgrind.
+(--lock, flock) while its valgrind runs. About 3 minutes for the three cases, two of them l3fwd's LPM table load
+under valgrind (the window itself takes about a second per case).
 """
 import argparse, csv, fcntl, glob, math, os, re, shutil, signal, struct, subprocess, sys, termios, threading, time
 import json
@@ -321,6 +321,9 @@ def main():
     ap.add_argument("--load-timeout", type=float, default=600, help="seconds for start-up, table load and warm-up")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "runtime", "callgrind_ipp.csv"))
     a = ap.parse_args()
+    for tool in ("valgrind", "callgrind_control", "callgrind_annotate", "editcap"):
+        if not shutil.which(tool):
+            sys.exit(f"callgrind_ipp: {tool} not found (apt-get install valgrind tshark; scripts/bench.sh installs them)")
     a.hpr = a.hpr or os.path.join(a.build, "cli", "hpr")
     a.l3fwd = a.l3fwd or os.path.join(a.build, "bench", "l3fwd", "l3fwd")
     outdir = os.path.dirname(os.path.abspath(a.out))
