@@ -191,6 +191,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
   for (const auto& d : c.devices) fmt::print(" [{} {}]", d.name, kind_name(d.kind));
   fmt::print(" [native x{}] | batch {}{} | {}\n", cfg.native_lanes, cfg.batch,
              cfg.run_to_completion ? (auto_rtc ? fmt::format(" | run to completion (one thread: {})", auto_rtc) : std::string(" | run to completion (one thread)")) : std::string(), cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listening() + "/metrics");
+  if (!c.budget.empty()) fmt::print("  {}\n", c.budget);
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
   fmt::print("  {}\n", (*extras)->describe());
   Summary prev;

@@ -104,6 +104,9 @@ class App {
   // Both come before the flow's packets reach a lane. Default: nothing.
   virtual void flow_started(uint32_t /*id*/, const FlowKey& /*canonical*/) const {}
   virtual void flow_seq_half(uint32_t /*id*/, uint32_t /*half*/) const {}
+  // Whether the app keeps state per flow id (AES: the keys). Several workers, each with its flow table, then get an
+  // app each (run_setup.cpp); the others share one.
+  virtual bool keeps_flow_state() const { return false; }
   // Settings of this run that the summary shows under "app" (AES: the key epoch). Default: none.
   virtual std::vector<std::pair<std::string, std::string>> summary_info() const { return {}; }
 

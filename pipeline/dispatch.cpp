@@ -85,6 +85,15 @@ void Pipeline::dispatch_loop() {
     if (did) idle = 0;
     else backoff(idle);
   }
+  // Stopped: a port that holds frames it took from its source (a spreading view) hands them out now.
+  if (rx_->stop_rx())
+    for (int rounds = 0; !rx_->rx_done();) {
+      const uint64_t now = monotonic_ns();
+      const bool in_place = worker_on_.load(std::memory_order_relaxed);
+      bool did = (in_place ? worker_burst(now) : dispatch_burst(now)) > 0;
+      if (cfg_.run_to_completion && (!in_place || shaper_)) did |= service();
+      if (!did) backoff(rounds);
+    }
   for (int rounds = 0; !held_.empty();) {  // stopped: what moving flows hold goes on before the drain
     bool did = handle_failed_lanes();
     if (!(flush_held() || did)) wait_step(rounds);

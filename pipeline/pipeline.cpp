@@ -8,6 +8,7 @@
 #include "hpr/clock.hpp"
 #include "pipeline/pipeline_internal.hpp"
 #include "runtime/balance_glue.hpp"
+#include "runtime/ports/dpdk_port.hpp"
 
 namespace hpr {
 using detail::backoff;
@@ -231,21 +232,41 @@ Status Pipeline::set_lane_weights(const std::vector<float>& w) {
   return Status::ok();
 }
 
-Summary Pipeline::run() {
+void Pipeline::start() {
   start_ns_.store(monotonic_ns(), std::memory_order_relaxed);
   if (!cfg_.run_to_completion) {
     for (auto& l : lanes_) l->start();
     egress_ = std::thread([this] {
       detail::fine_timer_slack();
+      const DpdkThread dpdk;  // tx and mbuf frees through a per-thread mempool cache
       egress_loop();
     });
   }
   dispatcher_ = std::thread([this] {
     detail::fine_timer_slack();
+    if (cfg_.cpu >= 0) detail::pin_to_cpu(cfg_.cpu, "dispatcher");
+    const DpdkThread dpdk;  // rx, tx and mbuf frees through a per-thread mempool cache
     dispatch_loop();
   });
+}
+
+bool Pipeline::running() const {
+  if (!dispatch_done_.load(std::memory_order_acquire)) return true;
+  for (const auto& w : workers_)
+    if (w->running()) return true;
+  return false;
+}
+
+void Pipeline::request_stop() {
+  stop_rx_.store(true, std::memory_order_relaxed);
+  for (auto& w : workers_) w->request_stop();
+}
+
+Summary Pipeline::run() {
+  start();
+  for (auto& w : workers_) w->start();
   uint64_t last = start_ns_.load(std::memory_order_relaxed);
-  while (!dispatch_done_.load(std::memory_order_acquire)) {
+  while (running()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     uint64_t now = monotonic_ns();
     if (cfg_.status_interval_ns != 0 && now - last >= cfg_.status_interval_ns && on_status_) {
@@ -254,6 +275,15 @@ Summary Pipeline::run() {
     }
     if (log_) write_log();
   }
+  // The other workers end first: this one's ports (view 0) close the shared ones.
+  for (auto& w : workers_) {
+    const Summary ws = w->finish();
+    output_errors_.insert(output_errors_.end(), ws.output_errors.begin(), ws.output_errors.end());
+  }
+  return finish();
+}
+
+Summary Pipeline::finish() {
   dispatcher_.join();
   for (auto& l : lanes_) l->request_stop();
   for (auto& l : lanes_) l->join();
@@ -336,12 +366,12 @@ Summary Pipeline::snapshot() const {
     s.shaper_unclassified = shaper_unclassified_;
     s.shaper_classes = shaper_classes_;
   }
-  s.latency_p50_ns = latency_.percentile_ns(50);
-  s.latency_p99_ns = latency_.percentile_ns(99);
   {
     auto c = latency_.counts();
     s.latency_buckets.assign(c.begin(), c.end());
   }
+  s.latency_p50_ns = LogLinear::percentile(s.latency_buckets, 50);
+  s.latency_p99_ns = LogLinear::percentile(s.latency_buckets, 99);
   for (const auto& l : lanes_) {
     auto& st = const_cast<Lane&>(*l).stats();
     LaneSummary ls;
@@ -364,6 +394,7 @@ Summary Pipeline::snapshot() const {
     ls.p99_ns = st.batch_latency.percentile_ns(99);
     s.lanes.push_back(std::move(ls));
   }
+  for (const auto& w : workers_) s.add_worker(w->snapshot());
   return s;
 }
 

@@ -107,6 +107,8 @@ struct PipelineConfig {
   // drops: no_route), so that a drop costs no call.
   std::function<std::span<const uint8_t>(const Packet&, std::vector<uint8_t>& scratch)> on_drop;
   DropReason on_drop_reason = DropReason::kTtlExceeded;
+  // The core the dispatcher thread is pinned to (the run's core budget); -1: not pinned.
+  int cpu = -1;
 };
 
 class Pipeline {
@@ -118,11 +120,17 @@ class Pipeline {
   ~Pipeline();
 
   // Runs until the source ends, max_duration passes, or request_stop(); then drains and returns.
+  // With workers (add_worker), they run beside this one and the summary is the sum of all.
   Summary run();
-  // Safe from a signal handler: stops rx; run() drains and returns.
-  void request_stop() { stop_rx_.store(true, std::memory_order_relaxed); }
+  // Safe from a signal handler: stops rx (of every worker); run() drains and returns.
+  void request_stop();
   bool stop_requested() const { return stop_rx_.load(std::memory_order_relaxed); }
   Summary snapshot() const;
+  // Another worker of the run (issue 12): a pipeline with its own rx and tx port views, flow table and lanes, started
+  // and ended by this one's run(); its counters are added to this one's snapshots (Summary::add_worker). Call before
+  // run(). The pipeline whose run() is called owns the status callback, the result log and the closing of shared
+  // ports (the views with index 0), so the others' ports must not need it.
+  void add_worker(std::unique_ptr<Pipeline> w) { workers_.push_back(std::move(w)); }
 
   // Control (any thread; applied by the dispatcher at its next burst): relative lane weights, 0
   // takes a lane out of the choice for new flows. Flows move only when nothing of theirs is in
@@ -165,6 +173,9 @@ class Pipeline {
     Packet dropped[Burst::kMax];  // the app's drops, released together
     std::vector<uint8_t> out;     // kMax × the app's result bytes
   };
+  void start();
+  Summary finish();
+  bool running() const;  // this dispatcher or another worker's has not ended
   static bool use_worker_path(const PipelineConfig& cfg);
   static bool worker_eligible(const LaneSpec& l);
   void init_worker();
@@ -263,6 +274,7 @@ class Pipeline {
   std::vector<std::string> output_errors_;
   void write_log();
   std::vector<std::string> left_out_;
+  std::vector<std::unique_ptr<Pipeline>> workers_;
 };
 
 }  // namespace hpr

@@ -73,6 +73,11 @@ struct RunConfig {
   uint32_t in_flight = 2;
   uint32_t max_batch = 0;            // largest batch the scheduler may set (0: batch)
   std::string balancer = "whrw";     // rr crc16 crc32 hrw whrw ahrw subflow fcfs afs laps
+  // Workers (issue 12): threads that each receive, classify, run the app and transmit, one per core. Above 1: native
+  // lanes only, ports with RSS give each worker an rx queue, others are spread by flow hash (spread_port.hpp).
+  uint32_t workers = 1;
+  std::vector<std::string> cores;    // the workers' cores in order; empty: the cores this process may run on
+  std::string rx_spread = "auto";    // auto | hash | queues (settings.cpp ports.rx_spread)
   // A full lane queue makes the dispatcher wait (the input port's ring fills; a DPDK port then counts
   // its misses) instead of dropping the packet as queue_full. Off: drop and count.
   bool backpressure = true;
@@ -118,6 +123,8 @@ struct RunConfig {
 // Errors: kNotFound (file), kInvalidArgument naming the key and the accepted values.
 Result<RunConfig> load_run_config(const std::string& path);
 Status validate(const RunConfig& c);
+inline constexpr uint32_t kMaxWorkers = 64;
+Status validate_workers(const RunConfig& c);  // lanes.workers and what it rules out (part of validate)
 // Without an explicit lanes.run_to_completion, a run of one native lane and no OpenCL device runs to completion
 // (one thread has the whole path, so no packet waits for another thread to be scheduled: light load, or a core
 // shared with another process), and so does every run on a host of 2 cores or fewer (`host_cores`, 0: unknown),
@@ -143,7 +150,10 @@ struct RunContext {
   std::shared_ptr<kernels::App> app;
   std::vector<DeviceInfo> devices;        // the devices that got a lane
   std::vector<std::string> left_out;      // devices that failed to build or start, with reasons
-  std::unique_ptr<Pipeline> pipeline;
+  std::vector<std::unique_ptr<Port>> worker_ports;  // the other workers' rx and tx views (rx, tx: worker 0's)
+  std::vector<std::shared_ptr<kernels::App>> worker_apps;  // apps that keep per-flow state: one per other worker
+  std::string budget;                     // "workers 2 on cores 0,1" (printed at the start)
+  std::unique_ptr<Pipeline> pipeline;     // worker 0; the others run beside it (Pipeline::add_worker)
 };
 
 // Errors: bad configuration (kInvalidArgument), missing files (kNotFound), a device named in

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <random>
 
 #include <arpa/inet.h>
+#include <fmt/ranges.h>
+#include <sched.h>
 
 #include "kernels/ipv4/ipv4_app.hpp"
 #include "pipeline/fault_injection.hpp"
@@ -12,6 +15,7 @@
 #include "runtime/ports/dpdk_port.hpp"
 #include "runtime/ports/file_ports.hpp"
 #include "runtime/ports/generator.hpp"
+#include "runtime/ports/spread_port.hpp"
 
 namespace hpr {
 
@@ -89,6 +93,69 @@ Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, b
   return make_generator_port(g);
 }
 
+// The ports of `workers` workers on one endpoint, view i for worker i: a DPDK port's own queues where it has them
+// (rx: with RSS), else the one port spread by flow hash (rx) or shared under a lock (tx).
+Result<std::vector<std::unique_ptr<Port>>> make_worker_ports(const RunConfig& c, bool is_input, uint16_t workers) {
+  const EndpointConfig& e = is_input ? c.input : c.output;
+  if (workers > 1 && e.kind == "dpdk") {
+    auto q = dpdk_queues(e.dpdk_port);
+    if (!q) return q.status();
+    DpdkPortConfig dc{.name = e.dpdk_port, .max_frame = c.max_frame, .large_slots = c.large_buffers};
+    dc.mbufs += (workers - 1u) * 2048;  // each queue's ring holds its own
+    if (is_input && (c.rx_spread == "queues" || (c.rx_spread == "auto" && q->rss))) {
+      if (q->max_rx < workers)
+        return error(Code::kInvalidArgument,
+                     "lanes.workers (--workers): {} workers need {} rx queues, but DPDK port '{}' has at most {}{}",
+                     workers, workers, e.dpdk_port, q->max_rx,
+                     c.rx_spread == "queues" ? " (net_pcap: one rx_pcap per queue); or --rx-spread hash" : "");
+      dc.rx_queues = workers;
+      return make_dpdk_ports(dc);
+    }
+    if (!is_input && q->max_tx >= workers) {
+      dc.tx_queues = workers;
+      return make_dpdk_ports(dc);
+    }
+  }
+  auto one = make_endpoint(c, is_input, is_input && !c.backpressure);
+  if (!one) return one.status();
+  if (workers == 1) {
+    std::vector<std::unique_ptr<Port>> v;
+    v.push_back(std::move(*one));
+    return v;
+  }
+  if (is_input) return make_spread_ports(std::move(*one), workers, c.backpressure);
+  return make_shared_tx_ports(std::move(*one), workers);
+}
+
+// The cores the workers run on: lanes.cores, or the cores this process may run on. Errors name the setting.
+Result<std::vector<int>> worker_cores(const RunConfig& c) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> allowed;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &set)) allowed.push_back(i);
+  std::vector<int> cores;
+  for (const std::string& s : c.cores) {
+    const int core = std::stoi(s);  // digits only (validate)
+    if (std::find(allowed.begin(), allowed.end(), core) == allowed.end())
+      return error(Code::kInvalidArgument, "lanes.cores (--cores): core {} is not one this process may run on ({})",
+                   core, fmt::join(allowed, ","));
+    if (std::find(cores.begin(), cores.end(), core) != cores.end())
+      return error(Code::kInvalidArgument, "lanes.cores (--cores): core {} is named twice", core);
+    cores.push_back(core);
+  }
+  if (cores.empty()) cores = allowed;
+  if (c.workers > cores.size())
+    return error(Code::kInvalidArgument,
+                 "lanes.workers (--workers): {} workers, but {} {} ({}): one busy worker per core; use --workers {} "
+                 "or name more cores",
+                 c.workers, cores.size(), c.cores.empty() ? "cores are available to this process" : "cores are named in lanes.cores",
+                 fmt::join(cores, ","), cores.size());
+  cores.resize(c.workers);
+  return cores;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
@@ -98,6 +165,10 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   // AES keys are indexed by flow id, and the FlowTable rounds its capacity up to a power of two.
   ao.key_capacity = std::bit_ceil(c.flow_capacity);
   ao.max_frame_bytes = c.max_frame;  // every app takes every frame the ports hand out
+  if (c.workers > 1 && !ao.iv_counter_start) {  // AES: the run's counter start, worker w's range from it (below)
+    std::random_device rd;
+    ao.iv_counter_start = (uint64_t{rd()} << 32) | rd();
+  }
   auto app = kernels::make_app(c.app, ao);
   if (!app) return app.status();
   ctx->app = std::move(*app);
@@ -131,13 +202,28 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
 
   bool needs_dpdk = c.input.kind == "dpdk" || c.output.kind == "dpdk";
   if (needs_dpdk) HPR_RETURN_IF_ERROR(dpdk_init(c.eal_args.empty() ? dpdk_default_args(c.vdevs) : c.eal_args));
-  auto rx = make_endpoint(c, true, !c.backpressure);
+  const auto workers = static_cast<uint16_t>(c.workers);
+  std::vector<int> cores;
+  if (workers > 1 || !c.cores.empty()) {
+    auto cs = worker_cores(c);
+    if (!cs) return cs.status();
+    cores = std::move(*cs);
+    ctx->budget = fmt::format("{} on core{} {}", workers > 1 ? fmt::format("workers {}", workers) : "worker",
+                              cores.size() > 1 ? "s" : "", fmt::join(cores, ","));
+  }
+  auto rx = make_worker_ports(c, true, workers);
   if (!rx) return rx.status();
-  ctx->rx = std::move(*rx);
-  auto tx = make_endpoint(c, false);
+  auto tx = make_worker_ports(c, false, workers);
   if (!tx) return tx.status();
-  ctx->tx = std::move(*tx);
+  std::vector<Port*> rxv, txv;
+  for (auto& p : *rx) rxv.push_back(p.get());
+  for (auto& p : *tx) txv.push_back(p.get());
+  ctx->rx = std::move(rx->front());
+  ctx->tx = std::move(tx->front());
+  for (size_t i = 1; i < rx->size(); ++i) ctx->worker_ports.push_back(std::move((*rx)[i]));
+  for (size_t i = 1; i < tx->size(); ++i) ctx->worker_ports.push_back(std::move((*tx)[i]));
 
+  std::vector<std::unique_ptr<Pipeline>> workers_made;
   PipelineConfig pc;
   pc.flow_capacity = c.flow_capacity;
   pc.flow_idle_ns = static_cast<uint64_t>(c.flow_idle_s * 1e9);
@@ -217,9 +303,36 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   if (pc.lanes.empty()) return error(Code::kUnavailable, "no lane could be started (every device was left out and lanes.native = 0)");
   if (std::none_of(pc.lanes.begin(), pc.lanes.end(), [](const LaneSpec& s) { return s.lane.weight > 0; }))
     return error(Code::kInvalidArgument, "lanes.weights: every lane has weight 0, so no lane would take a flow");
+  if (!cores.empty()) pc.cpu = cores[0];
+  for (uint16_t w = 1; w < workers; ++w) {
+    // The other workers: the same lanes under their own names, their own flow table, pinned to their own core.
+    PipelineConfig pw = pc;
+    for (auto& l : pw.lanes) l.lane.name = fmt::format("w{}:{}", w, l.lane.name);
+    pw.cpu = cores[w];
+    pw.run_to_completion = true;
+    std::shared_ptr<const kernels::App> app = ctx->app;
+    if (ctx->app->keeps_flow_state()) {
+      // AES keys by flow id: an app of its own with the run's key epoch, and IV counters from a range of its own
+      // (the run's start + w × 2^48), so no two workers hand out one value (docs/crypto.md).
+      for (const auto& [k, v] : ctx->app->summary_info())
+        if (k == "key_epoch") ao.key_epoch = v;
+      ao.iv_counter_start = *ao.iv_counter_start + (uint64_t{1} << 48);  // worker w: the start + w × 2^48
+      auto a = kernels::make_app(c.app, ao);
+      if (!a) return a.status();
+      ctx->worker_apps.push_back(std::move(*a));
+      app = ctx->worker_apps.back();
+    }
+    auto wp = Pipeline::create(std::move(pw), app, *rxv[w], *txv[w]);
+    if (!wp) return wp.status();
+    workers_made.push_back(std::move(*wp));
+  }
+  if (workers > 1)
+    for (auto& l : pc.lanes) l.lane.name = "w0:" + l.lane.name;
+  if (workers > 1) pc.run_to_completion = true;
   auto p = Pipeline::create(std::move(pc), ctx->app, *ctx->rx, *ctx->tx);
   if (!p) return p.status();
   ctx->pipeline = std::move(*p);
+  for (auto& w : workers_made) ctx->pipeline->add_worker(std::move(w));
   // Devices whose lane could not start (queues, buffers) are left out too.
   for (const auto& why : ctx->pipeline->left_out()) {
     ctx->left_out.push_back(why);

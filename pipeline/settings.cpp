@@ -388,6 +388,12 @@ std::vector<Setting> make_settings() {
                    "2048 keep their own small buffers); a large frame that finds them all in use is dropped as "
                    "pool_empty",
                    0, 262144, HPR_SET(uint32_t, large_buffers)),
+      choice_setting("ports.rx_spread", "--rx-spread",
+                     "How packets reach several workers: auto (default: a DPDK port's own rx queues where it has "
+                     "RSS, else hash) | hash (one reader spreads by flow hash) | queues (worker i takes rx queue i of "
+                     "the DPDK input as it is: the source keeps each flow on one queue, e.g. net_pcap with one capture "
+                     "per queue split by flow)",
+                     {"auto", "hash", "queues"}, HPR_REF(std::string, rx_spread)),
       str_setting("app.name", "--app", "Application: ipv4, dpi, md5, aes", HPR_REF(std::string, app)),
       str_setting("app.routes", "--routes", "ipv4: route table (pyasn .dat[.gz] or 'prefix/len nexthop' text)",
                   HPR_REF(std::string, app_opts.routes)),
@@ -425,6 +431,14 @@ std::vector<Setting> make_settings() {
                    HPR_REF(std::vector<std::string>, devices)),
       kind_setting(),
       uint_setting("lanes.native", "--native", "Native CPU lanes (0..64)", 0, 64, HPR_SET(uint32_t, native_lanes)),
+      uint_setting("lanes.workers", "--workers",
+                   "Workers: threads that each receive, classify, run the app and transmit, each pinned to a core of "
+                   "its own (1..64, default 1). Above 1: --devices none --native 1; a DPDK port with RSS gives each "
+                   "worker an rx queue, other ports are spread over the workers by flow hash",
+                   1, kMaxWorkers, HPR_SET(uint32_t, workers)),
+      list_setting("lanes.cores", "--cores",
+                   "Cores of the workers, in order (comma-separated; default: the cores this process may run on)", true,
+                   HPR_REF(std::vector<std::string>, cores)),
       uint_setting("lanes.batch", "--batch", "Batch size per lane (packets, 1..65536)", 1, 65536,
                    HPR_SET(uint32_t, batch)),
       uint_setting("lanes.timeout_us", "--timeout-us",

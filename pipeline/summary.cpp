@@ -1,11 +1,43 @@
 // The run summary as text and JSON.
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "hpr/histogram.hpp"
 #include "pipeline/summary.hpp"
 
 namespace hpr {
+
+void Summary::add_worker(const Summary& w) {
+  rx_packets += w.rx_packets;
+  rx_bytes += w.rx_bytes;
+  tx_packets += w.tx_packets;
+  tx_bytes += w.tx_bytes;
+  port_missed += w.port_missed;
+  dropped += w.dropped;
+  for (const auto& [reason, n] : w.drops) {
+    auto it = std::find_if(drops.begin(), drops.end(), [&](const auto& d) { return d.first == reason; });
+    if (it != drops.end()) it->second += n;
+    else drops.emplace_back(reason, n);
+  }
+  reorders += w.reorders;
+  unaccounted += w.unaccounted;
+  flows_seen += w.flows_seen;
+  flow_table_full += w.flow_table_full;
+  lane_failures += w.lane_failures;
+  host_frames += w.host_frames;
+  events += w.events;
+  dispatch_busy_s += w.dispatch_busy_s;
+  egress_busy_s += w.egress_busy_s;
+  rx_buffers_in_use += w.rx_buffers_in_use;
+  move_held += w.move_held;
+  if (latency_buckets.size() < w.latency_buckets.size()) latency_buckets.resize(w.latency_buckets.size(), 0);
+  for (size_t i = 0; i < w.latency_buckets.size(); ++i) latency_buckets[i] += w.latency_buckets[i];
+  latency_p50_ns = LogLinear::percentile(latency_buckets, 50);
+  latency_p99_ns = LogLinear::percentile(latency_buckets, 99);
+  lanes.insert(lanes.end(), w.lanes.begin(), w.lanes.end());
+}
 
 std::string Summary::to_json() const {
   nlohmann::json j;

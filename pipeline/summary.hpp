@@ -63,6 +63,10 @@ struct Summary {
   std::vector<std::string> output_errors;
   std::string to_json() const;
   std::string to_text() const;
+  // Adds another worker's snapshot of the same run (pipeline.hpp add_worker): counters and drops summed, latency
+  // histograms added and their percentiles read again, lanes listed after these. The time, the app's and the
+  // balancer's fields stay this worker's. Shaping is per run, not per worker (validate() refuses it with workers).
+  void add_worker(const Summary& w);
 };
 
 // "[  3.0s] in 1.234 Mpps out ... | drops N | p50 .. us p99 .. us | power ..": rates over the interval

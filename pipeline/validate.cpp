@@ -152,6 +152,35 @@ Status validate(const RunConfig& c) {
                  "adaptive.static (--static) and adaptive.table (--table): choose one (fixed weights, or the table)");
   if (c.native_lanes == 0 && c.devices.size() == 1 && c.devices[0] == "none")
     return error(Code::kInvalidArgument, "lanes: no lanes (lanes.native = 0 and lanes.devices = none)");
+  return validate_workers(c);
+}
+
+Status validate_workers(const RunConfig& c) {
+  if (c.workers == 0 || c.workers > kMaxWorkers)
+    return error(Code::kInvalidArgument, "lanes.workers (--workers): {} is not in 1..{}", c.workers, kMaxWorkers);
+  for (const std::string& core : c.cores)
+    if (core.empty() || core.find_first_not_of("0123456789") != std::string::npos || core.size() > 4)
+      return error(Code::kInvalidArgument, "lanes.cores (--cores): '{}' is not a core number", core);
+  if (c.workers == 1) return Status::ok();
+  constexpr const char* kWhy = "with lanes.workers (--workers) above 1";
+  if (c.devices != std::vector<std::string>{"none"})
+    return error(Code::kInvalidArgument,
+                 "lanes.devices (--devices): {} every worker runs native lanes: give --devices none (device lanes "
+                 "shared by workers are not built yet), or --workers 1",
+                 kWhy);
+  if (c.native_lanes != 1)
+    return error(Code::kInvalidArgument, "lanes.native (--native): {} each worker is one native lane: give --native 1",
+                 kWhy);
+  if (c.run_to_completion_given && !c.run_to_completion)
+    return error(Code::kInvalidArgument,
+                 "lanes.run_to_completion (--run-to-completion): off is not possible {}: each worker is one thread",
+                 kWhy);
+  if (c.shaping.enabled)
+    return error(Code::kInvalidArgument, "shaper: not available {} yet (each worker would shape on its own)", kWhy);
+  if (!c.log_path.empty())
+    return error(Code::kInvalidArgument, "app.log (--log): not available {} yet (one result log per run)", kWhy);
+  if (!c.adapt_table.empty())
+    return error(Code::kInvalidArgument, "adaptive.table (--table): not available {} (nothing to choose among)", kWhy);
   return Status::ok();
 }
 
@@ -231,6 +260,10 @@ bool learning_mode(const RunConfig& c) {
 
 const char* auto_run_to_completion(RunConfig& c, unsigned host_cores) {
   if (c.run_to_completion_given || c.run_to_completion) return nullptr;
+  if (c.workers > 1) {
+    c.run_to_completion = true;
+    return "each worker is one thread";
+  }
   if (c.native_lanes == 1 && c.devices == std::vector<std::string>{"none"}) {
     c.run_to_completion = true;
     return "one native lane, no device";

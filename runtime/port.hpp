@@ -88,6 +88,10 @@ class Port {
   }
   // A finite source (capture file, generator with a packet count) has nothing more to give.
   virtual bool rx_done() const { return false; }
+  // The run stops receiving. A port that holds frames it took from its source and has not handed out (a spreading
+  // view, spread_port.hpp) takes no more from the source and returns true: the run then receives until rx_done(),
+  // so that nothing taken in is lost. Others: false, nothing to do.
+  virtual bool stop_rx() { return false; }
   // Flush buffered output (capture files).
   virtual void flush() {}
   // End of the run: finishes the output (a capture file is renamed into place). Errors: kIoError

@@ -168,6 +168,7 @@ class AesApp final : public App {
   // The slot's key from the source (none: cleared, never the previous connection's) and fresh IV counters.
   void flow_started(uint32_t id, const FlowKey& canonical) const override;
   void flow_seq_half(uint32_t id, uint32_t half) const override;
+  bool keeps_flow_state() const override { return true; }
   // key_epoch: the run's key epoch, hex (not secret: a receiver needs it to derive the keys).
   std::vector<std::pair<std::string, std::string>> summary_info() const override;
 

@@ -6,7 +6,10 @@
 #include <rte_mbuf.h>
 #include <spdlog/spdlog.h>
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 
@@ -17,67 +20,97 @@ std::mutex g_eal_mu;
 bool g_eal_ok = false;
 std::vector<std::string> g_eal_args;
 
+// One ethdev, configured and started once; its queue views (DpdkPort) share it and the last one stops it.
+struct DpdkDevice {
+  DpdkPortConfig cfg;
+  uint16_t port_id = 0;
+  rte_mempool* pool = nullptr;
+  std::unique_ptr<FramePools> large;  // linearised chains (frames longer than one mbuf)
+  bool started = false;
+  ~DpdkDevice() {
+    if (started) {
+      rte_eth_dev_stop(port_id);
+      rte_eth_dev_close(port_id);  // net_pcap flushes its tx capture here
+    }
+    if (pool != nullptr) rte_mempool_free(pool);
+  }
+};
+
+Result<uint16_t> find_port(const std::string& name) {
+  uint16_t pid = 0;
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &pid) == 0) return pid;
+  std::string have;
+  uint16_t p;
+  RTE_ETH_FOREACH_DEV(p) {
+    char n[RTE_ETH_NAME_MAX_LEN];
+    if (rte_eth_dev_get_name_by_port(p, n) == 0) have += std::string(have.empty() ? "" : ", ") + n;
+  }
+  return error(Code::kNotFound, "no DPDK port named '{}' (ports: {}); add it with --vdev or -a", name,
+               have.empty() ? "none" : have);
+}
+
+// Toeplitz key whose hash is the same with source and destination swapped (0x6d5a repeated: Woo and Park, "Scalable
+// TCP Session Monitoring with Symmetric Receive-side Scaling"): both directions of a flow reach one queue.
+constexpr uint8_t kSymmetricRssByte[2] = {0x6d, 0x5a};
+
 class DpdkPort final : public Port {
  public:
-  ~DpdkPort() override {
-    rte_eth_dev_stop(port_id_);
-    rte_eth_dev_close(port_id_);  // net_pcap flushes its tx capture here
-    rte_mempool_free(pool_);
-  }
   std::string_view kind() const override { return "dpdk"; }
-  std::string describe() const override { return "dpdk " + cfg_.name; }
+  std::string describe() const override {
+    return "dpdk " + cfg_.name + (cfg_.rx_queues > 1 ? fmt::format(" rx queue {} of {}{}", queue_, cfg_.rx_queues, rss_ ? " (RSS)" : "") : "");
+  }
 
-  static Result<std::unique_ptr<Port>> create(const DpdkPortConfig& cfg) {
+  static Result<std::vector<std::unique_ptr<Port>>> create(const DpdkPortConfig& cfg) {
     if (!dpdk_initialised()) return error(Code::kUnavailable, "DPDK port '{}' needs the EAL: call dpdk_init first", cfg.name);
-    uint16_t pid = 0;
-    if (rte_eth_dev_get_port_by_name(cfg.name.c_str(), &pid) != 0) {
-      std::string have;
-      uint16_t p;
-      RTE_ETH_FOREACH_DEV(p) {
-        char n[RTE_ETH_NAME_MAX_LEN];
-        if (rte_eth_dev_get_name_by_port(p, n) == 0) have += std::string(have.empty() ? "" : ", ") + n;
-      }
-      return error(Code::kNotFound, "no DPDK port named '{}' (ports: {}); add it with --vdev or -a", cfg.name,
-                   have.empty() ? "none" : have);
-    }
-    std::unique_ptr<DpdkPort> port(new DpdkPort());
-    port->cfg_ = cfg;
-    port->port_id_ = pid;
-    std::string pool_name = "hpr_" + std::to_string(pid);
-    port->pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mbufs, 256, 0,
-                                          static_cast<uint16_t>(cfg.mbuf_data_bytes + RTE_PKTMBUF_HEADROOM),
-                                          static_cast<int>(rte_socket_id()));
-    if (port->pool_ == nullptr) {
+    auto pid = find_port(cfg.name);
+    if (!pid) return pid.status();
+    auto dev = std::make_shared<DpdkDevice>();
+    dev->cfg = cfg;
+    dev->port_id = *pid;
+    std::string pool_name = "hpr_" + std::to_string(*pid);
+    dev->pool = rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mbufs, 256, 0,
+                                        static_cast<uint16_t>(cfg.mbuf_data_bytes + RTE_PKTMBUF_HEADROOM),
+                                        static_cast<int>(rte_socket_id()));
+    if (dev->pool == nullptr) {
       return error(Code::kUnavailable, "cannot create the mbuf pool for '{}': {} (raise -m or lower mbufs)", cfg.name,
                    rte_strerror(rte_errno));
     }
     if (cfg.max_frame > cfg.mbuf_data_bytes) {
       auto large = FramePools::create(0, cfg.large_slots, cfg.max_frame);
-      if (!large) {
-        rte_mempool_free(port->pool_);
-        port->pool_ = nullptr;
-        return large.status();
-      }
-      port->large_ = std::move(*large);
+      if (!large) return large.status();
+      dev->large = std::move(*large);
     }
-    rte_eth_conf conf = port_conf(pid, cfg);
-    int rc = rte_eth_dev_configure(pid, 1, 1, &conf);
-    if (rc == 0) rc = rte_eth_rx_queue_setup(pid, 0, cfg.rx_desc, rte_eth_dev_socket_id(pid), nullptr, port->pool_);
-    if (rc == 0) rc = rte_eth_tx_queue_setup(pid, 0, cfg.tx_desc, rte_eth_dev_socket_id(pid), nullptr);
-    if (rc == 0) rc = rte_eth_dev_start(pid);
-    if (rc != 0) {
-      rte_mempool_free(port->pool_);
-      port->pool_ = nullptr;
-      return error(Code::kUnavailable, "cannot start DPDK port '{}': {}", cfg.name, rte_strerror(-rc));
+    rte_eth_conf conf = port_conf(*pid, cfg);
+    int rc = rte_eth_dev_configure(*pid, cfg.rx_queues, cfg.tx_queues, &conf);
+    for (uint16_t q = 0; rc == 0 && q < cfg.rx_queues; ++q)
+      rc = rte_eth_rx_queue_setup(*pid, q, cfg.rx_desc, rte_eth_dev_socket_id(*pid), nullptr, dev->pool);
+    for (uint16_t q = 0; rc == 0 && q < cfg.tx_queues; ++q)
+      rc = rte_eth_tx_queue_setup(*pid, q, cfg.tx_desc, rte_eth_dev_socket_id(*pid), nullptr);
+    if (rc == 0) rc = rte_eth_dev_start(*pid);
+    if (rc != 0) return error(Code::kUnavailable, "cannot start DPDK port '{}': {}", cfg.name, rte_strerror(-rc));
+    dev->started = true;
+    if (cfg.promiscuous) rte_eth_promiscuous_enable(*pid);
+    std::vector<std::unique_ptr<Port>> views;
+    for (uint16_t q = 0; q < std::max(cfg.rx_queues, cfg.tx_queues); ++q) {
+      std::unique_ptr<DpdkPort> v(new DpdkPort());
+      v->dev_ = dev;
+      v->cfg_ = cfg;
+      v->port_id_ = *pid;
+      v->queue_ = q;
+      v->rxq_ = q < cfg.rx_queues ? q : 0;
+      v->txq_ = q < cfg.tx_queues ? q : 0;
+      v->pool_ = dev->pool;
+      v->large_ = dev->large.get();
+      v->rss_ = conf.rxmode.mq_mode == RTE_ETH_MQ_RX_RSS;
+      views.push_back(std::move(v));
     }
-    if (cfg.promiscuous) rte_eth_promiscuous_enable(pid);
-    return std::unique_ptr<Port>(std::move(port));
+    return views;
   }
 
   uint16_t rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) override {
     rte_mbuf* m[kBurst];
     uint16_t want = n < kBurst ? n : kBurst;
-    uint16_t got = rte_eth_rx_burst(port_id_, 0, m, want);
+    uint16_t got = rte_eth_rx_burst(port_id_, rxq_, m, want);
     uint16_t out = 0;
     for (uint16_t i = 0; i < got; ++i) {
       Packet& p = pkts[out];
@@ -169,11 +202,12 @@ class DpdkPort final : public Port {
 
   PortStats stats() const override {
     PortStats s = stats_.load();
+    if (queue_ != 0) return s;  // the device's own counters once, on view 0
     rte_eth_stats es{};
     if (rte_eth_stats_get(port_id_, &es) == 0) s.rx_no_buffer = es.imissed + es.rx_nombuf;
     // mbufs out of the pool (the PMD keeps its rx ring filled, so this is not 0 at rest: compare start and end).
     if (pool_ != nullptr) s.buffers_in_use = rte_mempool_in_use_count(pool_);
-    if (large_) s.buffers_in_use += large_->in_use();
+    if (large_ != nullptr) s.buffers_in_use += large_->in_use();
     return s;
   }
 
@@ -195,6 +229,15 @@ class DpdkPort final : public Port {
     if (conf.rxmode.mtu + kOverhead < cfg.max_frame)
       spdlog::warn("DPDK port '{}' receives frames up to {} bytes (its largest MTU), below ports.max_frame = {}",
                    cfg.name, conf.rxmode.mtu + kOverhead, cfg.max_frame);
+    if (cfg.rx_queues > 1 && info.flow_type_rss_offloads != 0) {
+      static uint8_t key[64];
+      const auto len = static_cast<uint8_t>(std::min<uint32_t>(info.hash_key_size != 0 ? info.hash_key_size : 40, sizeof key));
+      for (uint8_t i = 0; i < len; ++i) key[i] = kSymmetricRssByte[i % 2];
+      conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+      conf.rx_adv_conf.rss_conf.rss_key = key;
+      conf.rx_adv_conf.rss_conf.rss_key_len = len;
+      conf.rx_adv_conf.rss_conf.rss_hf = (RTE_ETH_RSS_IP | RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP) & info.flow_type_rss_offloads;
+    }
     if (cfg.max_frame <= cfg.mbuf_data_bytes) return conf;
     if ((info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER) != 0) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
     if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0)
@@ -257,28 +300,60 @@ class DpdkPort final : public Port {
   uint16_t send(rte_mbuf** m, uint16_t k, const Packet* pkts) {
     uint16_t sent = 0;
     for (int tries = 0; sent < k && tries < kTxRetries; ++tries)
-      sent += rte_eth_tx_burst(port_id_, 0, m + sent, static_cast<uint16_t>(k - sent));
+      sent += rte_eth_tx_burst(port_id_, txq_, m + sent, static_cast<uint16_t>(k - sent));
     if (sent < k) rte_pktmbuf_free_bulk(m + sent, k - sent);
     stats_.tx_bytes.add(frame_bytes(pkts, sent));
     stats_.tx_packets.add(sent);
     return sent;
   }
+  std::shared_ptr<DpdkDevice> dev_;
   DpdkPortConfig cfg_;
-  uint16_t port_id_ = 0;
+  uint16_t port_id_ = 0, queue_ = 0, rxq_ = 0, txq_ = 0;
+  bool rss_ = false;
   rte_mempool* pool_ = nullptr;
-  std::unique_ptr<FramePools> large_;  // linearised chains (frames longer than one mbuf)
+  FramePools* large_ = nullptr;  // the device's
   PortCounters stats_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<Port>> make_dpdk_port(const DpdkPortConfig& cfg) { return DpdkPort::create(cfg); }
+Result<std::unique_ptr<Port>> make_dpdk_port(const DpdkPortConfig& cfg) {
+  DpdkPortConfig one = cfg;
+  one.rx_queues = one.tx_queues = 1;
+  auto v = DpdkPort::create(one);
+  if (!v) return v.status();
+  return std::move(v->front());
+}
+
+Result<std::vector<std::unique_ptr<Port>>> make_dpdk_ports(const DpdkPortConfig& cfg) {
+  if (cfg.rx_queues == 0 || cfg.tx_queues == 0)
+    return error(Code::kInvalidArgument, "DPDK port '{}': at least one rx and one tx queue", cfg.name);
+  return DpdkPort::create(cfg);
+}
+
+Result<DpdkQueues> dpdk_queues(const std::string& name) {
+  if (!dpdk_initialised()) return error(Code::kUnavailable, "DPDK port '{}' needs the EAL: call dpdk_init first", name);
+  auto pid = find_port(name);
+  if (!pid) return pid.status();
+  rte_eth_dev_info info{};
+  if (int rc = rte_eth_dev_info_get(*pid, &info); rc != 0)
+    return error(Code::kUnavailable, "DPDK port '{}': no device info: {}", name, rte_strerror(-rc));
+  return DpdkQueues{.max_rx = info.max_rx_queues, .max_tx = info.max_tx_queues, .rss = info.flow_type_rss_offloads != 0};
+}
 
 std::vector<std::string> dpdk_default_args(const std::vector<std::string>& vdevs) {
   std::vector<std::string> a = {"--no-huge", "--no-shconf", "--no-pci", "-m", "512", "--log-level=error",
                                 "--no-telemetry", "-l", "0"};
   for (const auto& v : vdevs) a.push_back("--vdev=" + v);
   return a;
+}
+
+DpdkThread::DpdkThread() {
+  if (dpdk_initialised() && rte_lcore_id() == LCORE_ID_ANY) registered_ = rte_thread_register() == 0;
+}
+
+DpdkThread::~DpdkThread() {
+  if (registered_) rte_thread_unregister();
 }
 
 bool dpdk_initialised() {
@@ -297,7 +372,13 @@ Status dpdk_init(const std::vector<std::string>& args) {
   storage.insert(storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& s : storage) argv.push_back(s.data());
+  // The EAL pins the calling thread to its main lcore (-l 0: core 0), and every thread started later would inherit
+  // that: hpr places its threads itself (the workers' cores), so the thread's own set comes back afterwards.
+  cpu_set_t before;
+  const bool have_before = sched_getaffinity(0, sizeof before, &before) == 0;
   int rc = rte_eal_init(static_cast<int>(argv.size()), argv.data());
+  if (have_before && sched_setaffinity(0, sizeof before, &before) != 0)
+    spdlog::warn("DPDK EAL: could not give the main thread back its cores: {}", std::strerror(errno));
   if (rc < 0) {
     std::string joined;
     for (const auto& a : args) joined += " " + a;

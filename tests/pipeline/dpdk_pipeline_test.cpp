@@ -2,7 +2,10 @@
 // per process).
 #include <catch2/catch.hpp>
 
+#include <sched.h>
+
 #include "kernels/registry.hpp"
+#include "runtime/ports/spread_port.hpp"
 #include "tests/pipeline/pipeline_fixture.hpp"
 
 using namespace hpr;
@@ -13,9 +16,20 @@ namespace {
 // 2,179..8,291 bytes) for md5.
 const std::string kSkype = data_path("pcap/ndpi/skype.pcap");
 const std::string kJumbo = data_path("pcap/ndpi/wechat.pcap");
+// net_pcap4: one rx queue per half of skype.pcap split by flow (a NIC with symmetric RSS stands in), for two workers.
+const std::string kQ0 = tmp_path("dpdk_q0.pcap"), kQ1 = tmp_path("dpdk_q1.pcap");
 std::vector<std::string> vdevs() {
+  static const bool split = split_capture_by_flow(kSkype, {kQ0, kQ1}).is_ok();
+  REQUIRE(split);
   return {"net_pcap0,rx_pcap=" + kSkype, "net_pcap1,tx_pcap=" + tmp_path("dpdk_out.pcap"),
-          "net_pcap2,rx_pcap=" + kJumbo, "net_pcap3,tx_pcap=" + tmp_path("dpdk_jumbo_out.pcap")};
+          "net_pcap2,rx_pcap=" + kJumbo, "net_pcap3,tx_pcap=" + tmp_path("dpdk_jumbo_out.pcap"),
+          "net_pcap4,rx_pcap=" + kQ0 + ",rx_pcap=" + kQ1, "net_pcap5,tx_pcap=" + tmp_path("dpdk_workers_out.pcap"),
+          "net_pcap6,rx_pcap=" + kSkype};
+}
+int cores_here() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
 }
 }  // namespace
 
@@ -74,4 +88,57 @@ TEST_CASE("jumbo frames over DPDK: md5 on both devices and a native lane equals 
   REQUIRE(got.is_ok());
   CHECK(sorted(got->frames) == sorted(ref.out));
   CHECK(std::count_if(got->frames.begin(), got->frames.end(), [](const auto& f) { return f.size() > 2048; }) == 14);
+}
+
+TEST_CASE("two workers on two rx queues of one DPDK port forward like the native reference") {
+  if (cores_here() < 2) return;
+  const std::string out = tmp_path("dpdk_workers_out.pcap");
+  RunConfig c = base_config();
+  c.input = {.kind = "dpdk", .dpdk_port = "net_pcap4"};
+  c.output = {.kind = "dpdk", .dpdk_port = "net_pcap5"};
+  c.vdevs = vdevs();
+  c.backpressure = true;
+  c.duration_s = 3;
+  c.workers = 2;
+  c.devices = {"none"};
+  c.rx_spread = "queues";
+  Summary s;
+  {
+    auto ctx = prepare_run(c);
+    REQUIRE(ctx.is_ok());
+    CHECK_THAT((*ctx)->rx->describe(), Catch::Contains("rx queue 0 of 2"));
+    s = (*ctx)->pipeline->run();
+  }
+  check_books(s);
+  auto cap = load_capture(kSkype);
+  REQUIRE(cap.is_ok());
+  CHECK(s.rx_packets == cap->size());
+  REQUIRE(s.lanes.size() == 2);
+  auto q0 = load_capture(kQ0);
+  REQUIRE(q0.is_ok());
+  CHECK(s.lanes[0].packets <= q0->size());  // worker 0 received queue 0 only
+  CHECK(s.lanes[0].packets > 0);
+  CHECK(s.lanes[1].packets > 0);
+  auto app = kernels::make_app("ipv4", c.app_opts);
+  REQUIRE(app.is_ok());
+  Reference ref = native_reference(**app, *cap, c);
+  auto got = load_capture(out);
+  REQUIRE(got.is_ok());
+  CHECK(s.dropped == ref.dropped);
+  CHECK(sorted(got->frames) == sorted(ref.out));
+}
+
+TEST_CASE("two workers on a DPDK port with one rx queue: refused with --rx-spread queues, naming the setting") {
+  if (cores_here() < 2) return;
+  RunConfig c = base_config();
+  c.input = {.kind = "dpdk", .dpdk_port = "net_pcap6"};
+  c.output = {.kind = "null"};
+  c.vdevs = vdevs();
+  c.workers = 2;
+  c.devices = {"none"};
+  c.rx_spread = "queues";
+  auto bad = prepare_run(c);
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("lanes.workers") && Catch::Contains("net_pcap6") &&
+                                         Catch::Contains("--rx-spread hash"));
 }

@@ -1,0 +1,166 @@
+// Several workers (issue 12): each a pipeline on its own core with its own flow table, fed by one reader that
+// spreads the frames by flow hash (ports without RSS), summed into one summary.
+#include <sched.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+
+#include "runtime/ports/spread_port.hpp"
+#include "tests/pipeline/pipeline_fixture.hpp"
+
+using namespace hpr;
+using namespace hpr::test;
+
+namespace {
+
+int cores_here() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+}
+
+void two_workers(RunConfig& c) {
+  c.workers = 2;
+  c.devices = {"none"};
+  c.native_lanes = 1;
+  c.log_path.clear();  // one result log per run: not with workers yet
+}
+
+Status config_error(RunConfig c) {
+  if (Status v = validate(c); !v.is_ok()) return v;
+  auto ctx = prepare_run(c);
+  return ctx ? Status::ok() : ctx.status();
+}
+
+}  // namespace
+
+TEST_CASE("two workers spread by flow hash forward every packet like the native reference") {
+  if (cores_here() < 2) {
+    WARN("fewer than 2 cores: nothing to test");
+    return;
+  }
+  const char* cap = GENERATE("pcap/ndpi/443-chrome.pcap", "pcap/ndpi/skype.pcap", "pcap/ndpi/badpackets.pcap");
+  INFO(cap);
+  Summary s = check_against_reference("ipv4", data_path(cap), two_workers);
+  REQUIRE(s.lanes.size() == 2);
+  CHECK(s.lanes[0].name == "w0:native0");
+  CHECK(s.lanes[1].name == "w1:native0");
+  CHECK(s.rx_buffers_in_use == 0);
+}
+
+TEST_CASE("aes with two workers: each worker's flows encrypted as a native pass over them, from its counter range") {
+  if (cores_here() < 2) return;
+  const std::string in = data_path("pcap/ndpi/skype.pcap");
+  const std::string out = tmp_path("aes_workers_out.pcap");
+  RunConfig c = pcap_config("aes", in, out);
+  two_workers(c);
+  Summary s = run_to_end(c);
+  check_books(s);
+  // The reference: the frames of each worker (split as the reader spreads them), a native pass each with an app
+  // whose IV counters start where that worker's do (base_config's start 0, + w × 2^48).
+  const std::vector<std::string> parts = {tmp_path("aes_part0.pcap"), tmp_path("aes_part1.pcap")};
+  REQUIRE(split_capture_by_flow(in, parts).is_ok());
+  std::vector<std::vector<uint8_t>> want;
+  uint64_t dropped = 0;
+  for (uint64_t w = 0; w < 2; ++w) {
+    auto part = load_capture(parts[w]);
+    REQUIRE(part.is_ok());
+    auto o = c.app_opts;
+    o.key_capacity = c.flow_capacity;
+    o.max_frame_bytes = c.max_frame;
+    o.iv_counter_start = w << 48;
+    auto app = kernels::make_app("aes", o);
+    REQUIRE(app.is_ok());
+    Reference ref = native_reference(**app, *part, c);
+    want.insert(want.end(), ref.out.begin(), ref.out.end());
+    dropped += ref.dropped;
+  }
+  auto got = load_capture(out);
+  REQUIRE(got.is_ok());
+  CHECK(s.dropped == dropped);
+  CHECK(sorted(got->frames) == sorted(want));
+}
+
+TEST_CASE("both workers get flows, and every flow stays on one worker in both directions") {
+  const std::string in = data_path("pcap/ndpi/skype.pcap");
+  const std::vector<std::string> out = {tmp_path("split0.pcap"), tmp_path("split1.pcap")};
+  REQUIRE(split_capture_by_flow(in, out).is_ok());
+  std::map<std::vector<uint8_t>, std::set<int>> where;  // canonical key bytes → the files it is in
+  size_t frames = 0;
+  for (int w = 0; w < 2; ++w) {
+    auto cap = load_capture(out[w]);
+    REQUIRE(cap.is_ok());
+    CHECK(cap->size() > 0);
+    frames += cap->size();
+    for (auto f : cap->frames) {
+      Packet p;
+      p.data = f.data();
+      p.len = static_cast<uint16_t>(f.size());
+      if (parse(p) != DropReason::kNone || (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6)) continue;
+      FlowKey k = flow_key(p).canonical();
+      auto* b = reinterpret_cast<const uint8_t*>(&k);
+      where[std::vector<uint8_t>(b, b + sizeof k)].insert(w);
+    }
+  }
+  auto all = load_capture(in);
+  REQUIRE(all.is_ok());
+  CHECK(frames == all->size());
+  CHECK(where.size() > 1);
+  for (const auto& [key, files] : where) CHECK(files.size() == 1);
+}
+
+TEST_CASE("workers stopped mid-run lose nothing the reader took in") {
+  if (cores_here() < 2) return;
+  const bool backpressure = GENERATE(true, false);
+  RunConfig c = base_config();
+  two_workers(c);
+  c.input = {.kind = "generator", .gen_packets = 0, .gen_flows = 2000};  // unpaced, endless
+  c.output = {.kind = "null"};
+  c.backpressure = backpressure;
+  c.duration_s = 0.3;
+  Summary s = run_to_end(c);
+  check_books(s);
+  CHECK(s.rx_packets > 0);
+  CHECK(s.rx_buffers_in_use == 0);
+  REQUIRE(s.lanes.size() == 2);
+  CHECK(s.lanes[0].packets > 0);
+  CHECK(s.lanes[1].packets > 0);
+}
+
+TEST_CASE("worker settings that cannot work are refused, naming the setting") {
+  RunConfig c = base_config();
+  c.input = {.kind = "generator", .gen_packets = 100};
+  two_workers(c);
+  SECTION("devices") {
+    c.devices = {"all"};
+    CHECK_THAT(config_error(c).message(), Catch::Contains("lanes.devices") && Catch::Contains("--workers 1"));
+  }
+  SECTION("more workers than cores") {
+    c.cores = {"0"};
+    CHECK_THAT(config_error(c).message(), Catch::Contains("lanes.workers") && Catch::Contains("1 cores are named"));
+  }
+  SECTION("a core twice, a core that is not a number, a core not here") {
+    c.cores = {"0", "0"};
+    CHECK_THAT(config_error(c).message(), Catch::Contains("lanes.cores") && Catch::Contains("named twice"));
+    c.cores = {"0", "x"};
+    CHECK_THAT(config_error(c).message(), Catch::Contains("lanes.cores") && Catch::Contains("'x'"));
+    c.cores = {"0", "9999"};
+    CHECK_THAT(config_error(c).message(), Catch::Contains("lanes.cores") && Catch::Contains("9999"));
+  }
+  SECTION("a result log, shaping, a table, several native lanes, threads") {
+    c.log_path = tmp_path("w.log");
+    CHECK_THAT(config_error(c).message(), Catch::Contains("app.log"));
+    c.log_path.clear();
+    c.native_lanes = 2;
+    CHECK_THAT(config_error(c).message(), Catch::Contains("lanes.native"));
+    c.native_lanes = 1;
+    c.run_to_completion_given = true;
+    c.run_to_completion = false;
+    CHECK_THAT(config_error(c).message(), Catch::Contains("lanes.run_to_completion"));
+  }
+  SECTION("zero workers") {
+    c.workers = 0;
+    CHECK_THAT(config_error(c).message(), Catch::Contains("lanes.workers"));
+  }
+}
