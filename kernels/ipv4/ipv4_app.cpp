@@ -125,6 +125,13 @@ void Ipv4App::finish(std::span<Packet> pkts, const BatchView& batch) const {
       pkts[i].drop = static_cast<DropReason>(r.drop);
     } else {
       pkts[i].out_port = r.out_port;
+      // l3fwd's rewrite (IPv4 only: non-IPv4 passed to non_ipv4_port leaves as it came).
+      if (!neighbours_.empty() && (r.flags & kResNotIpv4) == 0 && r.next_hop < neighbours_.size()) {
+        const Neighbour& nb = neighbours_[r.next_hop];
+        std::memcpy(pkts[i].data, nb.dst_mac.data(), 6);
+        std::memcpy(pkts[i].data + 6, nb.src_mac.data(), 6);
+        pkts[i].out_port = nb.port;
+      }
     }
   }
 }
