@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 
 #include <arpa/inet.h>
 
@@ -19,8 +20,9 @@ namespace {
 
 // line_rate: a paced generator behaves as a line-rate port (backpressure off): what hpr has not taken when more
 // than a pool's worth is owed is missed and counted (port_missed), instead of offered later.
-Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, bool line_rate = false) {
-  const EndpointConfig& e = is_input ? c.input : c.output;
+Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, bool line_rate = false,
+                                            const EndpointConfig* output = nullptr) {
+  const EndpointConfig& e = is_input ? c.input : output != nullptr ? *output : c.output;
   if (e.kind == "pcap") {
     PcapPortConfig pc;
     (is_input ? pc.rx_path : pc.tx_path) = e.pcap;
@@ -89,6 +91,35 @@ Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, b
   return make_generator_port(g);
 }
 
+// [[neighbour]] → the ipv4 app's rewrite table; each output port's MAC from ports.macs or the port itself.
+Status set_neighbours(const RunConfig& c, RunContext& ctx) {
+  if (c.neighbours.empty()) return Status::ok();
+  auto* v4 = dynamic_cast<kernels::ipv4::Ipv4App*>(ctx.app.get());
+  if (v4 == nullptr) return error(Code::kInvalidArgument, "neighbour: the neighbour table is for the ipv4 app");
+  std::vector<kernels::ipv4::Neighbour> table(c.app_opts.ports);
+  for (size_t i = 0; i < c.neighbours.size(); ++i) {
+    const NeighbourConfig& nb = c.neighbours[i];
+    Port& port = nb.port == 0 ? *ctx.tx : *ctx.more_tx.at(nb.port - 1);
+    std::optional<kernels::ipv4::MacAddr> src;
+    if (nb.port < c.port_macs.size() && !c.port_macs[nb.port].empty()) {
+      auto m = kernels::ipv4::parse_mac(c.port_macs[nb.port]);
+      if (!m) return error(Code::kInvalidArgument, "ports.macs (--port-mac): output port {}: {}", nb.port, m.status().message());
+      src = *m;
+    } else {
+      src = port.mac();
+    }
+    if (!src)
+      return error(Code::kInvalidArgument,
+                   "ports.macs (--port-mac): output port {} ({}) has no MAC of its own: give it in ports.macs "
+                   "(neighbour[{}] sends by it)",
+                   nb.port, port.describe(), i);
+    auto dst = kernels::ipv4::parse_mac(nb.mac);
+    if (!dst) return error(Code::kInvalidArgument, "neighbour[{}].mac: {}", i, dst.status().message());
+    table.at(nb.next_hop) = {.port = static_cast<uint16_t>(nb.port), .dst_mac = *dst, .src_mac = *src};
+  }
+  return v4->set_neighbours(std::move(table));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
@@ -129,7 +160,8 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     }
   }
 
-  bool needs_dpdk = c.input.kind == "dpdk" || c.output.kind == "dpdk";
+  bool needs_dpdk = c.input.kind == "dpdk" || c.output.kind == "dpdk" ||
+                    std::any_of(c.more_outputs.begin(), c.more_outputs.end(), [](auto& e) { return e.kind == "dpdk"; });
   if (needs_dpdk) HPR_RETURN_IF_ERROR(dpdk_init(c.eal_args.empty() ? dpdk_default_args(c.vdevs) : c.eal_args));
   auto rx = make_endpoint(c, true, !c.backpressure);
   if (!rx) return rx.status();
@@ -137,6 +169,12 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   auto tx = make_endpoint(c, false);
   if (!tx) return tx.status();
   ctx->tx = std::move(*tx);
+  for (const EndpointConfig& e : c.more_outputs) {
+    auto more = make_endpoint(c, false, false, &e);
+    if (!more) return more.status();
+    ctx->more_tx.push_back(std::move(*more));
+  }
+  HPR_RETURN_IF_ERROR(set_neighbours(c, *ctx));
 
   PipelineConfig pc;
   pc.flow_capacity = c.flow_capacity;
@@ -217,7 +255,10 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   if (pc.lanes.empty()) return error(Code::kUnavailable, "no lane could be started (every device was left out and lanes.native = 0)");
   if (std::none_of(pc.lanes.begin(), pc.lanes.end(), [](const LaneSpec& s) { return s.lane.weight > 0; }))
     return error(Code::kInvalidArgument, "lanes.weights: every lane has weight 0, so no lane would take a flow");
-  auto p = Pipeline::create(std::move(pc), ctx->app, *ctx->rx, *ctx->tx);
+  pc.port_map.assign(c.port_map.begin(), c.port_map.end());
+  std::vector<Port*> txs{ctx->tx.get()};
+  for (auto& t : ctx->more_tx) txs.push_back(t.get());
+  auto p = Pipeline::create(std::move(pc), ctx->app, *ctx->rx, std::move(txs));
   if (!p) return p.status();
   ctx->pipeline = std::move(*p);
   // Devices whose lane could not start (queues, buffers) are left out too.
