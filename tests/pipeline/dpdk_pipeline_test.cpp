@@ -15,7 +15,9 @@ const std::string kSkype = data_path("pcap/ndpi/skype.pcap");
 const std::string kJumbo = data_path("pcap/ndpi/wechat.pcap");
 std::vector<std::string> vdevs() {
   return {"net_pcap0,rx_pcap=" + kSkype, "net_pcap1,tx_pcap=" + tmp_path("dpdk_out.pcap"),
-          "net_pcap2,rx_pcap=" + kJumbo, "net_pcap3,tx_pcap=" + tmp_path("dpdk_jumbo_out.pcap")};
+          "net_pcap2,rx_pcap=" + kJumbo, "net_pcap3,tx_pcap=" + tmp_path("dpdk_jumbo_out.pcap"),
+          "net_pcap4,rx_pcap=" + kSkype, "net_pcap5,tx_pcap=" + tmp_path("dpdk_port0.pcap"),
+          "net_pcap6,tx_pcap=" + tmp_path("dpdk_port1.pcap")};
 }
 }  // namespace
 
@@ -74,4 +76,56 @@ TEST_CASE("jumbo frames over DPDK: md5 on both devices and a native lane equals 
   REQUIRE(got.is_ok());
   CHECK(sorted(got->frames) == sorted(ref.out));
   CHECK(std::count_if(got->frames.begin(), got->frames.end(), [](const auto& f) { return f.size() > 2048; }) == 14);
+}
+
+TEST_CASE("two DPDK outputs with a neighbour table: each packet leaves by its next hop's port, MACs rewritten") {
+  RunConfig c = base_config();
+  c.input = {.kind = "dpdk", .dpdk_port = "net_pcap4"};
+  c.output = {.kind = "dpdk", .dpdk_port = "net_pcap5"};
+  c.more_outputs = {{.kind = "dpdk", .dpdk_port = "net_pcap6"}};
+  c.vdevs = vdevs();
+  c.backpressure = true;
+  c.duration_s = 3;
+  // No ports.macs: the source MAC is each ethdev's own (rte_eth_macaddr_get).
+  const std::vector<uint16_t> port_of_hop = {1, 0, 1, 0};
+  for (uint32_t h = 0; h < 4; ++h)
+    c.neighbours.push_back({.next_hop = h, .port = port_of_hop[h], .mac = fmt::format("0a:0b:0c:0d:0e:{:02x}", h)});
+  Summary s;
+  std::array<uint8_t, 6> port_mac[2];
+  {
+    auto ctx = prepare_run(c);
+    REQUIRE(ctx.is_ok());
+    auto m0 = (*ctx)->tx->mac();
+    auto m1 = (*ctx)->more_tx.at(0)->mac();
+    REQUIRE((m0 && m1));
+    port_mac[0] = *m0;
+    port_mac[1] = *m1;
+    s = (*ctx)->pipeline->run();
+  }
+  check_books(s);
+  REQUIRE(s.out_ports.size() == 2);
+  CHECK(s.out_ports[0].packets + s.out_ports[1].packets == s.tx_packets);
+  auto cap = load_capture(kSkype);
+  REQUIRE(cap.is_ok());
+  auto app = kernels::make_app("ipv4", c.app_opts);
+  REQUIRE(app.is_ok());
+  Reference ref = native_reference(**app, *cap, c);
+  std::vector<std::vector<uint8_t>> want[2];
+  for (size_t i = 0; i < ref.out.size(); ++i) {
+    std::vector<uint8_t> f = ref.out[i];
+    size_t q = ref.out_port[i] % 2;  // not IPv4 (or ICMP): as it came, by out_port mod 2
+    if (ref.out_ipv4[i]) {
+      q = port_of_hop[ref.out_port[i]];
+      for (int b = 0; b < 5; ++b) f[b] = static_cast<uint8_t>(0x0a + b);
+      f[5] = static_cast<uint8_t>(ref.out_port[i]);
+      std::copy(port_mac[q].begin(), port_mac[q].end(), f.begin() + 6);
+    }
+    want[q].push_back(std::move(f));
+  }
+  for (size_t q = 0; q < 2; ++q) {
+    auto got = load_capture(tmp_path(fmt::format("dpdk_port{}.pcap", q)));
+    REQUIRE(got.is_ok());
+    CHECK(got->size() == s.out_ports[q].packets + (q == 0 ? s.host_frames : 0));
+    CHECK(sorted(got->frames) == sorted(want[q]));
+  }
 }
