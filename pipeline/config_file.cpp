@@ -170,8 +170,13 @@ Status read_neighbours(const toml::table& t, std::vector<NeighbourConfig>& out) 
   for (size_t i = 0; i < a->size(); ++i) {
     const toml::table& e = *a->get(i)->as_table();
     const std::string sec = fmt::format("neighbour[{}]", i);
-    HPR_RETURN_IF_ERROR(check_keys(e, sec, {"next_hop", "port", "mac"}));
+    HPR_RETURN_IF_ERROR(check_keys(e, sec, {"next_hop", "port", "mac", "address"}));
     NeighbourConfig nb;
+    if (const toml::node* v = e.get("address")) {
+      auto a = v->value<std::string>();
+      if (!a) return error(Code::kInvalidArgument, "{}.address: want a string a.b.c.d (line {})", sec, v->source().begin.line);
+      nb.address = *a;
+    }
     for (const char* key : {"next_hop", "port", "mac"}) {
       const toml::node* v = e.get(key);
       if (v == nullptr)

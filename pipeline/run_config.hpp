@@ -54,6 +54,7 @@ struct NeighbourConfig {
   uint32_t next_hop = 0;  // a route's next hop (ipv4 app: < app.ports)
   uint32_t port = 0;      // output port index (the order of --out / output.ports)
   std::string mac;        // "aa:bb:cc:dd:ee:ff"
+  std::string address;    // optional next-hop IPv4 address a.b.c.d that text route files may name for next_hop
 };
 
 struct RunConfig {

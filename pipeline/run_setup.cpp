@@ -129,6 +129,9 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   // AES keys are indexed by flow id, and the FlowTable rounds its capacity up to a power of two.
   ao.key_capacity = std::bit_ceil(c.flow_capacity);
   ao.max_frame_bytes = c.max_frame;  // every app takes every frame the ports hand out
+  for (const NeighbourConfig& nb : c.neighbours)  // validated: addresses parse
+    if (uint32_t a = 0; !nb.address.empty() && kernels::ipv4::parse_ipv4(nb.address, a))
+      ao.next_hop_addrs.emplace_back(a, nb.next_hop);
   auto app = kernels::make_app(c.app, ao);
   if (!app) return app.status();
   ctx->app = std::move(*app);

@@ -1,6 +1,7 @@
 // Checks of a whole RunConfig (settings that depend on each other); single values are range-checked
 // where they are read (settings.cpp).
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "hpr/atomic_file.hpp"
@@ -114,8 +115,15 @@ Status validate_outputs(const RunConfig& c) {
     return error(Code::kInvalidArgument,
                  "ports.map (--port-map): not with [[neighbour]], whose entries name each next hop's output port");
   std::vector<int> seen(c.app_opts.ports, -1);
+  std::map<uint32_t, size_t> addrs;
   for (size_t i = 0; i < c.neighbours.size(); ++i) {
     const NeighbourConfig& nb = c.neighbours[i];
+    uint32_t a = 0;
+    if (!nb.address.empty() && !kernels::ipv4::parse_ipv4(nb.address, a))
+      return error(Code::kInvalidArgument, "neighbour[{}].address: '{}' is not an IPv4 address a.b.c.d", i, nb.address);
+    if (!nb.address.empty() && !addrs.emplace(a, i).second)
+      return error(Code::kInvalidArgument, "neighbour[{}].address: {} is already the address of neighbour[{}]", i,
+                   nb.address, addrs[a]);
     if (nb.next_hop >= c.app_opts.ports)
       return error(Code::kInvalidArgument, "neighbour[{}].next_hop: {} is not a next hop: they are 0..{} (app.ports = {})",
                    i, nb.next_hop, c.app_opts.ports - 1, c.app_opts.ports);

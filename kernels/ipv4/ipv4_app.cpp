@@ -32,11 +32,12 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 }  // namespace
 
-Result<RouteLoad> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports) {
+Result<RouteLoad> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports,
+                              std::span<const NextHopAddr> addrs) {
   if (format == RouteFormat::kAuto) {
     format = ends_with(path, ".dat") || ends_with(path, ".dat.gz") ? RouteFormat::kIpasn : RouteFormat::kText;
   }
-  return format == RouteFormat::kIpasn ? load_ipasn(path, num_ports) : load_route_text(path);
+  return format == RouteFormat::kIpasn ? load_ipasn(path, num_ports) : load_route_text(path, addrs);
 }
 
 Result<std::unique_ptr<Ipv4App>> Ipv4App::create(std::span<const Route> routes, const Ipv4Config& config) {

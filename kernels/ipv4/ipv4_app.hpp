@@ -73,7 +73,9 @@ enum class RouteFormat : uint8_t {
 
 // Loads a route file in `format` (routes, IPv6 lines skipped, duplicates: RouteLoad). Errors: those of
 // load_ipasn / load_route_text (routes.hpp).
-Result<RouteLoad> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports);
+// `addrs`: next-hop addresses a text route file may name (parse_route_text).
+Result<RouteLoad> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports,
+                              std::span<const NextHopAddr> addrs = {});
 
 using MacAddr = std::array<uint8_t, 6>;
 // "aa:bb:cc:dd:ee:ff" (hex digits, either case; ':' or '-' between the six bytes). Errors: kInvalidArgument

@@ -195,7 +195,7 @@ TEST_CASE("config file and flags: output.ports, ports.map, ports.macs, [[neighbo
     std::ofstream f(path);
     f << "[output]\nports = [\"pcap:a.pcap\", \"dpdk:net_null1\", \"null\"]\n"
          "[ports]\nmap = [0, 2, 1, 1]\nmacs = [\"02:00:00:00:00:01\", \"\", \"02:00:00:00:00:03\"]\n"
-         "[[neighbour]]\nnext_hop = 1\nport = 2\nmac = \"0a:00:00:00:00:01\"\n"
+         "[[neighbour]]\nnext_hop = 1\nport = 2\nmac = \"0a:00:00:00:00:01\"\naddress = \"192.0.2.1\"\n"
          "[[neighbour]]\nnext_hop = 0\nport = 0\nmac = \"0a:00:00:00:00:00\"\n";
   }
   auto c = load_run_config(path);
@@ -210,6 +210,7 @@ TEST_CASE("config file and flags: output.ports, ports.map, ports.macs, [[neighbo
   REQUIRE(c->neighbours.size() == 2);
   CHECK(c->neighbours[0].next_hop == 1);
   CHECK(c->neighbours[0].port == 2);
+  CHECK(c->neighbours[0].address == "192.0.2.1");
   CHECK(c->neighbours[1].mac == "0a:00:00:00:00:00");
 
   {
@@ -244,4 +245,46 @@ TEST_CASE("config file and flags: output.ports, ports.map, ports.macs, [[neighbo
   auto st = map->apply(f, SettingValue{.args = {"0,x"}});
   REQUIRE_FALSE(st.is_ok());
   CHECK(st.message().find("ports.map (--port-map): 'x' is not an output port index") != std::string::npos);
+}
+
+TEST_CASE("a text route file may name next-hop addresses of the neighbour table instead of numbers") {
+  std::string routes = tmp_path("addr_routes.txt");
+  std::ofstream(routes) << "0.0.0.0/0 192.0.2.11\n10.0.0.0/8 192.0.2.12\n192.168.0.0/16 3\n172.16.0.0/12 0\n";
+  RunConfig c = two_port_config("addr");
+  c.devices = {"none"};
+  c.app_opts.routes = routes;
+  c.port_macs = {"02:00:00:00:00:a0", "02:00:00:00:00:a1"};
+  const std::vector<uint16_t> port_of_hop = {0, 1, 1, 0};
+  std::vector<std::pair<std::string, std::string>> macs;
+  for (uint32_t h = 0; h < 4; ++h) {
+    std::string dst = fmt::format("0a:0b:0c:0d:0e:{:02x}", h);
+    c.neighbours.push_back({.next_hop = h, .port = port_of_hop[h], .mac = dst});
+    macs.emplace_back(dst, c.port_macs[port_of_hop[h]]);
+  }
+  c.neighbours[1].address = "192.0.2.11";
+  c.neighbours[2].address = "192.0.2.12";
+  Summary s = run_to_end(c);
+  RunConfig numbered = c;
+  numbered.app_opts.routes = small_routes();  // the same routes with numbers
+  check_ports(c, s, expected(numbered, port_of_hop, macs));
+
+  SECTION("an address no neighbour has") {
+    c.neighbours[2].address = "192.0.2.13";
+    auto ctx = prepare_run(c);
+    REQUIRE_FALSE(ctx.is_ok());
+    CHECK(ctx.status().message().find("app.routes (--routes): ") != std::string::npos);
+    CHECK(ctx.status().message().find(":2: next hop 192.0.2.12 is not the address of any [[neighbour]]") !=
+          std::string::npos);
+  }
+  SECTION("a bad or repeated address") {
+    c.neighbours[2].address = "192.0.2";
+    auto ctx = prepare_run(c);
+    REQUIRE_FALSE(ctx.is_ok());
+    CHECK(ctx.status().message().find("neighbour[2].address: '192.0.2' is not an IPv4 address") != std::string::npos);
+    c.neighbours[2].address = "192.0.2.11";
+    ctx = prepare_run(c);
+    REQUIRE_FALSE(ctx.is_ok());
+    CHECK(ctx.status().message().find("neighbour[2].address: 192.0.2.11 is already the address of neighbour[1]") !=
+          std::string::npos);
+  }
 }
