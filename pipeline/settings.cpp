@@ -460,8 +460,10 @@ std::vector<Setting> make_settings() {
       str_setting("app.name", "--app", "Application: ipv4, dpi, md5, aes", HPR_REF(std::string, app)),
       str_setting("app.routes", "--routes", "ipv4: route table (pyasn .dat[.gz] or 'prefix/len nexthop' text)",
                   HPR_REF(std::string, app_opts.routes)),
-      uint_setting("app.ports", "--ports", "ipv4: number of output ports (next hop = origin AS mod ports; 1..65535)", 1,
-                   65535, HPR_SET(uint32_t, app_opts.ports)),
+      uint_setting("app.ports", "--ports",
+                   "ipv4: number of next hops, the router's ports (pyasn: next hop = origin AS mod ports; "
+                   "1..65535); ports.map maps them to outputs",
+                   1, 65535, HPR_SET(uint32_t, app_opts.ports)),
       bool_setting("app.drop_non_ipv4", "", "ipv4: drop non-IPv4 traffic (not_ipv4) instead of passing it to port 0",
                    HPR_REF(bool, app_opts.drop_non_ipv4)),
       bool_setting("app.icmp_time_exceeded", "", "ipv4: answer TTL <= 1 with ICMP Time Exceeded from the host",

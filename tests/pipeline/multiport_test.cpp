@@ -288,3 +288,27 @@ TEST_CASE("a text route file may name next-hop addresses of the neighbour table 
           std::string::npos);
   }
 }
+
+TEST_CASE("config/hpr.toml: its commented output ports, MACs and neighbour table are valid when switched on") {
+  std::ifstream in(std::string(HPR_SOURCE_DIR) + "/config/hpr.toml");
+  REQUIRE(in.good());
+  std::string text, line;
+  bool example = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("# [[neighbour]]", 0) == 0) example = true;
+    if (line.empty()) example = false;
+    if (example || line.rfind("# ports = [", 0) == 0 || line.rfind("# macs = [", 0) == 0) line = line.substr(2);
+    text += line + "\n";
+  }
+  std::string path = tmp_path("sample.toml");
+  std::ofstream(path) << text;
+  auto r = load_run_config(path);
+  REQUIRE(r.is_ok());
+  CHECK(validate(*r).is_ok());
+  CHECK(r->output.pcap == "port0.pcap");
+  REQUIRE(r->more_outputs.size() == 1);
+  CHECK(r->port_macs.size() == 2);
+  REQUIRE(r->neighbours.size() == 4);
+  CHECK(r->neighbours[0].address == "192.0.2.11");
+  CHECK(r->neighbours[2].port == 1);
+}
