@@ -174,23 +174,28 @@ Status read_neighbours(const toml::table& t, std::vector<NeighbourConfig>& out) 
     NeighbourConfig nb;
     if (const toml::node* v = e.get("address")) {
       auto a = v->value<std::string>();
-      if (!a) return error(Code::kInvalidArgument, "{}.address: want a string a.b.c.d (line {})", sec, v->source().begin.line);
+      if (!a)
+        return error(Code::kInvalidArgument, "{}.address: want a string a.b.c.d (line {})", sec,
+                     v->source().begin.line);
       nb.address = *a;
     }
     for (const char* key : {"next_hop", "port", "mac"}) {
       const toml::node* v = e.get(key);
       if (v == nullptr)
-        return error(Code::kInvalidArgument, "{}.{}: missing (line {}; an entry needs next_hop, port and mac)", sec, key,
-                     e.source().begin.line);
+        return error(Code::kInvalidArgument, "{}.{}: missing (line {}; an entry needs next_hop, port and mac)", sec,
+                     key, e.source().begin.line);
       if (std::string_view(key) == "mac") {
         auto m = v->value<std::string>();
-        if (!m) return error(Code::kInvalidArgument, "{}.mac: want a string aa:bb:cc:dd:ee:ff (line {})", sec, v->source().begin.line);
+        if (!m)
+          return error(Code::kInvalidArgument, "{}.mac: want a string aa:bb:cc:dd:ee:ff (line {})", sec,
+                       v->source().begin.line);
         nb.mac = *m;
         continue;
       }
       auto x = integer_of(*v);
       if (!x || *x < 0 || *x > 65535)
-        return error(Code::kInvalidArgument, "{}.{}: want an integer 0..65535 (line {})", sec, key, v->source().begin.line);
+        return error(Code::kInvalidArgument, "{}.{}: want an integer 0..65535 (line {})", sec, key,
+                     v->source().begin.line);
       (std::string_view(key) == "port" ? nb.port : nb.next_hop) = static_cast<uint32_t>(*x);
     }
     out.push_back(std::move(nb));

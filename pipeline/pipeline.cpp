@@ -26,8 +26,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   if (tx.size() > 65535) return error(Code::kInvalidArgument, "output: at most 65535 output ports");
   for (size_t i = 0; i < cfg.port_map.size(); ++i)
     if (cfg.port_map[i] >= tx.size())
-      return error(Code::kInvalidArgument, "ports.map (--port-map): entry {} names output port {}, but there {} {} output port{}",
-                   i, cfg.port_map[i], tx.size() == 1 ? "is" : "are", tx.size(), tx.size() == 1 ? "" : "s");
+      return error(Code::kInvalidArgument,
+                   "ports.map (--port-map): entry {} names output port {}, but there {} {} output port{}", i,
+                   cfg.port_map[i], tx.size() == 1 ? "is" : "are", tx.size(), tx.size() == 1 ? "" : "s");
   if (cfg.lanes.empty()) return error(Code::kInvalidArgument, "no lanes: enable at least one device or native worker");
   if (cfg.lanes.size() >= kNoLane) return error(Code::kInvalidArgument, "at most {} lanes", kNoLane - 1);
   std::unique_ptr<Pipeline> p(new Pipeline());

@@ -120,8 +120,8 @@ class Pipeline {
                                                   Port& rx, Port& tx);
   // Several output ports, tx[0] being output port 0 (cfg.port_map picks one per packet); host frames (ICMP) leave
   // by tx[0]. Errors: also kInvalidArgument for no output or a port_map entry that names no output (ports.map).
-  static Result<std::unique_ptr<Pipeline>> create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app,
-                                                  Port& rx, std::vector<Port*> tx);
+  static Result<std::unique_ptr<Pipeline>> create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app, Port& rx,
+                                                  std::vector<Port*> tx);
   ~Pipeline();
 
   // Runs until the source ends, max_duration passes, or request_stop(); then drains and returns.

@@ -103,7 +103,9 @@ Status set_neighbours(const RunConfig& c, RunContext& ctx) {
     std::optional<kernels::ipv4::MacAddr> src;
     if (nb.port < c.port_macs.size() && !c.port_macs[nb.port].empty()) {
       auto m = kernels::ipv4::parse_mac(c.port_macs[nb.port]);
-      if (!m) return error(Code::kInvalidArgument, "ports.macs (--port-mac): output port {}: {}", nb.port, m.status().message());
+      if (!m)
+        return error(Code::kInvalidArgument, "ports.macs (--port-mac): output port {}: {}", nb.port,
+                     m.status().message());
       src = *m;
     } else {
       src = port.mac();

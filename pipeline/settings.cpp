@@ -227,7 +227,8 @@ Status parse_endpoint(const std::string& name, const SettingValue& v, const std:
 
 // --in: pcap:PATH | dpdk:ETHDEV | gen, a shortcut for [input] kind and path.
 Setting input_setting() {
-  Setting s{"", "--in", "Input: pcap:PATH | dpdk:ETHDEV | gen (generator); sets input.kind and input.pcap / input.dpdk_port",
+  Setting s{"", "--in",
+            "Input: pcap:PATH | dpdk:ETHDEV | gen (generator); sets input.kind and input.pcap / input.dpdk_port",
             Arg::kOne, nullptr};
   s.apply = [name = s.name()](RunConfig& c, const SettingValue& v) -> Status {
     return parse_endpoint(name, v, last_arg(v), true, c.input);

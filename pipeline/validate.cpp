@@ -86,9 +86,11 @@ Status validate_outputs(const RunConfig& c) {
   for (size_t i = 0; i < outputs; ++i) {
     const EndpointConfig& e = i == 0 ? c.output : c.more_outputs[i - 1];
     if (i > 0 && e.kind != "pcap" && e.kind != "dpdk" && e.kind != "null")
-      return error(Code::kInvalidArgument, "output.ports (--out): output {}: '{}' is not one of pcap, dpdk, null", i, e.kind);
+      return error(Code::kInvalidArgument, "output.ports (--out): output {}: '{}' is not one of pcap, dpdk, null", i,
+                   e.kind);
     if (e.kind == "pcap" && !pcaps.insert(e.pcap).second)
-      return error(Code::kInvalidArgument, "output.ports (--out): output {} writes '{}', as an earlier output does", i, e.pcap);
+      return error(Code::kInvalidArgument, "output.ports (--out): output {} writes '{}', as an earlier output does", i,
+                   e.pcap);
     if (i > 0 && e.kind == "dpdk" && !ethdevs.insert(e.dpdk_port).second)
       return error(Code::kInvalidArgument,
                    "output.ports (--out): output {}: ethdev '{}' is already used (the input or an earlier output)", i,
@@ -125,16 +127,18 @@ Status validate_outputs(const RunConfig& c) {
       return error(Code::kInvalidArgument, "neighbour[{}].address: {} is already the address of neighbour[{}]", i,
                    nb.address, addrs[a]);
     if (nb.next_hop >= c.app_opts.ports)
-      return error(Code::kInvalidArgument, "neighbour[{}].next_hop: {} is not a next hop: they are 0..{} (app.ports = {})",
-                   i, nb.next_hop, c.app_opts.ports - 1, c.app_opts.ports);
+      return error(Code::kInvalidArgument,
+                   "neighbour[{}].next_hop: {} is not a next hop: they are 0..{} (app.ports = {})", i, nb.next_hop,
+                   c.app_opts.ports - 1, c.app_opts.ports);
     if (seen[nb.next_hop] >= 0)
       return error(Code::kInvalidArgument, "neighbour[{}].next_hop: next hop {} is already in neighbour[{}]", i,
                    nb.next_hop, seen[nb.next_hop]);
     seen[nb.next_hop] = static_cast<int>(i);
     if (nb.port >= outputs)
-      return error(Code::kInvalidArgument,
-                   "neighbour[{}].port: output port {} does not exist: there {} {} output port{} (--out / output.ports)",
-                   i, nb.port, outputs == 1 ? "is" : "are", outputs, outputs == 1 ? "" : "s");
+      return error(
+          Code::kInvalidArgument,
+          "neighbour[{}].port: output port {} does not exist: there {} {} output port{} (--out / output.ports)", i,
+          nb.port, outputs == 1 ? "is" : "are", outputs, outputs == 1 ? "" : "s");
     if (auto m = kernels::ipv4::parse_mac(nb.mac); !m)
       return error(Code::kInvalidArgument, "neighbour[{}].mac: {}", i, m.status().message());
   }

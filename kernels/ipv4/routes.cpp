@@ -201,9 +201,11 @@ Result<RouteLoad> parse_route_text(std::string_view text, std::string_view name,
     if (f[1].find('.') != std::string_view::npos && parse_ipv4(f[1], addr)) {
       auto it = std::find_if(addrs.begin(), addrs.end(), [&](const NextHopAddr& a) { return a.addr == addr; });
       if (it == addrs.end())
-        return error(Code::kInvalidArgument, "{}:{}: next hop {} is not the address of any [[neighbour]]", name, no, f[1]);
+        return error(Code::kInvalidArgument, "{}:{}: next hop {} is not the address of any [[neighbour]]", name, no,
+                     f[1]);
       nh = it->next_hop;
-    } else if (!parse_u32(f[1], nh)) return error(Code::kInvalidArgument, "{}:{}: bad next hop '{}' (expected a decimal port number)", name, no, f[1]);
+    } else if (!parse_u32(f[1], nh))
+      return error(Code::kInvalidArgument, "{}:{}: bad next hop '{}' (expected a decimal port number)", name, no, f[1]);
     if (nh >= kMaxNextHop) return error(Code::kInvalidArgument, "{}:{}: next hop {} too large (must be < {})", name, no, nh, kMaxNextHop);
     r.next_hop = nh;
     routes.push_back(r);

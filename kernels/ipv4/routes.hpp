@@ -66,7 +66,7 @@ Result<std::string> read_maybe_gzip(const std::string& path, size_t max_bytes = 
 
 // A next-hop address that text route files may name instead of the next hop's number.
 struct NextHopAddr {
-  uint32_t addr = 0;      // host byte order
+  uint32_t addr = 0;  // host byte order
   uint32_t next_hop = 0;
 };
 
@@ -74,7 +74,8 @@ struct NextHopAddr {
 Result<RouteLoad> parse_ipasn(std::string_view text, std::string_view name, uint32_t num_ports);
 // A next hop given as an address not in `addrs`: kInvalidArgument "<name>:<line>: next hop a.b.c.d is not the
 // address of any [[neighbour]]".
-Result<RouteLoad> parse_route_text(std::string_view text, std::string_view name, std::span<const NextHopAddr> addrs = {});
+Result<RouteLoad> parse_route_text(std::string_view text, std::string_view name,
+                                   std::span<const NextHopAddr> addrs = {});
 
 // File loaders (gzip or plain for both).
 Result<RouteLoad> load_ipasn(const std::string& path, uint32_t num_ports);

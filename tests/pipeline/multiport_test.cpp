@@ -1,7 +1,6 @@
 // Several output ports (issue 12, "a router sends where the route says"): --out repeated, ports.map, per-port
 // counters, and the ipv4 app's neighbour table with l3fwd's Ethernet rewrite; the bad-input cases.
 #include <catch2/catch.hpp>
-
 #include <fstream>
 
 #include "pipeline/settings.hpp"
