@@ -126,14 +126,19 @@ void Ipv4App::finish(std::span<Packet> pkts, const BatchView& batch) const {
       pkts[i].drop = static_cast<DropReason>(r.drop);
     } else {
       pkts[i].out_port = r.out_port;
-      // l3fwd's rewrite (IPv4 only: non-IPv4 passed to non_ipv4_port leaves as it came).
-      if (!neighbours_.empty() && (r.flags & kResNotIpv4) == 0 && r.next_hop < neighbours_.size()) {
-        const Neighbour& nb = neighbours_[r.next_hop];
-        std::memcpy(pkts[i].data, nb.dst_mac.data(), 6);
-        std::memcpy(pkts[i].data + 6, nb.src_mac.data(), 6);
-        pkts[i].out_port = nb.port;
-      }
     }
+  }
+  if (neighbours_.empty()) return;  // no table: frames leave as they came (one branch per batch)
+  // l3fwd's rewrite of the forwarded IPv4 frames (non-IPv4 passed to non_ipv4_port leaves as it came).
+  for (size_t i = 0; i < n; ++i) {
+    Ipv4Result r;
+    std::memcpy(&r, res + i, sizeof r);
+    if (pkts[i].drop != DropReason::kNone || (r.flags & kResNotIpv4) != 0 || r.next_hop >= neighbours_.size())
+      continue;
+    const Neighbour& nb = neighbours_[r.next_hop];
+    std::memcpy(pkts[i].data, nb.dst_mac.data(), 6);
+    std::memcpy(pkts[i].data + 6, nb.src_mac.data(), 6);
+    pkts[i].out_port = nb.port;
   }
 }
 
