@@ -187,7 +187,9 @@ int cmd_run(RunConfig cfg, bool quiet) {
       return kExitResource;
     }
   }
-  fmt::print("hpr run: app {} | in {} | out {} | lanes:", c.app->name(), c.rx->describe(), c.tx->describe());
+  std::string outs = c.tx->describe();
+  for (const auto& t : c.more_tx) outs += ", " + t->describe();
+  fmt::print("hpr run: app {} | in {} | out {} | lanes:", c.app->name(), c.rx->describe(), outs);
   for (const auto& d : c.devices) fmt::print(" [{} {}]", d.name, kind_name(d.kind));
   fmt::print(" [native x{}] | batch {}{} | {}\n", cfg.native_lanes, cfg.batch,
              cfg.run_to_completion ? (auto_rtc ? fmt::format(" | run to completion (one thread: {})", auto_rtc) : std::string(" | run to completion (one thread)")) : std::string(), cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listening() + "/metrics");

@@ -23,7 +23,9 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     c.num_ports = opt.ports;
     if (!opt.drop_non_ipv4) c.non_ipv4_port = 0;
     std::string routes = opt.routes.empty() ? data_path("routes/ipasn_20140513.dat.gz") : opt.routes;
-    auto load = ipv4::load_routes(routes, ipv4::RouteFormat::kAuto, c.num_ports);
+    std::vector<ipv4::NextHopAddr> addrs;
+    for (const auto& [a, h] : opt.next_hop_addrs) addrs.push_back({.addr = a, .next_hop = h});
+    auto load = ipv4::load_routes(routes, ipv4::RouteFormat::kAuto, c.num_ports, addrs);
     if (!load) return error(load.status().code(), "app.routes (--routes): {}", load.status().message());
     spdlog::info("routes: {} IPv4 prefixes from {} ({} IPv6 lines skipped, {} duplicates, later line wins)",
                  load->routes.size(), routes, load->ipv6_skipped, load->duplicates);

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/app.hpp"
@@ -15,6 +16,9 @@ struct AppOptions {
   std::string routes;        // ipv4: route file (.dat/.dat.gz pyasn, or "prefix/len nexthop" text)
   uint32_t ports = 4;        // ipv4: output ports (next hop = origin AS mod ports for BGP tables)
   bool drop_non_ipv4 = false;// ipv4: drop non-IPv4 (kNotIPv4) instead of passing to port 0
+  // ipv4: next-hop addresses (a.b.c.d, host byte order) a text route file may name, each → a next hop number
+  // ([[neighbour]] address = ...).
+  std::vector<std::pair<uint32_t, uint32_t>> next_hop_addrs;
   std::string rules;         // dpi: rule file or directory of *.rules
   bool strict_rules = false;  // dpi: a rule that cannot be read refuses the rule set (else: skipped, logged)
   // aes key sources (precedence and refusals: kernels/aes/key_source.hpp). Give one: a key file, or a

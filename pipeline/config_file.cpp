@@ -158,6 +158,50 @@ Status read_shaper(const toml::table& t, ShapingConfig& sc) {
   return Status::ok();
 }
 
+// [[neighbour]] entries: next_hop, port, mac (checked against the outputs and the app by validate()).
+Status read_neighbours(const toml::table& t, std::vector<NeighbourConfig>& out) {
+  const toml::node* n = t.get("neighbour");
+  if (n == nullptr) return Status::ok();
+  const toml::array* a = n->as_array();
+  if (a == nullptr || !a->is_array_of_tables())
+    return error(Code::kInvalidArgument, "neighbour must be a list of tables: [[neighbour]] (line {})",
+                 n->source().begin.line);
+  out.clear();
+  for (size_t i = 0; i < a->size(); ++i) {
+    const toml::table& e = *a->get(i)->as_table();
+    const std::string sec = fmt::format("neighbour[{}]", i);
+    HPR_RETURN_IF_ERROR(check_keys(e, sec, {"next_hop", "port", "mac", "address"}));
+    NeighbourConfig nb;
+    if (const toml::node* v = e.get("address")) {
+      auto a = v->value<std::string>();
+      if (!a)
+        return error(Code::kInvalidArgument, "{}.address: want a string a.b.c.d (line {})", sec,
+                     v->source().begin.line);
+      nb.address = *a;
+    }
+    for (const char* key : {"next_hop", "port", "mac"}) {
+      const toml::node* v = e.get(key);
+      if (v == nullptr)
+        return error(Code::kInvalidArgument, "{}.{}: missing (line {}; an entry needs next_hop, port and mac)", sec,
+                     key, e.source().begin.line);
+      if (std::string_view(key) == "mac") {
+        auto m = v->value<std::string>();
+        if (!m)
+          return error(Code::kInvalidArgument, "{}.mac: want a string aa:bb:cc:dd:ee:ff (line {})", sec,
+                       v->source().begin.line);
+        nb.mac = *m;
+        continue;
+      }
+      auto x = integer_of(*v);
+      if (!x || *x < 0 || *x > 65535)
+        return error(Code::kInvalidArgument, "{}.{}: want an integer 0..65535 (line {})", sec, key,
+                     v->source().begin.line);
+      (std::string_view(key) == "port" ? nb.port : nb.next_hop) = static_cast<uint32_t>(*x);
+    }
+    out.push_back(std::move(nb));
+  }
+  return Status::ok();
+}
 
 // [section] key = ... through the settings table; sub-tables with names of the user's choosing apart.
 Status read_section(const toml::table& t, const std::string& section, const toml::table& sec, RunConfig& c) {
@@ -247,13 +291,14 @@ Result<RunConfig> load_run_config(const std::string& path) {
   }
   static const std::set<std::string> kSections = {"input",  "output",  "ports", "dpdk",      "app",
                                                   "lanes",  "devices", "flows", "telemetry", "run",
-                                                  "faults", "shaper",  "power", "adaptive"};
+                                                  "faults", "shaper",  "power", "adaptive", "neighbour"};
   RunConfig c;
   auto wrap = [&](Status s) { return s.is_ok() ? s : error(s.code(), "{}: {}", path, s.message()); };
   for (const auto& [k, v] : t) {
     std::string section(k.str());
     if (!kSections.count(section))
       return error(Code::kInvalidArgument, "{}: unknown section [{}] (line {})", path, section, k.source().begin.line);
+    if (section == "neighbour") continue;  // [[neighbour]]: read_neighbours
     const toml::table* sec = v.as_table();
     if (sec == nullptr)
       return error(Code::kInvalidArgument, "{}: {} must be a section [{}] (line {})", path, section, section,
@@ -263,6 +308,7 @@ Result<RunConfig> load_run_config(const std::string& path) {
   }
   HPR_RETURN_IF_ERROR(wrap(read_named_tables(t, c)));
   HPR_RETURN_IF_ERROR(wrap(read_shaper(t, c.shaping)));
+  HPR_RETURN_IF_ERROR(wrap(read_neighbours(t, c.neighbours)));
   return c;
 }
 

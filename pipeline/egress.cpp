@@ -10,12 +10,37 @@
 namespace hpr {
 using detail::backoff;
 
+void Pipeline::send(size_t port, Packet* pkts, uint16_t n) {
+  Port& tx = *txs_[port];
+  uint16_t sent = tx.tx_burst_release(pkts, n, *rx_);
+  const uint64_t bytes = frame_bytes(pkts, sent);  // the descriptors: the buffers have left
+  bump(tx_packets_, sent);
+  bump(tx_bytes_, bytes);
+  if (sent < n) drops_egress_.add(tx.unsent_reason(), n - sent);
+  if (tx_counters_) {
+    TxCounters& c = tx_counters_[port];
+    bump(c.packets, sent);
+    bump(c.bytes, bytes);
+    if (sent < n) bump(c.failed, n - sent);
+  }
+}
+
+// One output: the burst as it is. Several: split by the output port_of_ gives the app's out_port (the order within
+// each port kept; a flow's packets all take one route), then one tx burst per port.
 void Pipeline::transmit(Packet* pkts, uint16_t n) {
   if (n == 0) return;
-  uint16_t sent = tx_->tx_burst_release(pkts, n, *rx_);
-  bump(tx_packets_, sent);
-  bump(tx_bytes_, frame_bytes(pkts, sent));  // the descriptors: the buffers have left
-  if (sent < n) drops_egress_.add(tx_->unsent_reason(), n - sent);
+  if (txs_.size() == 1) {
+    send(0, pkts, n);
+    return;
+  }
+  auto& split = eg_.split;
+  const size_t m = port_of_.size();
+  for (uint16_t i = 0; i < n; ++i) split[port_of_[pkts[i].out_port % m]].push_back(pkts[i]);
+  for (size_t q = 0; q < split.size(); ++q) {
+    if (split[q].empty()) continue;
+    send(q, split[q].data(), static_cast<uint16_t>(split[q].size()));
+    split[q].clear();
+  }
 }
 
 void Pipeline::transmit(std::vector<Packet>& txq) {
@@ -231,7 +256,7 @@ void Pipeline::egress_loop() {
     }
     backoff(idle);
   }
-  tx_->flush();
+  for (Port* tx : txs_) tx->flush();
 }
 
 }  // namespace hpr

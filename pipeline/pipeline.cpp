@@ -17,6 +17,19 @@ using detail::policy_weights;
 
 Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app,
                                                    Port& rx, Port& tx) {
+  return create(std::move(cfg), std::move(app), rx, std::vector<Port*>{&tx});
+}
+
+Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app,
+                                                   Port& rx, std::vector<Port*> tx) {
+  if (tx.empty() || std::find(tx.begin(), tx.end(), nullptr) != tx.end())
+    return error(Code::kInvalidArgument, "output: no output port");
+  if (tx.size() > 65535) return error(Code::kInvalidArgument, "output: at most 65535 output ports");
+  for (size_t i = 0; i < cfg.port_map.size(); ++i)
+    if (cfg.port_map[i] >= tx.size())
+      return error(Code::kInvalidArgument,
+                   "ports.map (--port-map): entry {} names output port {}, but there {} {} output port{}", i,
+                   cfg.port_map[i], tx.size() == 1 ? "is" : "are", tx.size(), tx.size() == 1 ? "" : "s");
   if (cfg.lanes.empty()) return error(Code::kInvalidArgument, "no lanes: enable at least one device or native worker");
   if (cfg.lanes.size() >= kNoLane) return error(Code::kInvalidArgument, "at most {} lanes", kNoLane - 1);
   std::unique_ptr<Pipeline> p(new Pipeline());
@@ -119,7 +132,17 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
     for (auto& l : p->lanes_) l->on_completions_full([pp = p.get()] { pp->egress_poll(); });
   p->app_ = std::move(app);
   p->rx_ = &rx;
-  p->tx_ = &tx;
+  p->tx_ = tx[0];
+  p->txs_ = std::move(tx);
+  if (p->cfg_.port_map.empty())
+    for (size_t i = 0; i < p->txs_.size(); ++i) p->port_of_.push_back(static_cast<uint16_t>(i));
+  else
+    p->port_of_ = p->cfg_.port_map;
+  if (p->txs_.size() > 1) {
+    p->tx_counters_ = std::make_unique<TxCounters[]>(p->txs_.size());
+    p->eg_.split.resize(p->txs_.size());
+    for (auto& v : p->eg_.split) v.reserve(Burst::kMax);
+  }
   p->enqueued_.assign(p->lanes_.size(), 0);
   if (use_worker_path(p->cfg_)) {
     p->init_worker();
@@ -306,7 +329,8 @@ Summary Pipeline::finish() {
     if (Status st = log_->commit(); !st.is_ok()) output_errors_.push_back(st.message());
     log_.reset();
   }
-  if (Status st = tx_->close(); !st.is_ok()) output_errors_.push_back(st.message());
+  for (Port* tx : txs_)
+    if (Status st = tx->close(); !st.is_ok()) output_errors_.push_back(st.message());
   Summary s = snapshot();
   s.output_errors = output_errors_;
   return s;
@@ -332,6 +356,19 @@ Summary Pipeline::snapshot() const {
   s.rx_buffers_in_use = rs.buffers_in_use;
   s.tx_packets = tx_packets_.load();
   s.tx_bytes = tx_bytes_.load();
+  for (size_t i = 0; i < txs_.size(); ++i) {
+    Summary::OutPort o{.name = txs_[i]->describe()};
+    if (tx_counters_) {
+      o.packets = tx_counters_[i].packets.load(std::memory_order_relaxed);
+      o.bytes = tx_counters_[i].bytes.load(std::memory_order_relaxed);
+      o.failed = tx_counters_[i].failed.load(std::memory_order_relaxed);
+    } else {  // one output: its counts are the totals
+      o.packets = s.tx_packets;
+      o.bytes = s.tx_bytes;
+      o.failed = drops_egress_.get(DropReason::kTxFailed) + drops_egress_.get(DropReason::kTxError);
+    }
+    s.out_ports.push_back(std::move(o));
+  }
   for (size_t r = 1; r < static_cast<size_t>(DropReason::kCount); ++r) {
     auto reason = static_cast<DropReason>(r);
     uint64_t c = drops_dispatch_.get(reason) + drops_egress_.get(reason);

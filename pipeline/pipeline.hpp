@@ -109,6 +109,9 @@ struct PipelineConfig {
   DropReason on_drop_reason = DropReason::kTtlExceeded;
   // The core the dispatcher thread is pinned to (the run's core budget); -1: not pinned.
   int cpu = -1;
+  // Output ports (docs/pipeline.md "Output ports"): the app's out_port i (ipv4: the next hop) leaves by output
+  // port_map[i mod port_map.size()]; empty: by output i mod (number of outputs). Every entry must name an output.
+  std::vector<uint16_t> port_map;
 };
 
 class Pipeline {
@@ -117,6 +120,10 @@ class Pipeline {
   // (kUnavailable, with the reasons), bad lane settings, flow table.
   static Result<std::unique_ptr<Pipeline>> create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app,
                                                   Port& rx, Port& tx);
+  // Several output ports, tx[0] being output port 0 (cfg.port_map picks one per packet); host frames (ICMP) leave
+  // by tx[0]. Errors: also kInvalidArgument for no output or a port_map entry that names no output (ports.map).
+  static Result<std::unique_ptr<Pipeline>> create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app, Port& rx,
+                                                  std::vector<Port*> tx);
   ~Pipeline();
 
   // Runs until the source ends, max_duration passes, or request_stop(); then drains and returns.
@@ -151,6 +158,7 @@ class Pipeline {
   struct Egress {
     std::vector<Packet> buf, txq;
     std::vector<uint8_t> scratch;
+    std::vector<std::vector<Packet>> split;    // several outputs: a burst's packets by output port
     std::vector<Packet> waiting;               // shaped packets, by the shaper's item number
     std::vector<uint64_t> free_items, ready;
     std::vector<uint32_t> waiting_class;        // kClass: class of each waiting item
@@ -198,6 +206,7 @@ class Pipeline {
   void release_shaped(uint64_t now);
   void transmit(Packet* pkts, uint16_t n);
   void transmit(std::vector<Packet>& txq);
+  void send(size_t port, Packet* pkts, uint16_t n);  // to one output port, counted
   void drop_at_egress(const Packet& p);
   uint8_t pick_lane(uint32_t hash) const;
   bool handle_failed_lanes();
@@ -212,7 +221,13 @@ class Pipeline {
   PipelineConfig cfg_;
   std::shared_ptr<const kernels::App> app_;
   Port* rx_ = nullptr;
-  Port* tx_ = nullptr;
+  Port* tx_ = nullptr;             // output port 0
+  std::vector<Port*> txs_;         // every output port
+  std::vector<uint16_t> port_of_;  // app out_port mod size → output port (cfg_.port_map, or one per output)
+  struct TxCounters {              // per output port (several outputs only; egress writes)
+    std::atomic<uint64_t> packets{0}, bytes{0}, failed{0};
+  };
+  std::unique_ptr<TxCounters[]> tx_counters_;
   std::unique_ptr<FlowTable> flows_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::vector<std::unique_ptr<std::atomic<uint64_t>>> egress_handled_;  // per lane

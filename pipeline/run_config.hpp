@@ -48,9 +48,26 @@ struct EndpointConfig {
 // The longest run.duration_s (365 days), checked by the settings table and by validate().
 inline constexpr double kMaxRunSeconds = 31'536'000;
 
+// [[neighbour]] (docs/pipeline.md "Neighbour table"): a route's next hop → the output port it leaves by and the
+// neighbour's MAC, written as the frame's destination (source: the output port's MAC), as DPDK l3fwd does.
+struct NeighbourConfig {
+  uint32_t next_hop = 0;  // a route's next hop (ipv4 app: < app.ports)
+  uint32_t port = 0;      // output port index (the order of --out / output.ports)
+  std::string mac;        // "aa:bb:cc:dd:ee:ff"
+  std::string address;    // optional next-hop IPv4 address a.b.c.d that text route files may name for next_hop
+};
+
 struct RunConfig {
   EndpointConfig input{.kind = "generator"};
-  EndpointConfig output{.kind = "null"};
+  EndpointConfig output{.kind = "null"};  // output port 0
+  // Output ports 1.. (a repeated --out, or output.ports with more than one entry); empty: one output port.
+  std::vector<EndpointConfig> more_outputs;
+  // [ports] map: the app's out_port i (ipv4: the next hop) → output port map[i mod size]; empty: i mod outputs.
+  std::vector<uint32_t> port_map;
+  // [ports] macs: each output port's MAC, for the Ethernet rewrite of [[neighbour]]; "" or missing: the DPDK
+  // port's own MAC (rte_eth_macaddr_get); other ports need one here when the neighbour table sends to them.
+  std::vector<std::string> port_macs;
+  std::vector<NeighbourConfig> neighbours;  // [[neighbour]]; empty: frames leave with their Ethernet addresses
   std::vector<std::string> eal_args;  // DPDK EAL arguments; empty: dpdk_default_args(vdevs)
   // [ports]: the largest frame a port takes (longer: frame_too_long) and every app handles, and how many buffers
   // of that size hold frames longer than a small (2048-byte) slot (runtime/frame_pools.hpp).
@@ -146,7 +163,8 @@ Result<std::vector<TrafficStep>> parse_traffic_steps(const std::string& spec, do
 
 // Everything a run owns, built from a RunConfig.
 struct RunContext {
-  std::unique_ptr<Port> rx, tx;
+  std::unique_ptr<Port> rx, tx;  // tx: output port 0
+  std::vector<std::unique_ptr<Port>> more_tx;  // output ports 1..
   std::shared_ptr<kernels::App> app;
   std::vector<DeviceInfo> devices;        // the devices that got a lane
   std::vector<std::string> left_out;      // devices that failed to build or start, with reasons

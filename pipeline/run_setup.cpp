@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 #include <random>
 
 #include <arpa/inet.h>
@@ -23,8 +24,9 @@ namespace {
 
 // line_rate: a paced generator behaves as a line-rate port (backpressure off): what hpr has not taken when more
 // than a pool's worth is owed is missed and counted (port_missed), instead of offered later.
-Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, bool line_rate = false) {
-  const EndpointConfig& e = is_input ? c.input : c.output;
+Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, bool line_rate = false,
+                                            const EndpointConfig* output = nullptr) {
+  const EndpointConfig& e = is_input ? c.input : output != nullptr ? *output : c.output;
   if (e.kind == "pcap") {
     PcapPortConfig pc;
     (is_input ? pc.rx_path : pc.tx_path) = e.pcap;
@@ -94,9 +96,11 @@ Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, b
 }
 
 // The ports of `workers` workers on one endpoint, view i for worker i: a DPDK port's own queues where it has them
-// (rx: with RSS), else the one port spread by flow hash (rx) or shared under a lock (tx).
-Result<std::vector<std::unique_ptr<Port>>> make_worker_ports(const RunConfig& c, bool is_input, uint16_t workers) {
-  const EndpointConfig& e = is_input ? c.input : c.output;
+// (rx: with RSS), else the one port spread by flow hash (rx) or shared under a lock (tx). `which`: one of
+// c.more_outputs instead of c.output.
+Result<std::vector<std::unique_ptr<Port>>> make_worker_ports(const RunConfig& c, bool is_input, uint16_t workers,
+                                                             const EndpointConfig* which = nullptr) {
+  const EndpointConfig& e = which != nullptr ? *which : is_input ? c.input : c.output;
   if (workers > 1 && e.kind == "dpdk") {
     auto q = dpdk_queues(e.dpdk_port);
     if (!q) return q.status();
@@ -116,7 +120,7 @@ Result<std::vector<std::unique_ptr<Port>>> make_worker_ports(const RunConfig& c,
       return make_dpdk_ports(dc);
     }
   }
-  auto one = make_endpoint(c, is_input, is_input && !c.backpressure);
+  auto one = make_endpoint(c, is_input, is_input && !c.backpressure, which);
   if (!one) return one.status();
   if (workers == 1) {
     std::vector<std::unique_ptr<Port>> v;
@@ -156,6 +160,37 @@ Result<std::vector<int>> worker_cores(const RunConfig& c) {
   return cores;
 }
 
+// [[neighbour]] → the ipv4 app's rewrite table; each output port's MAC from ports.macs or the port itself.
+Status set_neighbours(const RunConfig& c, RunContext& ctx) {
+  if (c.neighbours.empty()) return Status::ok();
+  auto* v4 = dynamic_cast<kernels::ipv4::Ipv4App*>(ctx.app.get());
+  if (v4 == nullptr) return error(Code::kInvalidArgument, "neighbour: the neighbour table is for the ipv4 app");
+  std::vector<kernels::ipv4::Neighbour> table(c.app_opts.ports);
+  for (size_t i = 0; i < c.neighbours.size(); ++i) {
+    const NeighbourConfig& nb = c.neighbours[i];
+    Port& port = nb.port == 0 ? *ctx.tx : *ctx.more_tx.at(nb.port - 1);
+    std::optional<kernels::ipv4::MacAddr> src;
+    if (nb.port < c.port_macs.size() && !c.port_macs[nb.port].empty()) {
+      auto m = kernels::ipv4::parse_mac(c.port_macs[nb.port]);
+      if (!m)
+        return error(Code::kInvalidArgument, "ports.macs (--port-mac): output port {}: {}", nb.port,
+                     m.status().message());
+      src = *m;
+    } else {
+      src = port.mac();
+    }
+    if (!src)
+      return error(Code::kInvalidArgument,
+                   "ports.macs (--port-mac): output port {} ({}) has no MAC of its own: give it in ports.macs "
+                   "(neighbour[{}] sends by it)",
+                   nb.port, port.describe(), i);
+    auto dst = kernels::ipv4::parse_mac(nb.mac);
+    if (!dst) return error(Code::kInvalidArgument, "neighbour[{}].mac: {}", i, dst.status().message());
+    table.at(nb.next_hop) = {.port = static_cast<uint16_t>(nb.port), .dst_mac = *dst, .src_mac = *src};
+  }
+  return v4->set_neighbours(std::move(table));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
@@ -169,6 +204,9 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     std::random_device rd;
     ao.iv_counter_start = (uint64_t{rd()} << 32) | rd();
   }
+  for (const NeighbourConfig& nb : c.neighbours)  // validated: addresses parse
+    if (uint32_t a = 0; !nb.address.empty() && kernels::ipv4::parse_ipv4(nb.address, a))
+      ao.next_hop_addrs.emplace_back(a, nb.next_hop);
   auto app = kernels::make_app(c.app, ao);
   if (!app) return app.status();
   ctx->app = std::move(*app);
@@ -200,7 +238,8 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     }
   }
 
-  bool needs_dpdk = c.input.kind == "dpdk" || c.output.kind == "dpdk";
+  bool needs_dpdk = c.input.kind == "dpdk" || c.output.kind == "dpdk" ||
+                    std::any_of(c.more_outputs.begin(), c.more_outputs.end(), [](auto& e) { return e.kind == "dpdk"; });
   if (needs_dpdk) HPR_RETURN_IF_ERROR(dpdk_init(c.eal_args.empty() ? dpdk_default_args(c.vdevs) : c.eal_args));
   const auto workers = static_cast<uint16_t>(c.workers);
   std::vector<int> cores;
@@ -215,13 +254,22 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   if (!rx) return rx.status();
   auto tx = make_worker_ports(c, false, workers);
   if (!tx) return tx.status();
-  std::vector<Port*> rxv, txv;
+  std::vector<Port*> rxv;
+  std::vector<std::vector<Port*>> txv(workers);  // worker w's output ports, output 0 first
   for (auto& p : *rx) rxv.push_back(p.get());
-  for (auto& p : *tx) txv.push_back(p.get());
+  for (uint16_t w = 0; w < workers; ++w) txv[w].push_back((*tx)[w].get());
   ctx->rx = std::move(rx->front());
   ctx->tx = std::move(tx->front());
   for (size_t i = 1; i < rx->size(); ++i) ctx->worker_ports.push_back(std::move((*rx)[i]));
   for (size_t i = 1; i < tx->size(); ++i) ctx->worker_ports.push_back(std::move((*tx)[i]));
+  for (const EndpointConfig& e : c.more_outputs) {
+    auto more = make_worker_ports(c, false, workers, &e);
+    if (!more) return more.status();
+    for (uint16_t w = 0; w < workers; ++w) txv[w].push_back((*more)[w].get());
+    ctx->more_tx.push_back(std::move(more->front()));
+    for (size_t i = 1; i < more->size(); ++i) ctx->worker_ports.push_back(std::move((*more)[i]));
+  }
+  HPR_RETURN_IF_ERROR(set_neighbours(c, *ctx));
 
   std::vector<std::unique_ptr<Pipeline>> workers_made;
   PipelineConfig pc;
@@ -303,6 +351,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   if (pc.lanes.empty()) return error(Code::kUnavailable, "no lane could be started (every device was left out and lanes.native = 0)");
   if (std::none_of(pc.lanes.begin(), pc.lanes.end(), [](const LaneSpec& s) { return s.lane.weight > 0; }))
     return error(Code::kInvalidArgument, "lanes.weights: every lane has weight 0, so no lane would take a flow");
+  pc.port_map.assign(c.port_map.begin(), c.port_map.end());
   if (!cores.empty()) pc.cpu = cores[0];
   for (uint16_t w = 1; w < workers; ++w) {
     // The other workers: the same lanes under their own names, their own flow table, pinned to their own core.
@@ -322,14 +371,14 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
       ctx->worker_apps.push_back(std::move(*a));
       app = ctx->worker_apps.back();
     }
-    auto wp = Pipeline::create(std::move(pw), app, *rxv[w], *txv[w]);
+    auto wp = Pipeline::create(std::move(pw), app, *rxv[w], txv[w]);
     if (!wp) return wp.status();
     workers_made.push_back(std::move(*wp));
   }
   if (workers > 1)
     for (auto& l : pc.lanes) l.lane.name = "w0:" + l.lane.name;
   if (workers > 1) pc.run_to_completion = true;
-  auto p = Pipeline::create(std::move(pc), ctx->app, *ctx->rx, *ctx->tx);
+  auto p = Pipeline::create(std::move(pc), ctx->app, *ctx->rx, txv[0]);
   if (!p) return p.status();
   ctx->pipeline = std::move(*p);
   for (auto& w : workers_made) ctx->pipeline->add_worker(std::move(w));

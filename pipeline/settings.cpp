@@ -206,27 +206,92 @@ Setting given_setting(Setting s, Ref<bool> given) {
   return s;
 }
 
-// --in / --out: pcap:PATH | dpdk:ETHDEV | gen | null, a shortcut for [input]/[output] kind and path.
-Setting endpoint_setting(std::string_view flag, bool input) {
-  Setting s{"", flag,
-            input ? "Input: pcap:PATH | dpdk:ETHDEV | gen (generator); sets input.kind and input.pcap / input.dpdk_port"
-                  : "Output: pcap:PATH | dpdk:ETHDEV | null; sets output.kind and output.pcap / output.dpdk_port",
+// One endpoint spec, pcap:PATH | dpdk:ETHDEV | gen | null, into e's kind and path.
+Status parse_endpoint(const std::string& name, const SettingValue& v, const std::string& spec, bool input,
+                      EndpointConfig& e) {
+  if (input && (spec == "gen" || spec == "generator")) {
+    e.kind = "generator";
+  } else if (!input && spec == "null") {
+    e.kind = "null";
+  } else if (spec.rfind("pcap:", 0) == 0 && spec.size() > 5) {
+    e.kind = "pcap";
+    e.pcap = spec.substr(5);
+  } else if (spec.rfind("dpdk:", 0) == 0 && spec.size() > 5) {
+    e.kind = "dpdk";
+    e.dpdk_port = spec.substr(5);
+  } else {
+    return bad(name, v, fmt::format("'{}': use pcap:PATH, dpdk:ETHDEV or {}", spec, input ? "gen" : "null"));
+  }
+  return Status::ok();
+}
+
+// --in: pcap:PATH | dpdk:ETHDEV | gen, a shortcut for [input] kind and path.
+Setting input_setting() {
+  Setting s{"", "--in",
+            "Input: pcap:PATH | dpdk:ETHDEV | gen (generator); sets input.kind and input.pcap / input.dpdk_port",
             Arg::kOne, nullptr};
-  s.apply = [input, name = s.name()](RunConfig& c, const SettingValue& v) -> Status {
-    EndpointConfig& e = input ? c.input : c.output;
-    const std::string& spec = last_arg(v);
-    if (input && (spec == "gen" || spec == "generator")) {
-      e.kind = "generator";
-    } else if (!input && spec == "null") {
-      e.kind = "null";
-    } else if (spec.rfind("pcap:", 0) == 0 && spec.size() > 5) {
-      e.kind = "pcap";
-      e.pcap = spec.substr(5);
-    } else if (spec.rfind("dpdk:", 0) == 0 && spec.size() > 5) {
-      e.kind = "dpdk";
-      e.dpdk_port = spec.substr(5);
-    } else {
-      return bad(name, v, fmt::format("'{}': use pcap:PATH, dpdk:ETHDEV or {}", spec, input ? "gen" : "null"));
+  s.apply = [name = s.name()](RunConfig& c, const SettingValue& v) -> Status {
+    return parse_endpoint(name, v, last_arg(v), true, c.input);
+  };
+  return s;
+}
+
+// --out (repeatable) / output.ports: the output ports in order, each pcap:PATH | dpdk:ETHDEV | null. The first is
+// output port 0 ([output] kind and path); more make a router with several ports (ports.map).
+Setting output_setting() {
+  Setting s{"output.ports", "--out",
+            "Output: pcap:PATH | dpdk:ETHDEV | null; repeat for several output ports (the first is port 0, its "
+            "output.kind and output.pcap / output.dpdk_port; the app's out_port picks one, see ports.map)",
+            Arg::kMany, nullptr};
+  s.apply = [name = s.name()](RunConfig& c, const SettingValue& v) -> Status {
+    auto specs = strs_of(v, name, false);
+    if (!specs) return specs.status();
+    if (specs->empty()) return bad(name, v, "want at least one output");
+    if (specs->size() > 64) return bad(name, v, fmt::format("{} outputs: at most 64", specs->size()));
+    HPR_RETURN_IF_ERROR(parse_endpoint(name, v, specs->front(), false, c.output));
+    c.more_outputs.clear();
+    for (size_t i = 1; i < specs->size(); ++i) {
+      EndpointConfig e;
+      HPR_RETURN_IF_ERROR(parse_endpoint(name, v, (*specs)[i], false, e));
+      c.more_outputs.push_back(std::move(e));
+    }
+    return Status::ok();
+  };
+  return s;
+}
+
+// ports.map (--port-map 0,1,1,0): the app's out_port → output port index (checked against the outputs by
+// validate()).
+Setting port_map_setting() {
+  Setting s{"ports.map", "--port-map",
+            "Output port of each app out_port (ipv4: next hop) i: the list's entry i mod its length, e.g. 0,1,1,0; "
+            "each entry an output index (order of --out). Default: out_port mod the number of outputs",
+            Arg::kMany, nullptr};
+  s.apply = [name = s.name()](RunConfig& c, const SettingValue& v) -> Status {
+    c.port_map.clear();
+    auto add = [&](int64_t x, std::string_view text) -> Status {
+      if (x < 0 || x > 65535) return bad(name, v, fmt::format("'{}' is not an output port index 0..65535", text));
+      c.port_map.push_back(static_cast<uint32_t>(x));
+      return Status::ok();
+    };
+    if (v.node != nullptr) {
+      const toml::array* a = v.node->as_array();
+      if (a == nullptr || a->empty()) return bad(name, v, "want a list of output port indexes, e.g. [0, 1, 1, 0]");
+      for (const auto& e : *a) {
+        const auto* i = e.as_integer();
+        if (i == nullptr) return bad(name, v, "want a list of integers");
+        HPR_RETURN_IF_ERROR(add(i->get(), std::to_string(i->get())));
+      }
+      return Status::ok();
+    }
+    auto items = strs_of(v, name, true);
+    if (!items) return items.status();
+    if (items->empty()) return bad(name, v, "want output port indexes, e.g. 0,1,1,0");
+    for (const auto& t : *items) {
+      int64_t x = -1;
+      auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), x);
+      if (ec != std::errc() || p != t.data() + t.size()) x = -1;
+      HPR_RETURN_IF_ERROR(add(x, t));
     }
     return Status::ok();
   };
@@ -329,8 +394,8 @@ std::vector<Setting> make_settings() {
   constexpr uint64_t kU32 = 0xffffffffu;
   constexpr double kDay = 86400;
   std::vector<Setting> t = {
-      endpoint_setting("--in", true),
-      endpoint_setting("--out", false),
+      input_setting(),
+      output_setting(),
       choice_setting("input.kind", "", "pcap | dpdk | generator", {"pcap", "dpdk", "generator"},
                      HPR_REF(std::string, input.kind)),
       str_setting("input.pcap", "", "Input capture file (pcap or pcapng)", HPR_REF(std::string, input.pcap)),
@@ -383,6 +448,11 @@ std::vector<Setting> make_settings() {
                    "Largest frame in bytes that a port takes and every app handles, 64..65535 (default 9216: a "
                    "9,000-byte MTU); longer frames are dropped as frame_too_long",
                    kMinMaxFrame, kMaxMaxFrame, HPR_SET(uint32_t, max_frame)),
+      port_map_setting(),
+      list_setting("ports.macs", "--port-mac",
+                   "MAC of each output port (aa:bb:cc:dd:ee:ff, in the order of --out; repeatable), the source MAC of "
+                   "the [[neighbour]] rewrite; default: a DPDK port's own MAC",
+                   true, HPR_REF(std::vector<std::string>, port_macs)),
       uint_setting("ports.large_buffers", "--large-buffers",
                    "Buffers of max_frame bytes for frames longer than 2048, 0..262144 (default 4096; frames up to "
                    "2048 keep their own small buffers); a large frame that finds them all in use is dropped as "
@@ -397,8 +467,10 @@ std::vector<Setting> make_settings() {
       str_setting("app.name", "--app", "Application: ipv4, dpi, md5, aes", HPR_REF(std::string, app)),
       str_setting("app.routes", "--routes", "ipv4: route table (pyasn .dat[.gz] or 'prefix/len nexthop' text)",
                   HPR_REF(std::string, app_opts.routes)),
-      uint_setting("app.ports", "--ports", "ipv4: number of output ports (next hop = origin AS mod ports; 1..65535)", 1,
-                   65535, HPR_SET(uint32_t, app_opts.ports)),
+      uint_setting("app.ports", "--ports",
+                   "ipv4: number of next hops, the router's ports (pyasn: next hop = origin AS mod ports; "
+                   "1..65535); ports.map maps them to outputs",
+                   1, 65535, HPR_SET(uint32_t, app_opts.ports)),
       bool_setting("app.drop_non_ipv4", "", "ipv4: drop non-IPv4 traffic (not_ipv4) instead of passing it to port 0",
                    HPR_REF(bool, app_opts.drop_non_ipv4)),
       bool_setting("app.icmp_time_exceeded", "", "ipv4: answer TTL <= 1 with ICMP Time Exceeded from the host",

@@ -37,6 +37,11 @@ void Summary::add_worker(const Summary& w) {
   latency_p50_ns = LogLinear::percentile(latency_buckets, 50);
   latency_p99_ns = LogLinear::percentile(latency_buckets, 99);
   lanes.insert(lanes.end(), w.lanes.begin(), w.lanes.end());
+  for (size_t i = 0; i < w.out_ports.size() && i < out_ports.size(); ++i) {  // the same outputs, in the same order
+    out_ports[i].packets += w.out_ports[i].packets;
+    out_ports[i].bytes += w.out_ports[i].bytes;
+    out_ports[i].failed += w.out_ports[i].failed;
+  }
 }
 
 std::string Summary::to_json() const {
@@ -44,6 +49,12 @@ std::string Summary::to_json() const {
   j["seconds"] = seconds;
   j["rx"] = {{"packets", rx_packets}, {"bytes", rx_bytes}, {"port_missed", port_missed}};
   j["tx"] = {{"packets", tx_packets}, {"bytes", tx_bytes}};
+  for (size_t i = 0; i < out_ports.size(); ++i)
+    j["tx"]["ports"].push_back({{"port", i},
+                                {"name", out_ports[i].name},
+                                {"packets", out_ports[i].packets},
+                                {"bytes", out_ports[i].bytes},
+                                {"failed", out_ports[i].failed}});
   j["dropped"] = dropped;
   for (const auto& [r, c] : drops) j["drops"][r] = c;
   j["reorders"] = reorders;
@@ -111,6 +122,10 @@ std::string Summary::to_text() const {
   s += fmt::format("  received    {} packets ({} bytes), {:.3f} Mpps\n", rx_packets, rx_bytes, mpps);
   if (port_missed) s += fmt::format("  port missed {} packets (dropped by the input port before hpr received them)\n", port_missed);
   s += fmt::format("  transmitted {} packets ({} bytes), {:.3f} Gbit/s\n", tx_packets, tx_bytes, gbps);
+  if (out_ports.size() > 1)
+    for (size_t i = 0; i < out_ports.size(); ++i)
+      s += fmt::format("    port {:<3} {} packets ({} bytes), {} not taken: {}\n", i, out_ports[i].packets,
+                       out_ports[i].bytes, out_ports[i].failed, out_ports[i].name);
   s += fmt::format("  dropped     {}\n", dropped);
   for (const auto& [r, c] : drops) s += fmt::format("    {:<18} {}\n", r, c);
   s += fmt::format("  books       received = transmitted + dropped: {} ({} unaccounted)\n",

@@ -47,6 +47,13 @@ struct Summary {
     bool throttled = false;           // waiting for tokens now
   };
   std::vector<ShaperClass> shaper_classes;
+  // Per output port (docs/pipeline.md "Output ports"): sent packets and bytes, and packets the port did not take
+  // (counted under the port's unsent reason, tx_failed or tx_error). They sum to tx_packets and tx_bytes.
+  struct OutPort {
+    std::string name;  // Port::describe()
+    uint64_t packets = 0, bytes = 0, failed = 0;
+  };
+  std::vector<OutPort> out_ports;
   uint64_t rx_buffers_in_use = 0;  // rx port buffers not yet released (pool/generator: 0 after the drain)
   uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
   std::vector<LaneSummary> lanes;

@@ -42,6 +42,18 @@ Status PrometheusExporter::start(std::string addr, bool shaping) {
   dropped = g("hpr_dropped_packets_total", "Packets dropped, all reasons");
   reorders = g("hpr_reorders_total", "Packets that left a flow out of order (must be 0)");
   p99 = g("hpr_latency_p99_seconds", "rx-to-tx latency, 99th percentile");
+  port_tx = &prometheus::BuildGauge()
+                 .Name("hpr_port_tx_packets_total")
+                 .Help("Packets transmitted, by output port")
+                 .Register(*registry);
+  port_tx_bytes = &prometheus::BuildGauge()
+                       .Name("hpr_port_tx_bytes_total")
+                       .Help("Bytes transmitted, by output port")
+                       .Register(*registry);
+  port_failed = &prometheus::BuildGauge()
+                     .Name("hpr_port_tx_failed_total")
+                     .Help("Packets an output port did not take, by port")
+                     .Register(*registry);
   lane_util = &prometheus::BuildGauge().Name("hpr_lane_utilisation").Help("Fraction of time a lane had work").Register(*registry);
   drops = &prometheus::BuildGauge().Name("hpr_drops_total").Help("Drops by reason").Register(*registry);
   power = &prometheus::BuildGauge().Name("hpr_power_watts").Help("Power of the run's devices, by source (rapl, nvml, model, mixed)").Register(*registry);
@@ -78,6 +90,12 @@ void PrometheusExporter::update(const Summary& s) {
   dropped->Set(static_cast<double>(s.dropped));
   reorders->Set(static_cast<double>(s.reorders));
   p99->Set(static_cast<double>(s.latency_p99_ns) / 1e9);
+  for (size_t i = 0; i < s.out_ports.size(); ++i) {
+    const prometheus::Labels l{{"port", std::to_string(i)}};
+    port_tx->Add(l).Set(static_cast<double>(s.out_ports[i].packets));
+    port_tx_bytes->Add(l).Set(static_cast<double>(s.out_ports[i].bytes));
+    port_failed->Add(l).Set(static_cast<double>(s.out_ports[i].failed));
+  }
   for (const auto& l : s.lanes) lane_util->Add({{"lane", l.name}}).Set(l.utilisation);
   for (const auto& [r, c] : s.drops) drops->Add({{"reason", r}}).Set(static_cast<double>(c));
   if (!s.power_source.empty()) power->Add({{"source", s.power_source}}).Set(s.power_w);

@@ -40,6 +40,7 @@ class PrometheusExporter {
   prometheus::Gauge* reorders = nullptr;
   prometheus::Gauge* p99 = nullptr;
   prometheus::Family<prometheus::Gauge>* lane_util = nullptr;
+  prometheus::Family<prometheus::Gauge>*port_tx = nullptr, *port_tx_bytes = nullptr, *port_failed = nullptr;
   prometheus::Family<prometheus::Gauge>* drops = nullptr;
   prometheus::Family<prometheus::Gauge>* power = nullptr;
   struct Shaper {  // egress shaper (registered when shaping is on)

@@ -1,9 +1,11 @@
 // Checks of a whole RunConfig (settings that depend on each other); single values are range-checked
 // where they are read (settings.cpp).
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "hpr/atomic_file.hpp"
+#include "kernels/ipv4/ipv4_app.hpp"
 #include "kernels/registry.hpp"
 #include "pipeline/run_config.hpp"
 #include "scheduler/balance/balancer.hpp"
@@ -76,6 +78,79 @@ Status validate_shaping(const ShapingConfig& sc, uint32_t largest_frame) {
   return Status::ok();
 }
 
+// Output ports 1.. (port 0 is checked with output.*), ports.map, ports.macs and [[neighbour]].
+Status validate_outputs(const RunConfig& c) {
+  const size_t outputs = 1 + c.more_outputs.size();
+  std::set<std::string> pcaps, ethdevs;
+  if (c.input.kind == "dpdk") ethdevs.insert(c.input.dpdk_port);
+  for (size_t i = 0; i < outputs; ++i) {
+    const EndpointConfig& e = i == 0 ? c.output : c.more_outputs[i - 1];
+    if (i > 0 && e.kind != "pcap" && e.kind != "dpdk" && e.kind != "null")
+      return error(Code::kInvalidArgument, "output.ports (--out): output {}: '{}' is not one of pcap, dpdk, null", i,
+                   e.kind);
+    if (e.kind == "pcap" && !pcaps.insert(e.pcap).second)
+      return error(Code::kInvalidArgument, "output.ports (--out): output {} writes '{}', as an earlier output does", i,
+                   e.pcap);
+    if (i > 0 && e.kind == "dpdk" && !ethdevs.insert(e.dpdk_port).second)
+      return error(Code::kInvalidArgument,
+                   "output.ports (--out): output {}: ethdev '{}' is already used (the input or an earlier output)", i,
+                   e.dpdk_port);
+    if (i == 0 && e.kind == "dpdk") ethdevs.insert(e.dpdk_port);
+  }
+  for (size_t i = 0; i < c.port_map.size(); ++i)
+    if (c.port_map[i] >= outputs)
+      return error(Code::kInvalidArgument,
+                   "ports.map (--port-map): entry {} names output port {}, but there {} {} output port{} (--out / "
+                   "output.ports)",
+                   i, c.port_map[i], outputs == 1 ? "is" : "are", outputs, outputs == 1 ? "" : "s");
+  if (c.port_macs.size() > outputs)
+    return error(Code::kInvalidArgument, "ports.macs (--port-mac): {} MACs for {} output port{}", c.port_macs.size(),
+                 outputs, outputs == 1 ? "" : "s");
+  for (size_t i = 0; i < c.port_macs.size(); ++i)
+    if (!c.port_macs[i].empty())
+      if (auto m = kernels::ipv4::parse_mac(c.port_macs[i]); !m)
+        return error(Code::kInvalidArgument, "ports.macs (--port-mac): output port {}: {}", i, m.status().message());
+  if (c.neighbours.empty()) return Status::ok();
+  if (c.app != "ipv4")
+    return error(Code::kInvalidArgument, "neighbour: the neighbour table is for the ipv4 app, not '{}'", c.app);
+  if (!c.port_map.empty())
+    return error(Code::kInvalidArgument,
+                 "ports.map (--port-map): not with [[neighbour]], whose entries name each next hop's output port");
+  std::vector<int> seen(c.app_opts.ports, -1);
+  std::map<uint32_t, size_t> addrs;
+  for (size_t i = 0; i < c.neighbours.size(); ++i) {
+    const NeighbourConfig& nb = c.neighbours[i];
+    uint32_t a = 0;
+    if (!nb.address.empty() && !kernels::ipv4::parse_ipv4(nb.address, a))
+      return error(Code::kInvalidArgument, "neighbour[{}].address: '{}' is not an IPv4 address a.b.c.d", i, nb.address);
+    if (!nb.address.empty() && !addrs.emplace(a, i).second)
+      return error(Code::kInvalidArgument, "neighbour[{}].address: {} is already the address of neighbour[{}]", i,
+                   nb.address, addrs[a]);
+    if (nb.next_hop >= c.app_opts.ports)
+      return error(Code::kInvalidArgument,
+                   "neighbour[{}].next_hop: {} is not a next hop: they are 0..{} (app.ports = {})", i, nb.next_hop,
+                   c.app_opts.ports - 1, c.app_opts.ports);
+    if (seen[nb.next_hop] >= 0)
+      return error(Code::kInvalidArgument, "neighbour[{}].next_hop: next hop {} is already in neighbour[{}]", i,
+                   nb.next_hop, seen[nb.next_hop]);
+    seen[nb.next_hop] = static_cast<int>(i);
+    if (nb.port >= outputs)
+      return error(
+          Code::kInvalidArgument,
+          "neighbour[{}].port: output port {} does not exist: there {} {} output port{} (--out / output.ports)", i,
+          nb.port, outputs == 1 ? "is" : "are", outputs, outputs == 1 ? "" : "s");
+    if (auto m = kernels::ipv4::parse_mac(nb.mac); !m)
+      return error(Code::kInvalidArgument, "neighbour[{}].mac: {}", i, m.status().message());
+  }
+  for (uint32_t h = 0; h < c.app_opts.ports; ++h)
+    if (seen[h] < 0)
+      return error(Code::kInvalidArgument,
+                   "neighbour: next hop {} has no [[neighbour]] entry; with a neighbour table every next hop 0..{} "
+                   "(app.ports = {}) needs one",
+                   h, c.app_opts.ports - 1, c.app_opts.ports);
+  return Status::ok();
+}
+
 }  // namespace
 
 Status validate(const RunConfig& c) {
@@ -98,6 +173,7 @@ Status validate(const RunConfig& c) {
                  "output.dpdk_port: '{}' is also the input; one ethdev cannot be opened twice: use two ports (e.g. "
                  "--vdev net_pcap0,... in and --vdev net_null0 out)",
                  c.output.dpdk_port);
+  HPR_RETURN_IF_ERROR(validate_outputs(c));
   // Output files are written through AtomicFile, which refuses non-regular targets: say so before the run.
   for (auto [key, path] : {std::pair<const char*, const std::string*>{"telemetry.summary_json (--summary-json)", &c.summary_json},
                            {"app.log (--log)", &c.log_path},

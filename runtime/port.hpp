@@ -6,9 +6,11 @@
 // receiving port; whoever finishes with a packet returns it with that port's release(). tx_burst
 // never takes ownership: it sends (or copies) the bytes and the caller releases afterwards. A DPDK
 // port sending mbufs of its own mempool takes an extra reference so that release() stays uniform.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -101,6 +103,9 @@ class Port {
   // full) or, once a write to an output file has failed, tx_error.
   virtual DropReason unsent_reason() const { return DropReason::kTxFailed; }
   virtual PortStats stats() const = 0;
+  // The port's own MAC address (a DPDK ethdev's), for the IPv4 app's Ethernet rewrite; nullopt: it has none
+  // (capture files, null, generator).
+  virtual std::optional<std::array<uint8_t, 6>> mac() const { return std::nullopt; }
 };
 
 }  // namespace hpr

@@ -32,11 +32,12 @@ bool ends_with(const std::string& s, std::string_view suffix) {
 
 }  // namespace
 
-Result<RouteLoad> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports) {
+Result<RouteLoad> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports,
+                              std::span<const NextHopAddr> addrs) {
   if (format == RouteFormat::kAuto) {
     format = ends_with(path, ".dat") || ends_with(path, ".dat.gz") ? RouteFormat::kIpasn : RouteFormat::kText;
   }
-  return format == RouteFormat::kIpasn ? load_ipasn(path, num_ports) : load_route_text(path);
+  return format == RouteFormat::kIpasn ? load_ipasn(path, num_ports) : load_route_text(path, addrs);
 }
 
 Result<std::unique_ptr<Ipv4App>> Ipv4App::create(std::span<const Route> routes, const Ipv4Config& config) {
@@ -126,6 +127,18 @@ void Ipv4App::finish(std::span<Packet> pkts, const BatchView& batch) const {
     } else {
       pkts[i].out_port = r.out_port;
     }
+  }
+  if (neighbours_.empty()) return;  // no table: frames leave as they came (one branch per batch)
+  // l3fwd's rewrite of the forwarded IPv4 frames (non-IPv4 passed to non_ipv4_port leaves as it came).
+  for (size_t i = 0; i < n; ++i) {
+    Ipv4Result r;
+    std::memcpy(&r, res + i, sizeof r);
+    if (pkts[i].drop != DropReason::kNone || (r.flags & kResNotIpv4) != 0 || r.next_hop >= neighbours_.size())
+      continue;
+    const Neighbour& nb = neighbours_[r.next_hop];
+    std::memcpy(pkts[i].data, nb.dst_mac.data(), 6);
+    std::memcpy(pkts[i].data + 6, nb.src_mac.data(), 6);
+    pkts[i].out_port = nb.port;
   }
 }
 

@@ -17,7 +17,11 @@
 // kBadVersion, kBadIhl, kBadTotalLength, kBadChecksum, kTtlExceeded, kNoRoute.
 //
 // finish() sets Packet::drop for dropped packets and Packet::out_port (= next hop) for the others.
+// With a neighbour table (set_neighbours) it also does l3fwd's Ethernet rewrite on every forwarded IPv4 packet,
+// on the host for every lane (so native and device output stay byte-identical): destination MAC := the next
+// hop's neighbour MAC, source MAC := its output port's MAC, and out_port := that output port.
 // For kTtlExceeded the pipeline builds the reply with build_icmp_time_exceeded() and sends it.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -69,7 +73,22 @@ enum class RouteFormat : uint8_t {
 
 // Loads a route file in `format` (routes, IPv6 lines skipped, duplicates: RouteLoad). Errors: those of
 // load_ipasn / load_route_text (routes.hpp).
-Result<RouteLoad> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports);
+// `addrs`: next-hop addresses a text route file may name (parse_route_text).
+Result<RouteLoad> load_routes(const std::string& path, RouteFormat format, uint32_t num_ports,
+                              std::span<const NextHopAddr> addrs = {});
+
+using MacAddr = std::array<uint8_t, 6>;
+// "aa:bb:cc:dd:ee:ff" (hex digits, either case; ':' or '-' between the six bytes). Errors: kInvalidArgument
+// quoting the text.
+Result<MacAddr> parse_mac(std::string_view text);
+std::string format_mac(const MacAddr& mac);
+
+// A next hop's neighbour (DPDK l3fwd's per-port dest_eth_addr and ports_eth_addr, per next hop).
+struct Neighbour {
+  uint16_t port = 0;  // output port index
+  MacAddr dst_mac{};  // the neighbour's MAC
+  MacAddr src_mac{};  // the output port's MAC
+};
 
 class Ipv4App final : public App {
  public:
@@ -99,6 +118,11 @@ class Ipv4App final : public App {
   uint64_t count_events(const BatchView& batch) const override;
   std::string_view event_name() const override { return "forwarded"; }
 
+  // The neighbour of every next hop 0..num_ports-1 (index = next hop). Call before the run (not thread safe
+  // against finish()). Errors: kInvalidArgument when the table's size is not num_ports.
+  Status set_neighbours(std::vector<Neighbour> by_next_hop);
+  const std::vector<Neighbour>& neighbours() const { return neighbours_; }
+
   const FlatLpm& lpm() const { return lpm_; }
   const Ipv4Config& config() const { return config_; }
 
@@ -106,6 +130,7 @@ class Ipv4App final : public App {
   Ipv4App(FlatLpm lpm, const Ipv4Config& config) : lpm_(std::move(lpm)), config_(config) {}
   FlatLpm lpm_;
   Ipv4Config config_;
+  std::vector<Neighbour> neighbours_;  // empty: no rewrite
 };
 
 // Builds an ICMP Time Exceeded message (type 11, code 0 "TTL exceeded in transit"; RFC 792) answering

@@ -182,7 +182,7 @@ Result<RouteLoad> parse_ipasn(std::string_view text, std::string_view name, uint
   return finish(std::move(load), name);
 }
 
-Result<RouteLoad> parse_route_text(std::string_view text, std::string_view name) {
+Result<RouteLoad> parse_route_text(std::string_view text, std::string_view name, std::span<const NextHopAddr> addrs) {
   RouteLoad load;
   std::vector<Route>& routes = load.routes;
   Status st = for_each_line(text, [&](std::string_view line, size_t no) -> Status {
@@ -197,8 +197,15 @@ Result<RouteLoad> parse_route_text(std::string_view text, std::string_view name)
     }
     Route r;
     if (auto e = parse_prefix(f[0], r.prefix, r.len); !e.empty()) return error(Code::kInvalidArgument, "{}:{}: {}", name, no, e);
-    uint32_t nh = 0;
-    if (!parse_u32(f[1], nh)) return error(Code::kInvalidArgument, "{}:{}: bad next hop '{}' (expected a decimal port number)", name, no, f[1]);
+    uint32_t nh = 0, addr = 0;
+    if (f[1].find('.') != std::string_view::npos && parse_ipv4(f[1], addr)) {
+      auto it = std::find_if(addrs.begin(), addrs.end(), [&](const NextHopAddr& a) { return a.addr == addr; });
+      if (it == addrs.end())
+        return error(Code::kInvalidArgument, "{}:{}: next hop {} is not the address of any [[neighbour]]", name, no,
+                     f[1]);
+      nh = it->next_hop;
+    } else if (!parse_u32(f[1], nh))
+      return error(Code::kInvalidArgument, "{}:{}: bad next hop '{}' (expected a decimal port number)", name, no, f[1]);
     if (nh >= kMaxNextHop) return error(Code::kInvalidArgument, "{}:{}: next hop {} too large (must be < {})", name, no, nh, kMaxNextHop);
     r.next_hop = nh;
     routes.push_back(r);
@@ -214,10 +221,10 @@ Result<RouteLoad> load_ipasn(const std::string& path, uint32_t num_ports) {
   return parse_ipasn(*text, path, num_ports);
 }
 
-Result<RouteLoad> load_route_text(const std::string& path) {
+Result<RouteLoad> load_route_text(const std::string& path, std::span<const NextHopAddr> addrs) {
   auto text = read_maybe_gzip(path);
   if (!text) return text.status();
-  return parse_route_text(*text, path);
+  return parse_route_text(*text, path, addrs);
 }
 
 }  // namespace hpr::kernels::ipv4

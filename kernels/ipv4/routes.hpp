@@ -8,7 +8,8 @@
 //        next_hop = origin_AS mod num_ports
 //    which spreads prefixes over the router's ports deterministically (documented in docs/ipv4.md).
 //  * plain text: `a.b.c.d/len nexthop` (whitespace separated), `#` or `;` comment lines, blank lines
-//    ignored; nexthop is a decimal integer (the output port, < kMaxNextHop).
+//    ignored; nexthop is a decimal integer (the output port, < kMaxNextHop), or a next-hop IPv4 address
+//    a.b.c.d that the caller's address table (NextHopAddr: [[neighbour]] address = ...) maps to a number.
 // In both formats an IPv6 prefix line (`2001:db8::/32<TAB>64496`, as newer RouteViews conversions mix in)
 // is skipped and counted (RouteLoad::ipv6_skipped); its second field is not read. This is an IPv4 router.
 // Duplicate prefixes are allowed and counted (RouteLoad::duplicates); the later line wins (both lookup
@@ -24,6 +25,7 @@
 //  * kInvalidArgument "<file>: no routes": the file holds no IPv4 route at all (empty table);
 //  * kInvalidArgument: num_ports == 0.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,12 +64,21 @@ inline constexpr size_t kMaxRouteFileBytes = size_t{256} << 20;
 // "<file>: more than N MiB after decompression (a full BGP table is ~ 25 MB)"; errors as above.
 Result<std::string> read_maybe_gzip(const std::string& path, size_t max_bytes = kMaxRouteFileBytes);
 
+// A next-hop address that text route files may name instead of the next hop's number.
+struct NextHopAddr {
+  uint32_t addr = 0;  // host byte order
+  uint32_t next_hop = 0;
+};
+
 // Parsers over text already in memory; `name` is used in messages ("<name>:<line>: ...").
 Result<RouteLoad> parse_ipasn(std::string_view text, std::string_view name, uint32_t num_ports);
-Result<RouteLoad> parse_route_text(std::string_view text, std::string_view name);
+// A next hop given as an address not in `addrs`: kInvalidArgument "<name>:<line>: next hop a.b.c.d is not the
+// address of any [[neighbour]]".
+Result<RouteLoad> parse_route_text(std::string_view text, std::string_view name,
+                                   std::span<const NextHopAddr> addrs = {});
 
 // File loaders (gzip or plain for both).
 Result<RouteLoad> load_ipasn(const std::string& path, uint32_t num_ports);
-Result<RouteLoad> load_route_text(const std::string& path);
+Result<RouteLoad> load_route_text(const std::string& path, std::span<const NextHopAddr> addrs = {});
 
 }  // namespace hpr::kernels::ipv4

@@ -59,6 +59,13 @@ class DpdkPort final : public Port {
   std::string describe() const override {
     return "dpdk " + cfg_.name + (cfg_.rx_queues > 1 ? fmt::format(" rx queue {} of {}{}", queue_, cfg_.rx_queues, rss_ ? " (RSS)" : "") : "");
   }
+  std::optional<std::array<uint8_t, 6>> mac() const override {
+    rte_ether_addr a{};
+    if (rte_eth_macaddr_get(port_id_, &a) != 0) return std::nullopt;
+    std::array<uint8_t, 6> m{};
+    std::memcpy(m.data(), a.addr_bytes, 6);
+    return m;
+  }
 
   static Result<std::vector<std::unique_ptr<Port>>> create(const DpdkPortConfig& cfg) {
     if (!dpdk_initialised()) return error(Code::kUnavailable, "DPDK port '{}' needs the EAL: call dpdk_init first", cfg.name);

@@ -66,6 +66,7 @@ class SpreadView final : public Port {
     stats_.rx_bytes.add(frame_bytes(pkts, got));
     return got;
   }
+  std::optional<std::array<uint8_t, 6>> mac() const override { return s_->source->mac(); }
   uint16_t tx_burst(Packet*, uint16_t) override { return 0; }
   void release(Packet* pkts, uint16_t n) override { s_->source->release(pkts, n); }
   bool rx_done() const override {
@@ -109,6 +110,7 @@ class SharedTx final : public Port {
   SharedTx(std::shared_ptr<Shared> s, uint16_t index) : s_(std::move(s)), i_(index) {}
   std::string_view kind() const override { return s_->port->kind(); }
   std::string describe() const override { return s_->port->describe(); }
+  std::optional<std::array<uint8_t, 6>> mac() const override { return s_->port->mac(); }
   uint16_t rx_burst(Packet*, uint16_t, uint64_t) override { return 0; }
   uint16_t tx_burst(Packet* pkts, uint16_t n) override {
     std::lock_guard<std::mutex> g(s_->mu);

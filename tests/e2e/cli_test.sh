@@ -31,6 +31,10 @@ expect 3 "lanes.devices: no OpenCL device matches 'TeslaV100'" run --devices Tes
 expect 3 "configuration file '$tmp/none.toml' does not exist" run -c "$tmp/none.toml"
 printf '[lanes]\nbatch = "big"\n' >"$tmp/bad.toml"
 expect 2 "lanes.batch (--batch): want an integer" run -c "$tmp/bad.toml"
+# issue 12: a port map naming an output that does not exist, and a bad neighbour MAC, refused before the run.
+expect 2 "ports.map (--port-map): entry 1 names output port 5, but there are 2 output ports" run --devices none --packets 100 -q --out null --out null --port-map 0,5
+printf '[[neighbour]]\nnext_hop = 0\nport = 0\nmac = "02:00:00:00:00"\n' >"$tmp/nb.toml"
+expect 2 "neighbour[0].mac: '02:00:00:00:00' is not a MAC address" run -c "$tmp/nb.toml" --devices none --ports 1 --routes "$tmp/routes.txt"
 
 # SIGTERM with packets in flight: rx stops, queues and batches drain, the summary balances, exit 0.
 "$hpr" run --in gen --packets 0 --flows 1000 --out null --devices none --native 2 --routes "$tmp/routes.txt" \

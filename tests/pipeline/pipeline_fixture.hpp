@@ -57,6 +57,8 @@ inline RunConfig base_config() {
 // in capture order, as the dispatcher assigns them.
 struct Reference {
   std::vector<std::vector<uint8_t>> out;  // forwarded frames and the ICMP messages the host sends
+  std::vector<uint16_t> out_port;         // per frame of `out`: the app's out_port (ICMP: 0, the host's port)
+  std::vector<bool> out_ipv4;             // per frame of `out`: a forwarded IPv4 packet (the neighbour rewrite's)
   uint64_t dropped = 0;
   uint64_t icmp = 0;
   std::vector<std::string> log;  // result-log lines (DPI alerts, MD5 digests) without the leading rx time
@@ -117,12 +119,16 @@ inline Reference native_reference(const kernels::App& app, const Capture& cap, c
         if (n) {
           icmp.resize(*n);
           r.out.push_back(icmp);
+          r.out_port.push_back(0);
+          r.out_ipv4.push_back(false);
           ++r.icmp;
         }
       }
       continue;
     }
     r.out.push_back(frames[idx[j]]);
+    r.out_port.push_back(kept[j].out_port);
+    r.out_ipv4.push_back(kept[j].l3 == L3::kIPv4);
   }
   return r;
 }
