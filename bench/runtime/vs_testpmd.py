@@ -84,10 +84,14 @@ def l3fwd_cmd(binary, rx_vdev, lookup, rules):
 
 
 def l3fwd(binary, capture, seconds, lookup, rules):
-    """Mpps of l3fwd on one lcore: packets sent on both ports over the time its loops ran (HPR_STATS lines of
+    """Mpps of l3fwd on one lcore (l3fwd_mpps)."""
+    return l3fwd_mpps(l3fwd_cmd(binary, f"net_pcap0,rx_pcap={capture},infinite_rx=1", lookup, rules), seconds)
+
+
+def l3fwd_mpps(cmd, seconds):
+    """Mpps of an l3fwd command line: packets sent on both ports over the time its loops ran (HPR_STATS lines of
     the build_l3fwd.sh patch). Waits for the table to load (tens of seconds for the BGP table) before timing."""
-    cmd = ["stdbuf", "-oL"] + l3fwd_cmd(binary, f"net_pcap0,rx_pcap={capture},infinite_rx=1", lookup, rules)
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.Popen(["stdbuf", "-oL"] + cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     for line in p.stdout:
         if line.startswith("Port 1 Link"):
             break
