@@ -35,6 +35,10 @@ expect 2 "lanes.batch (--batch): want an integer" run -c "$tmp/bad.toml"
 expect 2 "ports.map (--port-map): entry 1 names output port 5, but there are 2 output ports" run --devices none --packets 100 -q --out null --out null --port-map 0,5
 printf '[[neighbour]]\nnext_hop = 0\nport = 0\nmac = "02:00:00:00:00"\n' >"$tmp/nb.toml"
 expect 2 "neighbour[0].mac: '02:00:00:00:00' is not a MAC address" run -c "$tmp/nb.toml" --devices none --ports 1 --routes "$tmp/routes.txt"
+# issue 12: workers with device lanes, and more workers than cores, refused before the run.
+expect 2 "lanes.devices (--devices): with lanes.workers (--workers) above 1" run --workers 2 --packets 100 -q
+expect 2 "lanes.workers (--workers): 65 is not in 1..64" run --workers 65 --devices none --packets 100 -q
+expect 2 "lanes.cores (--cores): 'x' is not a core number" run --workers 1 --cores x --devices none --packets 100 -q
 
 # SIGTERM with packets in flight: rx stops, queues and batches drain, the summary balances, exit 0.
 "$hpr" run --in gen --packets 0 --flows 1000 --out null --devices none --native 2 --routes "$tmp/routes.txt" \
