@@ -26,7 +26,7 @@ std::vector<std::string> vdevs() {
           "net_pcap4,rx_pcap=" + kSkype, "net_pcap5,tx_pcap=" + tmp_path("dpdk_port0.pcap"),
           "net_pcap6,tx_pcap=" + tmp_path("dpdk_port1.pcap"),
           "net_pcap7,rx_pcap=" + kQ0 + ",rx_pcap=" + kQ1, "net_pcap8,tx_pcap=" + tmp_path("dpdk_workers_out.pcap"),
-          "net_pcap9,rx_pcap=" + kSkype};
+          "net_pcap9,rx_pcap=" + kSkype, "net_null0", "net_null1,no-rx=1"};
 }
 int cores_here() {
   cpu_set_t set;
@@ -195,4 +195,26 @@ TEST_CASE("two DPDK outputs with a neighbour table: each packet leaves by its ne
     CHECK(got->size() == s.out_ports[q].packets + (q == 0 ? s.host_frames : 0));
     CHECK(sorted(got->frames) == sorted(want[q]));
   }
+}
+
+TEST_CASE("two workers on a DPDK port with RSS: a queue each, the symmetric key taken, the books balance") {
+  if (cores_here() < 2) return;
+  RunConfig c = base_config();
+  c.input = {.kind = "dpdk", .dpdk_port = "net_null0"};  // net_null has RSS; each rx queue makes its own frames
+  c.output = {.kind = "dpdk", .dpdk_port = "net_null1"};
+  c.vdevs = vdevs();
+  c.duration_s = 0.3;
+  c.workers = 2;
+  c.devices = {"none"};
+  Summary s;
+  {
+    auto ctx = prepare_run(c);
+    REQUIRE(ctx.is_ok());
+    CHECK_THAT((*ctx)->rx->describe(), Catch::Contains("rx queue 0 of 2 (RSS)"));
+    s = (*ctx)->pipeline->run();
+  }
+  check_books(s);
+  REQUIRE(s.lanes.size() == 2);
+  CHECK(s.lanes[0].packets > 0);
+  CHECK(s.lanes[1].packets > 0);
 }
