@@ -143,6 +143,20 @@ TEST_CASE("two workers on a DPDK port with one rx queue: refused with --rx-sprea
   REQUIRE_FALSE(bad.is_ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("lanes.workers") && Catch::Contains("net_pcap9") &&
                                          Catch::Contains("--rx-spread hash"));
+  // Nothing was started: the same port then runs with the reader spreading its one queue (and is closed after).
+  c.rx_spread = "hash";
+  c.backpressure = true;
+  c.duration_s = 2;
+  Summary s;
+  {
+    auto ctx = prepare_run(c);
+    REQUIRE(ctx.is_ok());
+    s = (*ctx)->pipeline->run();
+  }
+  check_books(s);
+  auto cap = load_capture(kSkype);
+  REQUIRE(cap.is_ok());
+  CHECK(s.rx_packets == cap->size());
 }
 
 TEST_CASE("two DPDK outputs with a neighbour table: each packet leaves by its next hop's port, MACs rewritten") {
