@@ -40,7 +40,7 @@ void adjust_run_config(RunConfig& cfg) {
 Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunContext& ctx) {
   auto x = std::make_unique<RunExtras>();
   x->cfg_ = cfg;
-  x->power_ = RunPower::create(cfg.power, add_host_threads(power_lanes(ctx.devices, cfg.native_lanes)), monotonic_ns());
+  x->power_ = RunPower::create(cfg.power, add_host_threads(power_lanes(ctx.devices, cfg.native_lanes, cfg.workers)), monotonic_ns());
   const bool learning = learning_mode(cfg);
   if (!learning && cfg.adapt_table.empty()) {
     if (!cfg.adapt_csv.empty()) {

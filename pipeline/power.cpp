@@ -8,16 +8,19 @@
 
 namespace hpr {
 
-std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint32_t native_lanes) {
+std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint32_t native_lanes, uint32_t workers) {
   std::vector<PowerLane> out;
-  out.reserve(devices.size() + native_lanes);
+  out.reserve(devices.size() + native_lanes * workers);
   for (const auto& d : devices) {
     // A CPU device keeps its compute units busy (PoCL pthread: every core; basic: one); one lane per device.
     std::string name = fmt::format("cl{}:{}", d.index, d.name);
     uint32_t cores = d.kind == DeviceKind::kCpu ? d.compute_units : 1;
     out.push_back({name, kind_name(d.kind), d.vendor, cores, name});
   }
-  for (uint32_t i = 0; i < native_lanes; ++i) out.push_back({fmt::format("native{}", i), "cpu", "host", 1, "host"});
+  for (uint32_t w = 0; w < workers; ++w)
+    for (uint32_t i = 0; i < native_lanes; ++i)
+      out.push_back({workers > 1 ? fmt::format("w{}:native{}", w, i) : fmt::format("native{}", i), "cpu", "host", 1,
+                     "host"});
   return out;
 }
 

@@ -83,9 +83,10 @@ class RunPower {
   double energy_j_ = 0, last_w_ = 0;
 };
 
-// Lane descriptions of a prepared run: its OpenCL devices in order, then `native_lanes` native lanes.
+// Lane descriptions of a prepared run: its OpenCL devices in order, then `native_lanes` native lanes (with several
+// workers, those of each worker in turn, named as the summary names them: w0:native0, w1:native0, ...).
 struct DeviceInfo;
-std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint32_t native_lanes);
+std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint32_t native_lanes, uint32_t workers = 1);
 // Appends the pipeline's host threads as CPU "lanes" of one core each, after the lanes: host:dispatch (rx,
 // classification, enqueue) and host:egress (order check, tx). Their work costs power as a lane's does (a native
 // lane's packets spend most of their host time there); power_util() gives their utilisation in this order.

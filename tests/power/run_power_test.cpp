@@ -139,3 +139,13 @@ TEST_CASE("run power: the host threads (dispatch, egress) are CPU lanes of the h
   CHECK(power_util(st) == std::vector<double>{0.2, 0.6, 0.2});
   CHECK(rp->sample(power_util(st), kSec).watts == Approx(6 + 52 * 0.5));
 }
+
+TEST_CASE("run power: with workers, each worker's native lane in the summary's order and names") {
+  auto lanes = add_host_threads(power_lanes({}, 1, 2));
+  REQUIRE(lanes.size() == 4);
+  CHECK(lanes[0].name == "w0:native0");
+  CHECK(lanes[1].name == "w1:native0");
+  CHECK(lanes[2].name == "host:dispatch");
+  auto rp = RunPower::create(model_only(), lanes, 0);
+  CHECK(has_note(*rp, "w0:native0 (1 core), w1:native0 (1 core), host:dispatch"));
+}
