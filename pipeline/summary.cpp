@@ -16,10 +16,10 @@ void Summary::add_worker(const Summary& w) {
   tx_bytes += w.tx_bytes;
   port_missed += w.port_missed;
   dropped += w.dropped;
-  for (const auto& [reason, n] : w.drops) {
-    auto it = std::find_if(drops.begin(), drops.end(), [&](const auto& d) { return d.first == reason; });
-    if (it != drops.end()) it->second += n;
-    else drops.emplace_back(reason, n);
+  for (const auto& d : w.drops) {
+    auto it = std::find_if(drops.begin(), drops.end(), [&](const auto& x) { return x.first == d.first; });
+    if (it != drops.end()) it->second += d.second;
+    else drops.push_back(d);
   }
   reorders += w.reorders;
   unaccounted += w.unaccounted;
