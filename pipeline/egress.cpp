@@ -59,7 +59,7 @@ void Pipeline::drop_at_egress(const Packet& p) {
       h.data = const_cast<uint8_t*>(frame.data());
       h.len = static_cast<uint16_t>(frame.size());
       h.buf_kind = kBufPool;
-      bump(host_frames_, tx_->tx_burst(&h, 1));
+      bump(host_frames_, txs_[0]->tx_burst(&h, 1));
     }
   }
 }

@@ -132,7 +132,6 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
     for (auto& l : p->lanes_) l->on_completions_full([pp = p.get()] { pp->egress_poll(); });
   p->app_ = std::move(app);
   p->rx_ = &rx;
-  p->tx_ = tx[0];
   p->txs_ = std::move(tx);
   if (p->cfg_.port_map.empty())
     for (size_t i = 0; i < p->txs_.size(); ++i) p->port_of_.push_back(static_cast<uint16_t>(i));

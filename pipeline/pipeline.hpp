@@ -221,8 +221,7 @@ class Pipeline {
   PipelineConfig cfg_;
   std::shared_ptr<const kernels::App> app_;
   Port* rx_ = nullptr;
-  Port* tx_ = nullptr;             // output port 0
-  std::vector<Port*> txs_;         // every output port
+  std::vector<Port*> txs_;         // every output port; txs_[0] is port 0 (host frames leave by it)
   std::vector<uint16_t> port_of_;  // app out_port mod size → output port (cfg_.port_map, or one per output)
   struct TxCounters {              // per output port (several outputs only; egress writes)
     std::atomic<uint64_t> packets{0}, bytes{0}, failed{0};

@@ -8,8 +8,8 @@
 
 #include <arpa/inet.h>
 #include <fmt/ranges.h>
-#include <sched.h>
 
+#include "hpr/cores.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
 #include "pipeline/fault_injection.hpp"
 #include "pipeline/run_config.hpp"
@@ -133,12 +133,7 @@ Result<std::vector<std::unique_ptr<Port>>> make_worker_ports(const RunConfig& c,
 
 // The cores the workers run on: lanes.cores, or the cores this process may run on. Errors name the setting.
 Result<std::vector<int>> worker_cores(const RunConfig& c) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> allowed;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int i = 0; i < CPU_SETSIZE; ++i)
-      if (CPU_ISSET(i, &set)) allowed.push_back(i);
+  const std::vector<int> allowed = allowed_cores();
   std::vector<int> cores;
   for (const std::string& s : c.cores) {
     const int core = std::stoi(s);  // digits only (validate)
@@ -375,9 +370,10 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     if (!wp) return wp.status();
     workers_made.push_back(std::move(*wp));
   }
-  if (workers > 1)
+  if (workers > 1) {
     for (auto& l : pc.lanes) l.lane.name = "w0:" + l.lane.name;
-  if (workers > 1) pc.run_to_completion = true;
+    pc.run_to_completion = true;
+  }
   auto p = Pipeline::create(std::move(pc), ctx->app, *ctx->rx, txv[0]);
   if (!p) return p.status();
   ctx->pipeline = std::move(*p);

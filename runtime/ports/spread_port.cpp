@@ -116,15 +116,6 @@ class SharedTx final : public Port {
     std::lock_guard<std::mutex> g(s_->mu);
     return s_->port->tx_burst(pkts, n);
   }
-  uint16_t tx_burst_release(Packet* pkts, uint16_t n, Port& owner) override {
-    uint16_t sent;
-    {
-      std::lock_guard<std::mutex> g(s_->mu);
-      sent = s_->port->tx_burst(pkts, n);
-    }
-    owner.release(pkts, n);
-    return sent;
-  }
   void release(Packet*, uint16_t) override {}
   bool rx_done() const override { return true; }
   void flush() override {

@@ -2,8 +2,6 @@
 // per process).
 #include <catch2/catch.hpp>
 
-#include <sched.h>
-
 #include "kernels/registry.hpp"
 #include "runtime/ports/spread_port.hpp"
 #include "tests/pipeline/pipeline_fixture.hpp"
@@ -28,11 +26,6 @@ std::vector<std::string> vdevs() {
           "net_pcap7,rx_pcap=" + kQ0 + ",rx_pcap=" + kQ1, "net_pcap8,tx_pcap=" + tmp_path("dpdk_workers_out.pcap"),
           "net_pcap9,rx_pcap=" + kSkype, "net_null0", "net_null1,no-rx=1"};
 }
-int cores_here() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-}
 }  // namespace
 
 TEST_CASE("hpr run over DPDK net_pcap in and out forwards like the native reference") {
@@ -44,12 +37,7 @@ TEST_CASE("hpr run over DPDK net_pcap in and out forwards like the native refere
   c.vdevs = vdevs();
   c.backpressure = true;  // a file behind the port: every packet counts
   c.duration_s = 3;       // net_pcap without infinite_rx delivers the file once, then idles
-  Summary s;
-  {
-    auto ctx = prepare_run(c);
-    REQUIRE(ctx.is_ok());
-    s = (*ctx)->pipeline->run();
-  }  // ports closed: tx_pcap flushed
+  const Summary s = run_to_end(c);  // the ports are closed when it returns (net_pcap writes its tx capture)
   check_books(s);
   auto cap = load_capture(in);
   REQUIRE(cap.is_ok());
@@ -72,12 +60,7 @@ TEST_CASE("jumbo frames over DPDK: md5 on both devices and a native lane equals 
   c.vdevs = vdevs();
   c.backpressure = true;
   c.duration_s = 3;
-  Summary s;
-  {
-    auto ctx = prepare_run(c);
-    REQUIRE(ctx.is_ok());
-    s = (*ctx)->pipeline->run();
-  }
+  const Summary s = run_to_end(c);  // the ports are closed when it returns (net_pcap writes its tx capture)
   check_books(s);
   auto cap = load_capture(kJumbo);
   REQUIRE(cap.is_ok());
@@ -93,7 +76,7 @@ TEST_CASE("jumbo frames over DPDK: md5 on both devices and a native lane equals 
 }
 
 TEST_CASE("two workers on two rx queues of one DPDK port forward like the native reference") {
-  if (cores_here() < 2) return;
+  if (cores_here().size() < 2) return;
   const std::string out = tmp_path("dpdk_workers_out.pcap");
   RunConfig c = base_config();
   c.input = {.kind = "dpdk", .dpdk_port = "net_pcap7"};
@@ -131,7 +114,7 @@ TEST_CASE("two workers on two rx queues of one DPDK port forward like the native
 }
 
 TEST_CASE("two workers on a DPDK port with one rx queue: refused with --rx-spread queues, naming the setting") {
-  if (cores_here() < 2) return;
+  if (cores_here().size() < 2) return;
   RunConfig c = base_config();
   c.input = {.kind = "dpdk", .dpdk_port = "net_pcap9"};
   c.output = {.kind = "null"};
@@ -147,12 +130,7 @@ TEST_CASE("two workers on a DPDK port with one rx queue: refused with --rx-sprea
   c.rx_spread = "hash";
   c.backpressure = true;
   c.duration_s = 2;
-  Summary s;
-  {
-    auto ctx = prepare_run(c);
-    REQUIRE(ctx.is_ok());
-    s = (*ctx)->pipeline->run();
-  }
+  const Summary s = run_to_end(c);  // the ports are closed when it returns (net_pcap writes its tx capture)
   check_books(s);
   auto cap = load_capture(kSkype);
   REQUIRE(cap.is_ok());
@@ -212,7 +190,7 @@ TEST_CASE("two DPDK outputs with a neighbour table: each packet leaves by its ne
 }
 
 TEST_CASE("two workers on a DPDK port with RSS: a queue each, the symmetric key taken, the books balance") {
-  if (cores_here() < 2) return;
+  if (cores_here().size() < 2) return;
   RunConfig c = base_config();
   c.input = {.kind = "dpdk", .dpdk_port = "net_null0"};  // net_null has RSS; each rx queue makes its own frames
   c.output = {.kind = "dpdk", .dpdk_port = "net_null1"};

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "hpr/cores.hpp"
 #include "hpr/data_dir.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
 #include "kernels/registry.hpp"
@@ -38,6 +39,9 @@ inline std::string small_routes() {
   std::fclose(f);
   return p;
 }
+
+// The cores this process may run on (tests of several workers need 2; a container may offer 1, or not core 0).
+inline std::vector<int> cores_here() { return allowed_cores(); }
 
 inline RunConfig base_config() {
   RunConfig c;
