@@ -1,4 +1,5 @@
-// hpr: the command-line front end. Subcommands: devices, run, profile (cli/profile_cmd.cpp), bench.
+// hpr: the command-line front end. Subcommands: devices, run, profile (cli/profile_cmd.cpp), report
+// (cli/report_cmd.cpp), selftest (cli/selftest_cmd.cpp), bench.
 // Exit codes: 0 ok; 1 the run finished but its books did not balance or a reorder happened;
 // 2 bad configuration or arguments; 3 a resource was missing or failed (file, device, port).
 #include <spdlog/spdlog.h>
@@ -18,6 +19,7 @@
 #include "cli/profile_cmd.hpp"
 #include "cli/report_cmd.hpp"
 #include "cli/run_extras.hpp"
+#include "cli/selftest_cmd.hpp"
 #include "hpr/atomic_file.hpp"
 #include "hpr/data_dir.hpp"
 #include "kernels/registry.hpp"
@@ -272,6 +274,7 @@ int main(int argc, char** argv) {
 
   auto* profile = cli::add_profile_command(app);
   auto* report = cli::add_report_command(app);
+  auto* selftest = cli::add_selftest_command(app);
   auto* bench = app.add_subcommand(
       "bench", "List the benchmarks, or run one: hpr bench NAME [ARGS...] (built by scripts/bench.sh)");
   std::string bench_name;
@@ -289,6 +292,7 @@ int main(int argc, char** argv) {
   if (dev->parsed()) return cmd_devices(dev_json, dev_kinds);
   if (profile->parsed()) return cli::run_profile_command();
   if (report->parsed()) return cli::run_report_command(report->remaining());
+  if (selftest->parsed()) return cli::run_selftest_command();
   if (bench->parsed()) return cmd_bench(bench_name, bench->remaining());
   if (run->parsed()) {
     RunConfig cfg;

@@ -99,7 +99,9 @@ class ClExecutor final : public Executor {
     if (!k) return k.status();
     e->kernel_ = std::move(*k);
     e->fault_ = fault::cl_fault_from_env();
-    if (!e->fault_.applies_to(e->prog_->device.getInfo<CL_DEVICE_NAME>())) e->fault_ = {};
+    if (!e->fault_.applies_to(e->prog_->device.getInfo<CL_DEVICE_NAME>()) ||
+        (!cfg.call_faults && e->fault_.point != fault::ClPoint::kCorrupt))
+      e->fault_ = {};
     const size_t desc_bytes = sizeof(Desc) * cfg.max_batch;
     const size_t pkts_bytes = slice_buffer_bytes(app, cfg.max_batch);
     const size_t out_bytes = out_buffer_bytes(app, cfg.max_batch);
@@ -216,6 +218,12 @@ class ClExecutor final : public Executor {
       }
       std::span<Packet> pk(s.pkts.data(), s.n);
       BatchView v{s.desc_host, s.n, s.pkts_host, s.out_host};
+      if (fault_.point == fault::ClPoint::kCorrupt && ++fault_calls_ >= fault_.nth && s.n > 0) {
+        if (fault_calls_ == fault_.nth)
+          spdlog::warn("fault injected: '{}' computes wrong results from this batch on (HPR_FAULT_CL)",
+                       prog_->device.getInfo<CL_DEVICE_NAME>());
+        s.out_host[0] ^= 0x5a;
+      }
       kernels::scatter_back(app_, pk, v);
       app_.finish(pk, v);
       on_batch(pk, v);

@@ -9,6 +9,9 @@
 //                    the pipeline leaves that lane out;
 //   map:N            the N-th clEnqueueMapBuffer of a batch submit fails (CL_MAP_FAILURE): the lane fails;
 //   enqueue:N        the N-th clEnqueueNDRangeKernel fails (CL_OUT_OF_RESOURCES): the lane fails;
+//   corrupt:N        from the N-th batch on, the device computes wrong results (no error: the first result byte
+//                    of each batch is flipped before the host reads it): `hpr selftest` reports FAIL and
+//                    `hpr run` leaves the device out after its start-up check (pipeline/device_check.hpp);
 // "@pthread" limits it to devices whose name contains "pthread". Unset or empty: no fault. A malformed value
 // is ignored with a warning naming it. A failed lane hands its packets back to the dispatcher (lane.hpp), so
 // nothing is lost without being counted.
@@ -20,7 +23,7 @@
 
 namespace hpr::fault {
 
-enum class ClPoint : uint8_t { kNone, kBuild, kAlloc, kMap, kEnqueue };
+enum class ClPoint : uint8_t { kNone, kBuild, kAlloc, kMap, kEnqueue, kCorrupt };
 
 struct ClFault {
   ClPoint point = ClPoint::kNone;
@@ -46,8 +49,9 @@ inline ClFault parse_cl_fault(const char* v) {
     f.point = ClPoint::kAlloc;
   else if (point == "map") f.point = ClPoint::kMap;
   else if (point == "enqueue") f.point = ClPoint::kEnqueue;
+  else if (point == "corrupt") f.point = ClPoint::kCorrupt;
   else
-    spdlog::warn("HPR_FAULT_CL='{}' ignored: use build|alloc|map|enqueue:N[@device]", v);
+    spdlog::warn("HPR_FAULT_CL='{}' ignored: use build|alloc|map|enqueue|corrupt:N[@device]", v);
   if (f.nth == 0) f.nth = 1;
   return f;
 }

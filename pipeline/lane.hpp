@@ -48,6 +48,9 @@ class Executor {
 struct ExecutorConfig {
   uint32_t max_batch = 1024;
   uint32_t in_flight = 2;  // OpenCL: batches outstanding at once (>= 2 overlaps copy and compute)
+  // HPR_FAULT_CL's failing calls (alloc, map, enqueue) apply to this executor. Off for `hpr run`'s start-up check
+  // (device_check.hpp), which meets only the lasting fault, corrupt, so the others still hit the run's lanes.
+  bool call_faults = true;
 };
 
 std::unique_ptr<Executor> make_native_executor(const kernels::App& app, const ExecutorConfig& cfg);

@@ -10,7 +10,9 @@
 #include <fmt/ranges.h>
 
 #include "hpr/cores.hpp"
+#include "hpr/data_dir.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
+#include "pipeline/device_check.hpp"
 #include "pipeline/fault_injection.hpp"
 #include "pipeline/run_config.hpp"
 #include "runtime/ports/dpdk_port.hpp"
@@ -207,31 +209,9 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   ctx->app = std::move(*app);
 
   // Devices first: a configuration that names a device that does not exist starts nothing.
-  std::vector<DeviceInfo> chosen;
-  bool none = c.devices.size() == 1 && c.devices[0] == "none";
-  if (!none) {
-    auto devs = discover_devices(c.kinds);
-    if (!devs) return devs.status();
-    bool all = c.devices.size() == 1 && c.devices[0] == "all";
-    if (all) {
-      chosen = *devs;
-    } else {
-      for (const auto& want : c.devices) {
-        bool found = false;
-        for (const auto& d : *devs)
-          if (d.name.find(want) != std::string::npos) {
-            chosen.push_back(d);
-            found = true;
-          }
-        if (!found) {
-          std::string have;
-          for (const auto& d : *devs) have += fmt::format("\n  {}", d.name);
-          return error(Code::kNotFound, "lanes.devices: no OpenCL device matches '{}'; devices here:{}", want,
-                       have.empty() ? " none" : have);
-        }
-      }
-    }
-  }
+  auto chosen_r = choose_devices(c.devices, c.kinds, "lanes.devices");
+  if (!chosen_r) return chosen_r.status();
+  const std::vector<DeviceInfo> chosen = std::move(*chosen_r);
 
   bool needs_dpdk = c.input.kind == "dpdk" || c.output.kind == "dpdk" ||
                     std::any_of(c.more_outputs.begin(), c.more_outputs.end(), [](auto& e) { return e.kind == "dpdk"; });
@@ -312,6 +292,8 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
       if (lc.name.find(pat) != std::string::npos) lc.weight = w;
   };
   const fault::ClFault cl_fault = fault::cl_fault_from_env();
+  constexpr uint32_t kCheckPackets = 256, kCheckPerFile = 8;  // the start-up check's sample: ~30 captures
+  std::optional<CheckSample> sample;
   for (const auto& d : chosen) {
     auto prog = cl_fault.point == fault::ClPoint::kBuild && cl_fault.applies_to(d.name)
                     ? Result<std::shared_ptr<kernels::AppProgram>>(
@@ -323,12 +305,21 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
       ctx->left_out.push_back(d.name + ": " + prog.status().message());
       continue;
     }
+    // A device that builds the program but computes wrong results is left out too (pipeline/device_check.hpp).
+    if (!sample)
+      sample = load_check_sample(data_path("pcap/ndpi"), kCheckPackets, kCheckPerFile, c.max_frame);
+    // Memory path: mapped where the device shares host memory, copied through pinned staging where it does
+    // not or where its kind is dgpu (a kind override, [devices.kinds], also selects the discrete path).
+    const bool unified = d.host_unified && d.kind != DeviceKind::kDiscreteGpu;
+    if (std::string why = check_device_for_run(c.app, ao, *ctx->app, *prog, unified, *sample); !why.empty()) {
+      spdlog::warn("device '{}' left out: {} (hpr selftest shows every device and app)", d.name, why);
+      ctx->left_out.push_back(d.name + ": " + why);
+      continue;
+    }
     LaneSpec s;
     s.kind = LaneSpec::Kind::kOpenCL;
     s.program = std::move(*prog);
-    // Memory path: mapped where the device shares host memory, copied through pinned staging where it does
-    // not or where its kind is dgpu (a kind override, [devices.kinds], also selects the discrete path).
-    s.host_unified = d.host_unified && d.kind != DeviceKind::kDiscreteGpu;
+    s.host_unified = unified;
     s.lane = lane_cfg(fmt::format("cl{}:{}", d.index, d.name));
     weigh(s.lane, d.compute_units);
     s.in_flight = c.in_flight;

@@ -87,6 +87,30 @@ Result<std::vector<DeviceInfo>> discover_devices(const KindOverrides& overrides)
   return out;
 }
 
+Result<std::vector<DeviceInfo>> choose_devices(const std::vector<std::string>& spec, const KindOverrides& overrides,
+                                               const std::string& setting) {
+  std::vector<DeviceInfo> chosen;
+  if (spec.size() == 1 && spec[0] == "none") return chosen;
+  auto devs = discover_devices(overrides);
+  if (!devs) return devs.status();
+  if (spec.size() == 1 && spec[0] == "all") return devs;
+  for (const auto& want : spec) {
+    bool found = false;
+    for (const auto& d : *devs)
+      if (d.name.find(want) != std::string::npos) {
+        chosen.push_back(d);
+        found = true;
+      }
+    if (!found) {
+      std::string have;
+      for (const auto& d : *devs) have += fmt::format("\n  {}", d.name);
+      return error(Code::kNotFound, "{}: no OpenCL device matches '{}'; devices here:{}", setting, want,
+                   have.empty() ? " none" : have);
+    }
+  }
+  return chosen;
+}
+
 Result<cl::Program> build_program(const cl::Context& ctx, const cl::Device& dev, const std::string& source,
                                   const std::string& options) {
   cl::Program prog;

@@ -48,6 +48,11 @@ using KindOverrides = std::map<std::string, DeviceKind>;
 // what to install). Errors: kUnavailable when the ICD loader itself fails.
 Result<std::vector<DeviceInfo>> discover_devices(const KindOverrides& overrides = {});
 
+// The devices a setting names: {"all"}, {"none"} (no device), or name substrings, each of which must match a
+// device. Errors: the loader's, and kNotFound naming `setting` and listing the devices here.
+Result<std::vector<DeviceInfo>> choose_devices(const std::vector<std::string>& spec, const KindOverrides& overrides,
+                                               const std::string& setting);
+
 // Builds `source` for one device. Errors: kInvalidArgument with the device name and the build log.
 Result<cl::Program> build_program(const cl::Context& ctx, const cl::Device& dev, const std::string& source,
                                   const std::string& options);

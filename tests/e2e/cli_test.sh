@@ -132,5 +132,24 @@ expect 2 "adaptive.static (--static) and adaptive.table (--table): choose one" r
 grep -q "^  ipv4 " "$tmp/bench.txt" || fail "hpr bench does not list ipv4"
 expect 2 "unknown benchmark 'nosuch'" bench nosuch
 
+# hpr selftest (issue 14): every device against the native reference on real captures; a device that computes wrong
+# results (fault injector) is FAIL with the first differing packet, exit 1; bad arguments exit 2; --json parses.
+st() { "$hpr" selftest --packets 512 --min-ms 5 "$@"; }
+st --apps md5,ipv4 >"$tmp/st.log" 2>&1 && grep -q "selftest passed" "$tmp/st.log" && ! grep -q FAIL "$tmp/st.log" &&
+  echo "ok: selftest passes" || fail "selftest: $(tail -c 600 "$tmp/st.log")"
+HPR_FAULT_CL=corrupt:1@pthread st --apps md5 >"$tmp/st2.log" 2>&1
+rc=$?
+if [[ $rc -eq 1 ]] && grep -q "^FAIL md5 on cl.*pthread.*: packet 1 of 512 (.*): result byte 0 of 16" "$tmp/st2.log"; then
+  echo "ok: a device with wrong results fails selftest"
+else fail "selftest with corrupt results: exit $rc: $(tail -c 600 "$tmp/st2.log")"; fi
+expect 2 "--apps: unknown app 'nat'" selftest --apps nat
+expect 2 "--devices: no OpenCL device matches 'TeslaV100'" selftest --devices TeslaV100
+st --apps aes --devices none --json >"$tmp/st.json" 2>"$tmp/st.err" || fail "selftest --json exited $?: $(cat "$tmp/st.err")"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); r=j['results']; assert len(r)==1 and r[0]['result']=='ref' and r[0]['power_source']=='model', r" \
+  "$tmp/st.json" && echo "ok: selftest --json" || fail "selftest --json: $(head -c 300 "$tmp/st.json")"
+# hpr run leaves the device out with the reason, and runs on the others.
+HPR_FAULT_CL=corrupt:1@pthread "$hpr" run --app md5 --packets 2000 -q >"$tmp/co.log" 2>&1 || fail "run with a corrupt device exited $?"
+grep -q "left out: pthread.*: computes wrong results: packet 1 of" "$tmp/co.log" && grep -q "balanced" "$tmp/co.log" &&
+  echo "ok: hpr run leaves a device with wrong results out" || fail "corrupt device in hpr run: $(tail -c 600 "$tmp/co.log")"
 if [[ $fails -ne 0 ]]; then echo "$fails failed"; exit 1; fi
 echo "PASS: cli"

@@ -1,6 +1,7 @@
 // Fault injection (issue 8): for each fault, the daemon's data path goes on with what works, nothing is lost
 // without being counted (rx == tx + drops, unaccounted 0, no reorder), and the log says what happened.
-//   * an OpenCL call that fails: build, alloc, map, enqueue (HPR_FAULT_CL, pipeline/fault_injection.hpp);
+//   * an OpenCL call that fails: build, alloc, map, enqueue (HPR_FAULT_CL, pipeline/fault_injection.hpp), and a
+//     device that computes wrong results (corrupt);
 //   * a device that disappears mid-run ([faults.fail_after_batches]), also every lane at once;
 //   * a full queue (tiny lane queues, no backpressure);
 //   * a slow lane ([faults.slow_lane_us]);
@@ -65,6 +66,8 @@ TEST_CASE("HPR_FAULT_CL values parse; malformed ones are ignored") {
   CHECK(fault::parse_cl_fault("map:1").applies_to("anything"));
   CHECK(fault::parse_cl_fault("build").point == fault::ClPoint::kBuild);
   CHECK(fault::parse_cl_fault("alloc:2").point == fault::ClPoint::kAlloc);
+  CHECK(fault::parse_cl_fault("corrupt:4@gpu").point == fault::ClPoint::kCorrupt);
+  CHECK(fault::parse_cl_fault("corrupt:4@gpu").nth == 4);
   CHECK(fault::parse_cl_fault("").point == fault::ClPoint::kNone);
   CHECK(fault::parse_cl_fault(nullptr).point == fault::ClPoint::kNone);
   CHECK(fault::parse_cl_fault("explode:2").point == fault::ClPoint::kNone);
@@ -105,14 +108,17 @@ TEST_CASE("an OpenCL buffer map that fails on the first batch: that lane leaves,
   CHECK_THAT(log.text(), Catch::Contains("fault injected: clEnqueueMapBuffer"));
 }
 
-TEST_CASE("a device that cannot build the program or allocate its lane's buffers is left out, the run goes on") {
+TEST_CASE("a device that cannot build the program, allocate its lane's buffers or compute right is left out, the run goes on") {
   struct Case {
     const char* fault;  // HPR_FAULT_CL
     const char* error;  // in the left-out reason
     const char* log;
   };
   for (const Case& k : {Case{"build:1@basic", "CL_BUILD_PROGRAM_FAILURE", "left out"},
-                        Case{"alloc:1@basic", "CL_MEM_OBJECT_ALLOCATION_FAILURE", "fault injected: clCreateBuffer"}}) {
+                        Case{"alloc:1@basic", "CL_MEM_OBJECT_ALLOCATION_FAILURE", "fault injected: clCreateBuffer"},
+                        // Builds and runs, but its results differ from the native lane's: the start-up check
+                        // (pipeline/device_check.hpp) names the first differing packet.
+                        Case{"corrupt:1@basic", "computes wrong results: packet 1 of 256 (", "computes wrong results"}}) {
     INFO(k.fault);
     LogCapture log;
     EnvVar env("HPR_FAULT_CL", k.fault);
