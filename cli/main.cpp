@@ -70,6 +70,8 @@ int cmd_devices(bool json, const std::vector<std::string>& kind_overrides) {
     fmt::print(stderr, "hpr devices: {}\n", devs.status().to_string());
     return kExitResource;
   }
+  const IcdReport icds = check_icds();
+  for (const auto& p : icds.problems) fmt::print(stderr, "hpr devices: {}\n", p);
   if (json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& d : *devs)
@@ -83,13 +85,11 @@ int cmd_devices(bool json, const std::vector<std::string>& kind_overrides) {
     return kExitOk;
   }
   if (devs->empty()) {
-    std::error_code ec;
-    bool icd = std::filesystem::exists("/etc/OpenCL/vendors") && !std::filesystem::is_empty("/etc/OpenCL/vendors", ec);
-    if (icd)
-      fmt::print("No OpenCL device found, although drivers are registered in /etc/OpenCL/vendors. A driver may have\n"
+    if (icds.drivers > icds.problems.size())
+      fmt::print("No OpenCL device found, although drivers are registered in {}. A driver may have\n"
                  "failed to start: PoCL needs a writable cache (POCL_CACHE_DIR, or $XDG_CACHE_HOME / $HOME/.cache),\n"
                  "and POCL_DEVICES limits what it shows. `clinfo -l` lists what the ICD loader sees. hpr still runs\n"
-                 "on native lanes.\n");
+                 "on native lanes.\n", icds.where);
     else
       fmt::print("No OpenCL device found. Install a driver: pocl-opencl-icd (CPUs), intel-opencl-icd (Intel GPUs),\n"
                  "or NVIDIA's driver; `clinfo -l` lists what the ICD loader sees. hpr still runs on native lanes.\n");

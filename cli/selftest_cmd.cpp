@@ -303,6 +303,7 @@ int run_selftest_command() {
     }
     ov[k.substr(0, eq)] = *kind;
   }
+  for (const auto& p : check_icds().problems) fmt::print(stderr, "hpr selftest: {}\n", p);
   auto devs = choose_devices(o.devices, ov, "--devices");
   if (!devs) {
     fmt::print(stderr, "hpr selftest: {}\n", devs.status().message());

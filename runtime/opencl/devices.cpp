@@ -1,5 +1,14 @@
 #include "runtime/opencl/devices.hpp"
 
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
 namespace hpr {
 
 const char* kind_name(DeviceKind k) {
@@ -39,24 +48,40 @@ std::string cl_error_name(cl_int err) {
   return fmt::format("{} ({})", n, err);
 }
 
+namespace {
+std::string platform_name(const cl::Platform& pl) {
+  std::string n;
+  return pl.getInfo(CL_PLATFORM_NAME, &n) == CL_SUCCESS ? n : "?";
+}
+}  // namespace
+
 Result<std::vector<DeviceInfo>> discover_devices(const KindOverrides& overrides) {
   std::vector<DeviceInfo> out;
   std::vector<cl::Platform> platforms;
-  cl_int err = cl::Platform::get(&platforms);
-  if (err == CL_PLATFORM_NOT_FOUND_KHR || platforms.empty()) return out;
+  cl_int err = CL_SUCCESS;
+  try {  // with CL_HPP_ENABLE_EXCEPTIONS an error throws (no ICD at all: CL_PLATFORM_NOT_FOUND_KHR)
+    err = cl::Platform::get(&platforms);
+  } catch (const cl::Error& e) {
+    err = e.err();
+  }
+  if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && platforms.empty())) return out;
   if (err != CL_SUCCESS) return error(Code::kUnavailable, "OpenCL ICD loader failed: {}", cl_error_name(err));
   for (auto& pl : platforms) {
     std::vector<cl::Device> devs;
     try {
       pl.getDevices(CL_DEVICE_TYPE_ALL, &devs);
-    } catch (const cl::Error&) {
-      continue;  // a platform without devices
+    } catch (const cl::Error& e) {
+      // A platform without devices is no news; a driver that fails is named, and the other platforms go on.
+      if (e.err() != CL_DEVICE_NOT_FOUND)
+        spdlog::warn("OpenCL platform '{}': {} failed: {}; its devices are left out", platform_name(pl), e.what(),
+                     cl_error_name(e.err()));
+      continue;
     }
-    for (auto& d : devs) {
+    for (auto& d : devs) try {
       DeviceInfo i;
       i.index = static_cast<uint32_t>(out.size());
       i.device = d;
-      i.platform = pl.getInfo<CL_PLATFORM_NAME>();
+      i.platform = platform_name(pl);
       i.name = d.getInfo<CL_DEVICE_NAME>();
       i.vendor = d.getInfo<CL_DEVICE_VENDOR>();
       i.version = d.getInfo<CL_DEVICE_VERSION>();
@@ -82,9 +107,78 @@ Result<std::vector<DeviceInfo>> discover_devices(const KindOverrides& overrides)
         }
       }
       out.push_back(std::move(i));
+    } catch (const cl::Error& e) {
+      spdlog::warn("OpenCL platform '{}': a device does not answer {}: {}; it is left out", platform_name(pl), e.what(),
+                   cl_error_name(e.err()));
     }
   }
   return out;
+}
+
+namespace {
+// One driver library as the loader loads it: dlopen. Empty when it loads, else dlerror's reason. A library that
+// loads stays loaded (the loader opens the same one, or already has): closing it ran its destructors, and PoCL then
+// registered its LLVM options a second time when the loader opened it again (LLVM aborts on that).
+std::string driver_load_error(const std::string& lib) {
+  if (dlopen(lib.c_str(), RTLD_LAZY | RTLD_LOCAL) != nullptr) return {};
+  const char* why = dlerror();
+  return why != nullptr ? why : "dlopen failed";
+}
+
+// The first line of an .icd file: the driver library.
+void check_icd_file(const std::filesystem::path& f, IcdReport& r) {
+  ++r.drivers;
+  std::ifstream in(f);
+  std::string lib;
+  std::getline(in, lib);
+  lib.erase(lib.find_last_not_of(" \t\r") + 1);
+  if (lib.empty()) {
+    r.problems.push_back(fmt::format("{}: names no driver library", f.string()));
+  } else if (std::string why = driver_load_error(lib); !why.empty()) {
+    r.problems.push_back(
+        fmt::format("{}: its driver {} cannot be loaded ({}); its devices are missing", f.string(), lib, why));
+  }
+}
+}  // namespace
+
+IcdReport check_icds() {
+  namespace fs = std::filesystem;
+  IcdReport r;
+  std::error_code ec;
+  auto env = [](const char* n) -> std::string {
+    const char* v = std::getenv(n);
+    return v != nullptr ? v : "";
+  };
+  const std::string ocl = env("OCL_ICD_VENDORS");
+  fs::path dir = env("OPENCL_VENDOR_PATH").empty() ? fs::path("/etc/OpenCL/vendors") : fs::path(env("OPENCL_VENDOR_PATH"));
+  if (!ocl.empty()) {
+    if (fs::is_directory(ocl, ec)) {
+      dir = ocl;
+    } else if (ocl.ends_with(".icd")) {
+      r.where = "OCL_ICD_VENDORS=" + ocl;
+      if (!fs::is_regular_file(ocl, ec)) r.problems.push_back(fmt::format("{}: no such file", r.where));
+      else check_icd_file(ocl, r);
+      return r;
+    } else {  // the loader takes it for a driver library
+      r.where = "OCL_ICD_VENDORS=" + ocl;
+      ++r.drivers;
+      if (std::string why = driver_load_error(ocl); !why.empty())
+        r.problems.push_back(fmt::format("{}: the driver cannot be loaded ({})", r.where, why));
+      return r;
+    }
+  }
+  r.where = dir.string();
+  if (!fs::is_directory(dir, ec)) {
+    r.problems.push_back(fmt::format("{}: no such folder, so the ICD loader knows no OpenCL driver", r.where));
+    return r;
+  }
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".icd") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) check_icd_file(f, r);
+  if (files.empty()) r.problems.push_back(fmt::format("{}: no .icd file, so the ICD loader knows no OpenCL driver", r.where));
+  return r;
 }
 
 Result<std::vector<DeviceInfo>> choose_devices(const std::vector<std::string>& spec, const KindOverrides& overrides,

@@ -48,6 +48,17 @@ using KindOverrides = std::map<std::string, DeviceKind>;
 // what to install). Errors: kUnavailable when the ICD loader itself fails.
 Result<std::vector<DeviceInfo>> discover_devices(const KindOverrides& overrides = {});
 
+// The OpenCL drivers the ICD loader (ocl-icd) is told about and what keeps any from loading: the .icd files of
+// $OCL_ICD_VENDORS when it is a folder (else $OPENCL_VENDOR_PATH, else /etc/OpenCL/vendors), or the one .icd file
+// or driver library $OCL_ICD_VENDORS names otherwise. `hpr devices` and `hpr selftest` print the problems.
+struct IcdReport {
+  std::string where;                  // the folder, or "OCL_ICD_VENDORS=..."
+  size_t drivers = 0;                 // .icd files (or the one library) found
+  std::vector<std::string> problems;  // one line each: a driver library that cannot be loaded (dlerror's reason),
+                                      // an .icd file naming none, a missing or empty folder
+};
+IcdReport check_icds();
+
 // The devices a setting names: {"all"}, {"none"} (no device), or name substrings, each of which must match a
 // device. Errors: the loader's, and kNotFound naming `setting` and listing the devices here.
 Result<std::vector<DeviceInfo>> choose_devices(const std::vector<std::string>& spec, const KindOverrides& overrides,

@@ -147,6 +147,15 @@ expect 2 "--devices: no OpenCL device matches 'TeslaV100'" selftest --devices Te
 st --apps aes --devices none --json >"$tmp/st.json" 2>"$tmp/st.err" || fail "selftest --json exited $?: $(cat "$tmp/st.err")"
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); r=j['results']; assert len(r)==1 and r[0]['result']=='ref' and r[0]['power_source']=='model', r" \
   "$tmp/st.json" && echo "ok: selftest --json" || fail "selftest --json: $(head -c 300 "$tmp/st.json")"
+# A driver that cannot be loaded is named in one line; the devices of the others are listed (issue 14).
+mkdir -p "$tmp/vendors" && cp /etc/OpenCL/vendors/*.icd "$tmp/vendors/" 2>/dev/null
+echo libnvidia-opencl.so.1 >"$tmp/vendors/zz-nvidia.icd"
+OCL_ICD_VENDORS="$tmp/vendors" "$hpr" devices >"$tmp/dv.out" 2>"$tmp/dv.err" || fail "hpr devices with a broken ICD exited $?"
+grep -q "zz-nvidia.icd: its driver libnvidia-opencl.so.1 cannot be loaded (" "$tmp/dv.err" && grep -q pthread "$tmp/dv.out" &&
+  echo "ok: a driver that cannot be loaded is named, the rest listed" || fail "broken ICD: $(cat "$tmp/dv.err" "$tmp/dv.out")"
+OCL_ICD_VENDORS="$tmp/none.icd" "$hpr" devices >"$tmp/dv.out" 2>"$tmp/dv.err" || fail "hpr devices without an ICD exited $?"
+grep -q "OCL_ICD_VENDORS=$tmp/none.icd: no such file" "$tmp/dv.err" && grep -q "No OpenCL device found" "$tmp/dv.out" &&
+  echo "ok: no ICD at all: named, no crash" || fail "no ICD: $(cat "$tmp/dv.err" "$tmp/dv.out")"
 # hpr run leaves the device out with the reason, and runs on the others.
 HPR_FAULT_CL=corrupt:1@pthread "$hpr" run --app md5 --packets 2000 -q >"$tmp/co.log" 2>&1 || fail "run with a corrupt device exited $?"
 grep -q "left out: pthread.*: computes wrong results: packet 1 of" "$tmp/co.log" && grep -q "balanced" "$tmp/co.log" &&

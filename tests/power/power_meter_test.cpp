@@ -188,3 +188,22 @@ TEST_CASE("model meter: idle + dynamic x utilisation, integrated over time, sour
   CHECK(m.read(3'000'000'000)->watts == Approx(14.0));
   CHECK(std::string(power_source_name(PowerSource::kModel)) == "model");
 }
+
+TEST_CASE("an NVML that loads but returns errors: named in one line, and the reads fail with the call's name") {
+  {
+    setenv("FAKE_NVML_FAIL", "init", 1);
+    NvmlProbe p = probe_nvml(HPR_FAKE_NVML);
+    unsetenv("FAKE_NVML_FAIL");
+    CHECK_FALSE(p.available);
+    CHECK(p.reason == "NVML not available: nvmlInit_v2 failed: Unknown Error (999)");
+  }
+  setenv("FAKE_NVML_FAIL", "read", 1);
+  NvmlProbe p = probe_nvml(HPR_FAKE_NVML);
+  REQUIRE(p.available);
+  for (auto& m : p.meters) {
+    auto r = m->read(1'000'000'000);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK_THAT(r.status().message(), Catch::Contains(m->name()) && Catch::Contains("Unknown Error"));
+  }
+  unsetenv("FAKE_NVML_FAIL");
+}
