@@ -223,13 +223,13 @@ std::vector<Row> run_app(const std::string& name, const std::vector<Engine>& eng
 std::string fixed(double v, int prec) { return fmt::format("{:.{}f}", v, prec); }
 
 void print_table(const std::vector<Row>& rows) {
-  fmt::print("{:<28} {:<5} {:<6} {:>6} {:>8} {:>8} {:>6}  {:<8} {:<6}\n", "engine", "app", "result", "batch", "Mpps",
+  fmt::print("{:<34} {:<5} {:<6} {:>6} {:>8} {:>8} {:>6}  {:<9} {}\n", "engine", "app", "result", "batch", "Mpps",
              "Gbit/s", "spread", "memory", "power");
   for (const auto& r : rows) {
     const bool timed = r.mpps > 0;
     std::string mem = r.memory;
     if (r.copy_share) mem = fmt::format("copy {:.0f}%", *r.copy_share * 100);
-    fmt::print("{:<28} {:<5} {:<6} {:>6} {:>8} {:>8} {:>6}  {:<8} {:<6}\n", r.engine.substr(0, 28), r.app, r.result,
+    fmt::print("{:<34} {:<5} {:<6} {:>6} {:>8} {:>8} {:>6}  {:<9} {}\n", r.engine.substr(0, 34), r.app, r.result,
                r.batch, timed ? fixed(r.mpps, 3) : "-", timed ? fixed(r.gbps, 2) : "-",
                timed ? fixed(r.spread, 2) : "-", mem, r.power);
   }
@@ -284,7 +284,10 @@ CLI::App* add_selftest_command(CLI::App& app) {
 int run_selftest_command() {
   const uint64_t t0 = monotonic_ns();
   auto& o = g_opt;
-  if (o.json) spdlog::set_default_logger(spdlog::stderr_color_mt("selftest"));  // stdout carries only the JSON
+  // stdout carries the table (or the JSON) alone; what the apps log while loading goes to stderr.
+  auto log = spdlog::stderr_color_mt("selftest");
+  log->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  spdlog::set_default_logger(log);
   for (const auto& a : o.apps) {
     const auto names = kernels::app_names();
     if (std::find(names.begin(), names.end(), a) == names.end()) {
