@@ -1,5 +1,5 @@
 // hpr: the command-line front end. Subcommands: devices, run, profile (cli/profile_cmd.cpp), report
-// (cli/report_cmd.cpp), selftest (cli/selftest_cmd.cpp), bench.
+// (cli/report_cmd.cpp), selftest (cli/selftest_cmd.cpp), ctl (cli/ctl_cmd.cpp), bench.
 // Exit codes: 0 ok; 1 the run finished but its books did not balance or a reorder happened;
 // 2 bad configuration or arguments; 3 a resource was missing or failed (file, device, port).
 #include <spdlog/spdlog.h>
@@ -16,6 +16,7 @@
 #include <optional>
 #include <thread>
 
+#include "cli/ctl_cmd.hpp"
 #include "cli/profile_cmd.hpp"
 #include "cli/report_cmd.hpp"
 #include "cli/run_extras.hpp"
@@ -198,6 +199,21 @@ int cmd_run(RunConfig cfg, bool quiet) {
   if (!c.budget.empty()) fmt::print("  {}\n", c.budget);
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
   fmt::print("  {}\n", (*extras)->describe());
+  // The control socket (hpr ctl): a socket another daemon answers on is a warning, not a reason to stop this run.
+  std::unique_ptr<ControlServer> ctl;
+  if (cfg.ctl_path != "none") {
+    const std::string path = cfg.ctl_path.empty() ? default_control_path() : cfg.ctl_path;
+    auto server = ControlServer::start(path, cli::control_handler(*c.pipeline), "control.socket (--ctl)");
+    if (server) {
+      ctl = std::move(*server);
+      fmt::print("  control socket {} (hpr ctl --ctl {} help)\n", path, path);
+    } else if (!cfg.ctl_path.empty()) {
+      fmt::print(stderr, "hpr run: {}\n", server.status().message());
+      return exit_code_for(server.status());
+    } else {
+      spdlog::warn("{}; this run has no control socket", server.status().message());
+    }
+  }
   Summary prev;
   c.pipeline->on_status([&](const Summary& snap, double) {
     Summary s = snap;
@@ -212,6 +228,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
   if (g_stop) c.pipeline->request_stop();  // SIGINT/SIGTERM during the start: stop at once, with the summary
   Summary s = c.pipeline->run();
   g_pipeline = nullptr;
+  ctl.reset();  // no request reaches the pipeline after its run
   (*extras)->finish(s);
   tel.update(s);
   fmt::print("\nSummary ({}):\n{}{}", c.app->name(), s.to_text(), (*extras)->report());
@@ -275,6 +292,7 @@ int main(int argc, char** argv) {
   auto* profile = cli::add_profile_command(app);
   auto* report = cli::add_report_command(app);
   auto* selftest = cli::add_selftest_command(app);
+  auto* ctl = cli::add_ctl_command(app);
   auto* bench = app.add_subcommand(
       "bench", "List the benchmarks, or run one: hpr bench NAME [ARGS...] (built by scripts/bench.sh)");
   std::string bench_name;
@@ -293,6 +311,7 @@ int main(int argc, char** argv) {
   if (profile->parsed()) return cli::run_profile_command();
   if (report->parsed()) return cli::run_report_command(report->remaining());
   if (selftest->parsed()) return cli::run_selftest_command();
+  if (ctl->parsed()) return cli::run_ctl_command();
   if (bench->parsed()) return cmd_bench(bench_name, bench->remaining());
   if (run->parsed()) {
     RunConfig cfg;

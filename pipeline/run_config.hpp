@@ -118,6 +118,7 @@ struct RunConfig {
   double flow_idle_s = 30;
 
   std::string prometheus;      // "127.0.0.1:9464"; empty: off
+  std::string ctl_path;        // control socket (control_socket.hpp); "": default_control_path(); "none": off
   double status_interval_s = 1;
   std::string summary_json;    // path; empty: none
   double duration_s = 0;

@@ -555,6 +555,10 @@ std::vector<Setting> make_settings() {
       str_setting("telemetry.prometheus", "--prometheus",
                   "Serve Prometheus metrics on ADDR:PORT (e.g. 127.0.0.1:9464; a bare PORT means 127.0.0.1)",
                   HPR_REF(std::string, prometheus)),
+      str_setting("control.socket", "--ctl",
+                  "Control socket for `hpr ctl` (default /run/hpr/hpr.sock as root, else $XDG_RUNTIME_DIR/hpr/hpr.sock; "
+                  "none: no socket)",
+                  HPR_REF(std::string, ctl_path)),
       num_setting("telemetry.status_interval_s", "", "Status line period (seconds, 0..3600; 0: none)", 0, 3600,
                   HPR_REF(double, status_interval_s)),
       str_setting("telemetry.summary_json", "--summary-json", "Write the run summary as JSON to this file",

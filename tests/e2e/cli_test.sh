@@ -160,5 +160,21 @@ grep -q "OCL_ICD_VENDORS=$tmp/none.icd: no such file" "$tmp/dv.err" && grep -q "
 HPR_FAULT_CL=corrupt:1@pthread "$hpr" run --app md5 --packets 2000 -q >"$tmp/co.log" 2>&1 || fail "run with a corrupt device exited $?"
 grep -q "left out: pthread.*: computes wrong results: packet 1 of" "$tmp/co.log" && grep -q "balanced" "$tmp/co.log" &&
   echo "ok: hpr run leaves a device with wrong results out" || fail "corrupt device in hpr run: $(tail -c 600 "$tmp/co.log")"
+# The control socket (issue 17): hpr ctl asks a running hpr; a second daemon on the same socket is refused; stop ends
+# the run with balanced books; nothing answering is exit 3.
+ctl="$tmp/ctl/hpr.sock"
+"$hpr" run --devices none --packets 0 --duration 60 -q --ctl "$ctl" --routes "$tmp/routes.txt" >"$tmp/ctl.log" 2>&1 &
+ctl_pid=$!
+for _ in $(seq 100); do "$hpr" ctl --ctl "$ctl" help >/dev/null 2>&1 && break; sleep 0.2; done
+"$hpr" ctl --ctl "$ctl" status >"$tmp/ctl.out" 2>&1 && grep -q "received" "$tmp/ctl.out" && echo "ok: hpr ctl status" ||
+  fail "hpr ctl status: $(cat "$tmp/ctl.out")"
+"$hpr" ctl --ctl "$ctl" lanes --json | python3 -c "import json,sys; j=json.load(sys.stdin); assert j['ok'] and j['lanes'][0]['name']=='native0', j" &&
+  echo "ok: hpr ctl lanes --json" || fail "hpr ctl lanes --json"
+expect 1 "unknown command 'bogus' (known: help, status, lanes, drops, stop)" ctl --ctl "$ctl" bogus
+expect 3 "control.socket (--ctl) $ctl: another hpr answers on it" run --devices none --packets 10 -q --ctl "$ctl"
+"$hpr" ctl --ctl "$ctl" stop >/dev/null || fail "hpr ctl stop exited $?"
+wait $ctl_pid && grep -q "balanced" "$tmp/ctl.log" && [[ ! -e "$ctl" ]] && echo "ok: hpr ctl stop ends the run, balanced, socket removed" ||
+  fail "run after hpr ctl stop: $(tail -c 400 "$tmp/ctl.log")"
+expect 3 "no hpr answers on $ctl" ctl --ctl "$ctl" status
 if [[ $fails -ne 0 ]]; then echo "$fails failed"; exit 1; fi
 echo "PASS: cli"

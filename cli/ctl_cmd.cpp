@@ -1,0 +1,84 @@
+#include "cli/ctl_cmd.hpp"
+
+#include <fmt/format.h>
+
+namespace hpr::cli {
+namespace {
+
+constexpr const char* kCommands[][2] = {
+    {"help", "this list"},
+    {"status", "the run's counters so far (the summary's text and JSON)"},
+    {"lanes", "each lane: packets, batches, busy share, state"},
+    {"drops", "packets dropped so far, by reason"},
+    {"stop", "end the run as SIGTERM does: rx stops, everything in flight drains, the summary is printed"},
+};
+
+std::string g_path;
+std::vector<std::string> g_words;
+bool g_json = false;
+
+}  // namespace
+
+ControlServer::Handler control_handler(Pipeline& p) {
+  return [&p](const std::string& cmd, const std::vector<std::string>& args) -> Result<nlohmann::json> {
+    if (!args.empty()) return error(Code::kInvalidArgument, "{}: takes no arguments", cmd);
+    if (cmd == "help") {
+      nlohmann::json j;
+      for (const auto& c : kCommands) j["commands"][c[0]] = c[1];
+      return j;
+    }
+    if (cmd == "stop") {
+      p.request_stop();
+      return nlohmann::json{{"stopping", true}};
+    }
+    if (cmd == "status" || cmd == "lanes" || cmd == "drops") {
+      const Summary s = p.snapshot();
+      nlohmann::json j = nlohmann::json::parse(s.to_json());
+      if (cmd == "status")
+        return nlohmann::json{
+            {"text", "live counters of a running hpr: packets in flight are neither sent nor dropped yet, so the books "
+                     "balance only at the end\n" + s.to_text()},
+            {"summary", j}};
+      return nlohmann::json{{cmd, j.value(cmd, nlohmann::json::object())}};
+    }
+    std::string known;
+    for (const auto& c : kCommands) known += std::string(known.empty() ? "" : ", ") + c[0];
+    return error(Code::kInvalidArgument, "unknown command '{}' (known: {})", cmd, known);
+  };
+}
+
+CLI::App* add_ctl_command(CLI::App& app) {
+  auto* c = app.add_subcommand("ctl", "Ask a running `hpr run` through its control socket: help, status, lanes, drops, stop");
+  c->add_option("command", g_words, "The command and its arguments")->required();
+  c->add_option("--ctl", g_path, "Control socket (default: " + default_control_path() + ")");
+  c->add_flag("--json", g_json, "Print the daemon's JSON reply as it is");
+  return c;
+}
+
+int run_ctl_command() {
+  const std::string path = g_path.empty() ? default_control_path() : g_path;
+  std::vector<std::string> args(g_words.begin() + 1, g_words.end());
+  auto r = control_request(path, g_words[0], args);
+  if (!r) {
+    fmt::print(stderr, "hpr ctl: {}\n", r.status().message());
+    return 3;
+  }
+  const nlohmann::json& j = *r;
+  const bool ok = j.value("ok", false);
+  if (g_json) {
+    fmt::print("{}\n", j.dump(2));
+  } else if (!ok) {
+    fmt::print(stderr, "hpr ctl: {}\n", j.value("error", std::string("error")));
+  } else if (j.contains("text")) {
+    fmt::print("{}", j["text"].get<std::string>());
+  } else if (j.contains("commands")) {
+    for (const auto& [k, v] : j["commands"].items()) fmt::print("  {:<8} {}\n", k, v.get<std::string>());
+  } else {
+    nlohmann::json body = j;
+    body.erase("ok");
+    fmt::print("{}\n", body.dump(2));
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace hpr::cli

@@ -1,0 +1,19 @@
+#pragma once
+// The control socket's commands (pipeline/control_socket.hpp): what `hpr run` answers, and `hpr ctl`, which asks.
+#include <CLI/CLI.hpp>
+
+#include "pipeline/control_socket.hpp"
+#include "pipeline/pipeline.hpp"
+
+namespace hpr::cli {
+
+// The commands `hpr run` answers on its control socket, on `p` (which must outlive the server):
+//   help | status | lanes | drops | stop
+ControlServer::Handler control_handler(Pipeline& p);
+
+// Adds the `ctl` subcommand; returns it (main checks parsed() and calls run_ctl_command()).
+CLI::App* add_ctl_command(CLI::App& app);
+// Exit codes: 0 the daemon answered ok; 1 it answered with an error; 2 bad arguments; 3 nothing answers.
+int run_ctl_command();
+
+}  // namespace hpr::cli
