@@ -42,8 +42,13 @@ std::string cl_error_name(cl_int err) {
 Result<std::vector<DeviceInfo>> discover_devices(const KindOverrides& overrides) {
   std::vector<DeviceInfo> out;
   std::vector<cl::Platform> platforms;
-  cl_int err = cl::Platform::get(&platforms);
-  if (err == CL_PLATFORM_NOT_FOUND_KHR || platforms.empty()) return out;
+  cl_int err = CL_SUCCESS;
+  try {  // with exceptions on, the C++ bindings throw where the ICD loader finds no driver at all
+    err = cl::Platform::get(&platforms);
+  } catch (const cl::Error& e) {
+    err = e.err();
+  }
+  if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && platforms.empty())) return out;
   if (err != CL_SUCCESS) return error(Code::kUnavailable, "OpenCL ICD loader failed: {}", cl_error_name(err));
   for (auto& pl : platforms) {
     std::vector<cl::Device> devs;
