@@ -117,6 +117,19 @@ echo "bundle-test: apt-get install pocl-opencl-icd (in the chroot)"
 if in_chroot bash -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pocl-opencl-icd' >/tmp/bundle-test-apt.log 2>&1; then
   echo "bundle-test: installed; $(in_chroot dpkg-query -W -f='${Package}\n' | grep -c -- '-dev$') -dev packages now"
   run_checks pocl
+  # A driver installed without its .icd file: PoCL's library under NVIDIA's name, pocl.icd set aside. The launcher
+  # must find libnvidia-opencl.so.1, say so, and the device must appear through its vendors folder.
+  lib=$chroot_dir/usr/lib/x86_64-linux-gnu
+  if [ -f "$lib/libpocl.so.2" ] && [ ! -e "$lib/libnvidia-opencl.so.1" ]; then
+    cp "$lib/libpocl.so.2" "$lib/libnvidia-opencl.so.1" && mv "$chroot_dir/etc/OpenCL/vendors/pocl.icd" "$chroot_dir/root/pocl.icd.aside"
+    in_chroot ldconfig
+    check "[pocl] libnvidia-opencl.so.1 without an .icd file: added by the launcher" 0 \
+      "added NVIDIA's /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1" "./hpr devices"
+    check "[pocl] ... and its device is listed" 0 "Portable Computing Language" "./hpr devices"
+    rm -f "$lib/libnvidia-opencl.so.1"
+    mv "$chroot_dir/root/pocl.icd.aside" "$chroot_dir/etc/OpenCL/vendors/pocl.icd"
+    in_chroot ldconfig
+  fi
 else
   echo "FAIL  apt-get install pocl-opencl-icd (/tmp/bundle-test-apt.log)"
   fails=$((fails + 1))
