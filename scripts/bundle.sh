@@ -34,6 +34,12 @@ if [ "$variant" = nodpdk ]; then preset=minimal; bdir="$root/build-min"; else pr
 echo "bundle.sh: building hpr (preset $preset, $bdir)"
 (cd "$root" && cmake --preset "$preset" >/dev/null && cmake --build --preset "$preset" --target hpr -j"${JOBS:-2}" >/dev/null)
 hpr_bin="$bdir/cli/hpr"
+# A build dir configured by hand may have a part off that this variant must have (a preset sets only its own keys).
+features=$("$hpr_bin" --version)
+if [ "$variant" = full ] && [[ "$features" != *"DPDK on"* ]]; then
+  echo "bundle.sh: $hpr_bin has no DPDK ($features): reconfigure $bdir with -DHPR_WITH_DPDK=ON (libdpdk-dev)" >&2
+  exit 3
+fi
 
 version=$(sed -n 's/^project(hpr VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 arch=$(uname -m)
