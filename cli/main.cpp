@@ -22,6 +22,7 @@
 #include "cli/run_extras.hpp"
 #include "cli/selftest_cmd.hpp"
 #include "hpr/atomic_file.hpp"
+#include "hpr/build_features.hpp"
 #include "hpr/data_dir.hpp"
 #include "kernels/registry.hpp"
 #include "runtime/opencl/devices.hpp"
@@ -94,6 +95,7 @@ int cmd_devices(bool json, const std::vector<std::string>& kind_overrides) {
     else
       fmt::print("No OpenCL device found. Install a driver: pocl-opencl-icd (CPUs), intel-opencl-icd (Intel GPUs),\n"
                  "or NVIDIA's driver; `clinfo -l` lists what the ICD loader sees. hpr still runs on native lanes.\n");
+    fmt::print("hpr {}: {}\n", HPR_VERSION, build_features());
     return kExitOk;
   }
   fmt::print("{:<3} {:<34} {:<6} {:>4} {:>6} {:>9} {:>9}  {:<10} {:<9} {}\n", "#", "device", "kind", "CUs", "MHz",
@@ -107,6 +109,7 @@ int cmd_devices(bool json, const std::vector<std::string>& kind_overrides) {
   }
   if (std::any_of(devs->begin(), devs->end(), [](const auto& d) { return d.kind_overridden; }))
     fmt::print("* kind set by --kind / devices.kinds, not by the driver\n");
+  fmt::print("hpr {}: {}\n", HPR_VERSION, build_features());
   return kExitOk;
 }
 
@@ -169,6 +172,10 @@ int cmd_run(RunConfig cfg, bool quiet) {
   if (Status v = validate(cfg); !v.is_ok()) {
     fmt::print(stderr, "hpr run: {}\n", v.message());
     return kExitConfig;
+  }
+  if (Status p = PrometheusExporter::available(); !cfg.prometheus.empty() && !p.is_ok()) {
+    fmt::print(stderr, "hpr run: {}\n", p.message());  // before devices and tables are set up
+    return kExitResource;
   }
   const char* auto_rtc = auto_run_to_completion(cfg, std::thread::hardware_concurrency());
   cli::adjust_run_config(cfg);
@@ -256,7 +263,7 @@ int main(int argc, char** argv) {
   CLI::App app{"hpr: heterogeneous packet-processing runtime (IPv4 forwarding, DPI, MD5, AES-128-CBC on every\n"
                "OpenCL device and native CPU lanes). Data: $HPR_DATA_DIR (default " + data_dir() + ")."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", HPR_VERSION);
+  app.set_version_flag("--version", std::string(HPR_VERSION) + " (" + build_features() + ")");
   app.footer(
       "Exit codes: 0 ok; 1 the run ended with unbalanced books or a reorder; 2 bad configuration or arguments\n"
       "(the message names the setting); 3 a resource is missing or failed (file, device, port), or an output\n"

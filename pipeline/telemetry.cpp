@@ -10,6 +10,7 @@ namespace hpr {
 
 PrometheusExporter::PrometheusExporter() = default;
 PrometheusExporter::~PrometheusExporter() = default;
+Status PrometheusExporter::available() { return Status::ok(); }
 
 Status PrometheusExporter::start(std::string addr, bool shaping) {
   // Least privilege: a bare port ("9464" or ":9464") listens on loopback only; another interface must be

@@ -24,7 +24,10 @@ class PrometheusExporter {
  public:
   PrometheusExporter();
   ~PrometheusExporter();
-  // Errors: kInvalidArgument for an address that is not ADDR:PORT or PORT, kUnavailable when it cannot listen.
+  // Ok where this build has prometheus-cpp; else kUnavailable naming HPR_WITH_PROMETHEUS (telemetry_none.cpp).
+  static Status available();
+  // Errors: kInvalidArgument for an address that is not ADDR:PORT or PORT, kUnavailable when it cannot listen or
+  // the build has no prometheus-cpp.
   Status start(std::string addr, bool shaping);
   // Sets every metric from a snapshot; nothing when not started.
   void update(const Summary& s);

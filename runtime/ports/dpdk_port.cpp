@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 namespace hpr {
@@ -368,6 +370,23 @@ bool dpdk_initialised() {
   return g_eal_ok;
 }
 
+namespace {
+// A relocatable bundle (scripts/bundle.sh) carries the drivers it needs; its launcher names their folder in
+// HPR_DPDK_DRIVER_DIR, given to the EAL as -d DIR only where this DPDK's own driver folder (RTE_EAL_PMD_PATH, loaded
+// by the EAL itself) is absent: a driver loaded from both would register twice. Arguments with a -d of their own
+// are left as they are.
+Result<std::vector<std::string>> with_driver_dir(std::vector<std::string> args) {
+  const char* dir = std::getenv("HPR_DPDK_DRIVER_DIR");
+  if (dir == nullptr || *dir == '\0' || std::find(args.begin(), args.end(), "-d") != args.end()) return args;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    return error(Code::kNotFound, "HPR_DPDK_DRIVER_DIR={}: not a directory (the DPDK drivers of an hpr bundle)", dir);
+  if (std::filesystem::is_directory(RTE_EAL_PMD_PATH, ec)) return args;
+  args.insert(args.begin(), {"-d", dir});
+  return args;
+}
+}  // namespace
+
 Status dpdk_init(const std::vector<std::string>& args) {
   std::lock_guard<std::mutex> g(g_eal_mu);
   if (g_eal_ok) {
@@ -375,8 +394,10 @@ Status dpdk_init(const std::vector<std::string>& args) {
     return error(Code::kInvalidArgument, "the DPDK EAL is already initialised with other arguments; it can be "
                                          "initialised once per process");
   }
+  auto eal_args = with_driver_dir(args);
+  if (!eal_args) return eal_args.status();
   std::vector<std::string> storage = {"hpr"};
-  storage.insert(storage.end(), args.begin(), args.end());
+  storage.insert(storage.end(), eal_args->begin(), eal_args->end());
   std::vector<char*> argv;
   for (auto& s : storage) argv.push_back(s.data());
   // The EAL pins the calling thread to its main lcore (-l 0: core 0), and every thread started later would inherit
@@ -388,7 +409,7 @@ Status dpdk_init(const std::vector<std::string>& args) {
     spdlog::warn("DPDK EAL: could not give the main thread back its cores: {}", std::strerror(errno));
   if (rc < 0) {
     std::string joined;
-    for (const auto& a : args) joined += " " + a;
+    for (const auto& a : *eal_args) joined += " " + a;
     return error(Code::kUnavailable, "DPDK EAL initialisation failed: {} (arguments:{})", rte_strerror(rte_errno),
                  joined);
   }

@@ -176,5 +176,15 @@ expect 3 "control.socket (--ctl) $ctl: another hpr answers on it" run --devices 
 wait $ctl_pid && grep -q "balanced" "$tmp/ctl.log" && [[ ! -e "$ctl" ]] && echo "ok: hpr ctl stop ends the run, balanced, socket removed" ||
   fail "run after hpr ctl stop: $(tail -c 400 "$tmp/ctl.log")"
 expect 3 "no hpr answers on $ctl" ctl --ctl "$ctl" status
+# issue 14: no OpenCL driver at all (an empty vendors folder: the ICD loader finds no platform) is said, not a crash;
+# the run goes on with native lanes, and --version names the optional parts this build has.
+mkdir -p "$tmp/no-icd"
+OCL_ICD_VENDORS="$tmp/no-icd" "$hpr" devices >"$tmp/noicd.txt" 2>&1 && grep -q "No OpenCL device found" "$tmp/noicd.txt" &&
+  echo "ok: no ICD: hpr devices says so" || fail "no ICD: hpr devices: $(tail -c 300 "$tmp/noicd.txt")"
+OCL_ICD_VENDORS="$tmp/no-icd" "$hpr" run --packets 20000 -q --state-dir none >"$tmp/noicd-run.txt" 2>&1 &&
+  grep -q "balanced" "$tmp/noicd-run.txt" && echo "ok: no ICD: hpr run runs native lanes" ||
+  fail "no ICD: hpr run: $(tail -c 300 "$tmp/noicd-run.txt")"
+"$hpr" --version | grep -Eq "DPDK (on|off), Hyperscan (on|off), prometheus (on|off)" || fail "--version: $("$hpr" --version)"
+
 if [[ $fails -ne 0 ]]; then echo "$fails failed"; exit 1; fi
 echo "PASS: cli"
