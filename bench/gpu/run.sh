@@ -90,6 +90,12 @@ step "devices" "$out/devices.json" "$hpr" devices --json
 "$hpr" devices | tee "$out/devices.txt"
 if "$hpr" --help 2>/dev/null | grep -Eq '^ +selftest\b'; then
   step "selftest" "$out/selftest.json" "$hpr" selftest --json
+  # Mpps, Gbit/s and the copy share of the time against batch size, every device beside the native lane, on the
+  # same sample of real captures (docs/selftest.md).
+  for b in 256 1024 4096 16384 65536; do
+    step "selftest batch $b" "$out/selftest-batch-$b.json" "$hpr" selftest --json --batch "$b" --packets 65536 \
+      --per-file 4096 --min-ms 300
+  done
 else
   echo "gpu-run: selftest: this hpr has no selftest subcommand; skipped"
 fi
@@ -121,8 +127,22 @@ root, apps = sys.argv[1], sys.argv[2:]
 print("# GPU run summary\n")
 print("Per app: the best Gbit/s per lane set and batch size (report/APP/points.csv), the smallest batch at which a")
 print("set with an OpenCL device beats the native lane alone, and power at the best point.")
-print("Not in these figures yet: Mpps (the profile table keeps bits/s, not packets/s) and the share of time in")
-print("transfers (the executors do not time their copies); report.md has the plots, the Pareto front and the steps.\n")
+print("Mpps and the share of time in copies against batch size: selftest-batch-*.json (table below the profile's);")
+print("report.md has the plots, the Pareto front and the steps.\n")
+import glob, json
+runs = sorted(glob.glob(os.path.join(os.path.dirname(root), "selftest-batch-*.json")))
+if runs:
+    print("## selftest: Mpps, Gbit/s and copy share by batch (median pass over the sample)\n")
+    print("| app | engine | batch | result | Mpps | Gbit/s | memory / copy share | power |\n|---|---|---|---|---|---|---|---|")
+    rows = []
+    for f in runs:
+        for r in json.load(open(f)).get("results", []):
+            rows.append(r)
+    for r in sorted(rows, key=lambda r: (r["app"], r["engine"], r["batch"])):
+        mem = f"copy {100 * r['copy_share']:.0f}%" if "copy_share" in r else r.get("memory", "")
+        print(f"| {r['app']} | {r['engine']} | {r['batch']} | {r['result']} | {r.get('mpps', 0):.3f} | "
+              f"{r.get('gbps', 0):.2f} | {mem} | {r.get('power_source', '')} |")
+    print()
 for app in apps:
     p = os.path.join(root, app, "points.csv")
     if not os.path.exists(p):
