@@ -20,6 +20,7 @@
 #include "cli/profile_cmd.hpp"
 #include "cli/report_cmd.hpp"
 #include "cli/run_extras.hpp"
+#include "cli/sd_notify.hpp"
 #include "cli/selftest_cmd.hpp"
 #include "hpr/atomic_file.hpp"
 #include "hpr/build_features.hpp"
@@ -42,6 +43,8 @@ int exit_code_for(const Status& s) {
 
 std::atomic<Pipeline*> g_pipeline{nullptr};
 std::atomic<bool> g_stop{false};  // a signal that came before the pipeline existed
+std::atomic<bool> g_hup{false};   // SIGHUP (systemctl reload): answered on the next status tick
+void on_hup(int) { g_hup = true; }
 void on_signal(int) {
   g_stop = true;
   if (Pipeline* p = g_pipeline.load()) p->request_stop();
@@ -169,6 +172,7 @@ int cmd_bench(const std::string& name, const std::vector<std::string>& args) {
 int cmd_run(RunConfig cfg, bool quiet) {
   std::signal(SIGINT, on_signal);  // from the start: loading tables and building programs takes seconds
   std::signal(SIGTERM, on_signal);
+  std::signal(SIGHUP, on_hup);  // not the default (which ends the process): a reload must never lose packets
   if (Status v = validate(cfg); !v.is_ok()) {
     fmt::print(stderr, "hpr run: {}\n", v.message());
     return kExitConfig;
@@ -226,14 +230,23 @@ int cmd_run(RunConfig cfg, bool quiet) {
     Summary s = snap;
     bool due = (*extras)->on_status(s);
     tel.update(s);
-    if (quiet || !due) return;
-    fmt::print("{}\n", status_line(prev, s));
-    std::fflush(stdout);
+    if (g_hup.exchange(false))
+      spdlog::warn("SIGHUP: live reloads of routes, rules and keys are not in this version; nothing was changed "
+                   "(restart hpr to load new files)");
+    if (!due) return;
+    const std::string line = status_line(prev, s);
     prev = s;
+    cli::sd_notify("STATUS=" + line);  // systemctl status shows it
+    if (quiet) return;
+    fmt::print("{}\n", line);
+    std::fflush(stdout);
   });
   g_pipeline = c.pipeline.get();
   if (g_stop) c.pipeline->request_stop();  // SIGINT/SIGTERM during the start: stop at once, with the summary
+  // Type=notify (packaging/hpr.service): ready once the ports are open, the lanes built and the control socket up.
+  cli::sd_notify("READY=1\nSTATUS=forwarding");
   Summary s = c.pipeline->run();
+  cli::sd_notify("STOPPING=1\nSTATUS=stopped; summary printed");
   g_pipeline = nullptr;
   ctl.reset();  // no request reaches the pipeline after its run
   (*extras)->finish(s);

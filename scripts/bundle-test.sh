@@ -12,54 +12,13 @@ set -uo pipefail
 tarball=$(readlink -f "${1:?usage: bundle-test.sh TARBALL [CHROOT]}")
 chroot_dir=${2:-/srv/bundle-chroot}
 [ -f "$tarball" ] || { echo "bundle-test: no tarball $tarball" >&2; exit 2; }
-[ "$(id -u)" -eq 0 ] || { echo "bundle-test: needs root (chroot, mount, debootstrap)" >&2; exit 2; }
 name=$(basename "$tarball" .tar.gz)
-fails=0 passes=0
-mounted=()
-cleanup() {
-  local i
-  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || echo "bundle-test: could not unmount ${mounted[$i]}" >&2; done
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-if [ ! -f "$chroot_dir/etc/debian_version" ]; then
-  echo "bundle-test: debootstrap --variant=minbase bookworm $chroot_dir"
-  debootstrap --variant=minbase bookworm "$chroot_dir" http://deb.debian.org/debian >/tmp/bundle-test-debootstrap.log 2>&1 \
-    || { echo "bundle-test: debootstrap failed (/tmp/bundle-test-debootstrap.log)" >&2; exit 3; }
-fi
-for m in proc sys dev; do
-  mkdir -p "$chroot_dir/$m"
-  mountpoint -q "$chroot_dir/$m" && continue
-  case $m in
-    proc) mount -t proc proc "$chroot_dir/proc" ;;
-    sys) mount -t sysfs sys "$chroot_dir/sys" ;;
-    dev) mount --bind /dev "$chroot_dir/dev" ;;
-  esac && mounted+=("$chroot_dir/$m") || { echo "bundle-test: cannot mount $chroot_dir/$m" >&2; exit 3; }
-done
-cp /etc/resolv.conf "$chroot_dir/etc/resolv.conf" 2>/dev/null
-
-in_chroot() {  # a clean environment: nothing of this shell's leaks in
-  chroot "$chroot_dir" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"
-}
-# check NAME EXPECTED_RC PATTERN CMD: runs CMD in the chroot from the bundle; passes when its exit status is
-# EXPECTED_RC and its output matches the extended regex PATTERN (empty: anything).
-check() {
-  local what=$1 want_rc=$2 pat=$3 cmd=$4 outf rc
-  outf=$(mktemp)
-  in_chroot bash -c "cd /opt/$name && $cmd" >"$outf" 2>&1
-  rc=$?
-  if [ "$rc" -eq "$want_rc" ] && { [ -z "$pat" ] || grep -Eq "$pat" "$outf"; }; then
-    echo "PASS  $what"
-    passes=$((passes + 1))
-  else
-    echo "FAIL  $what (exit $rc, wanted $want_rc${pat:+, output matching /$pat/}); last lines:"
-    tail -8 "$outf" | sed 's/^/        /'
-    fails=$((fails + 1))
-  fi
-  sed -n '/^hpr run:/p; /^Summary/,/^  books/p; /hpr bundle:/p; /No OpenCL device/p; /^[0-9] /p' "$outf" | head -14 |
+source "$(dirname "${BASH_SOURCE[0]}")/chroot-lib.sh"
+chroot_setup "$chroot_dir" bundle-test
+check_dir=/opt/$name
+check_excerpt() {
+  sed -n '/^hpr run:/p; /^Summary/,/^  books/p; /hpr bundle:/p; /No OpenCL device/p; /^[0-9] /p' "$1" | head -14 |
     sed 's/^/        | /'
-  rm -f "$outf"
 }
 
 # Bare: take out what an earlier run installed, then show that nothing for development is there.

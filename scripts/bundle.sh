@@ -121,8 +121,8 @@ cp "$data/routes/ipasn_20140513.dat.gz" "$d/routes/"
 cp -r "$data/rules/et-open-2017" "$d/rules/"
 cp -r "$data/vectors/." "$d/vectors/"
 find "$data/pcap/ndpi" -maxdepth 1 -type f -size -40k -exec cp {} "$d/pcap/ndpi/" \;
-for c in webex.pcap wechat.pcap skype.pcap 1kxun.pcap weibo.pcap waze.pcap badpackets.pcap COPYING.LGPL-3; do
-  cp "$data/pcap/ndpi/$c" "$d/pcap/ndpi/"
+grep -v '^#' "$root/packaging/sample-captures.txt" | while read -r c; do
+  [ -n "$c" ] && cp "$data/pcap/ndpi/$c" "$d/pcap/ndpi/"
 done
 chmod -R u+w "$d"
 

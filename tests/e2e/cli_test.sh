@@ -176,6 +176,32 @@ expect 3 "control.socket (--ctl) $ctl: another hpr answers on it" run --devices 
 wait $ctl_pid && grep -q "balanced" "$tmp/ctl.log" && [[ ! -e "$ctl" ]] && echo "ok: hpr ctl stop ends the run, balanced, socket removed" ||
   fail "run after hpr ctl stop: $(tail -c 400 "$tmp/ctl.log")"
 expect 3 "no hpr answers on $ctl" ctl --ctl "$ctl" status
+# systemd's readiness protocol (Type=notify, packaging/hpr.service): READY=1 before forwarding, STATUS= lines, then
+# STOPPING=1; SIGHUP (systemctl reload) is logged and changes nothing, the run goes on.
+python3 - "$tmp/notify.sock" >"$tmp/notify.out" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(60)
+while True:
+    m = s.recv(4096).decode()
+    print(m.replace("\n", " | "), flush=True)
+    if "STOPPING=1" in m:
+        break
+PY
+ln_pid=$!
+for _ in $(seq 50); do [[ -S "$tmp/notify.sock" ]] && break; sleep 0.1; done
+NOTIFY_SOCKET="$tmp/notify.sock" "$hpr" run --devices none --packets 0 --duration 3 -q --ctl none --routes "$tmp/routes.txt" \
+  >"$tmp/notify-run.log" 2>&1 &
+run_pid=$!
+for _ in $(seq 50); do grep -q READY=1 "$tmp/notify.out" && break; sleep 0.1; done
+kill -HUP $run_pid
+wait $run_pid || fail "run under NOTIFY_SOCKET exited $?: $(tail -c 300 "$tmp/notify-run.log")"
+wait $ln_pid
+if head -1 "$tmp/notify.out" | grep -q "^READY=1" && grep -q "^STATUS=\[" "$tmp/notify.out" &&
+   tail -1 "$tmp/notify.out" | grep -q "^STOPPING=1" && grep -q "SIGHUP: live reloads .* nothing was changed" "$tmp/notify-run.log" &&
+   grep -q "balanced" "$tmp/notify-run.log"; then echo "ok: sd_notify READY/STATUS/STOPPING; SIGHUP changes nothing"
+else fail "sd_notify: $(cat "$tmp/notify.out") / $(tail -c 300 "$tmp/notify-run.log")"; fi
 # issue 14: no OpenCL driver at all (an empty vendors folder: the ICD loader finds no platform) is said, not a crash;
 # the run goes on with native lanes, and --version names the optional parts this build has.
 mkdir -p "$tmp/no-icd"
