@@ -330,6 +330,44 @@ Setting weight_setting() {
   return s;
 }
 
+// --neighbour NEXT_HOP,PORT,MAC[,ADDRESS] (repeatable): the [[neighbour]] table from the command line; given, it
+// replaces the file's entries (as --out replaces its outputs). The MAC and the indexes are checked by validate().
+Setting neighbour_setting() {
+  Setting s{"", "--neighbour",
+            "Neighbour: NEXT_HOP,PORT,MAC[,ADDRESS]: a route's next hop leaves by output PORT with destination MAC "
+            "(repeatable; replaces [[neighbour]] of the file; docs/pipeline.md)",
+            Arg::kMany, nullptr};
+  s.apply = [name = s.name()](RunConfig& c, const SettingValue& v) -> Status {
+    std::vector<NeighbourConfig> out;
+    for (const auto& a : v.args) {
+      std::vector<std::string> f;
+      for (size_t b = 0;;) {
+        const size_t e = a.find(',', b);
+        f.push_back(a.substr(b, e == std::string::npos ? std::string::npos : e - b));
+        if (e == std::string::npos) break;
+        b = e + 1;
+      }
+      if (f.size() < 3 || f.size() > 4)
+        return bad(name, v, fmt::format("want NEXT_HOP,PORT,MAC[,ADDRESS] (e.g. 0,1,0a:00:00:00:00:01), got '{}'", a));
+      NeighbourConfig nb;
+      for (int k = 0; k < 2; ++k) {
+        uint32_t x = 0;
+        auto [p, ec] = std::from_chars(f[k].data(), f[k].data() + f[k].size(), x);
+        if (ec != std::errc() || p != f[k].data() + f[k].size() || f[k].empty() || x > 65535)
+          return bad(name, v, fmt::format("'{}': {} '{}' is not an integer 0..65535", a, k == 0 ? "NEXT_HOP" : "PORT",
+                                          f[k]));
+        (k == 0 ? nb.next_hop : nb.port) = x;
+      }
+      nb.mac = f[2];
+      if (f.size() == 4) nb.address = f[3];
+      out.push_back(std::move(nb));
+    }
+    c.neighbours = std::move(out);
+    return Status::ok();
+  };
+  return s;
+}
+
 Setting kind_setting() {
   Setting s{"", "--kind",
             "Override a device's kind: NAME_SUBSTRING=cpu|igpu|dgpu|accelerator (repeatable; [devices.kinds] in "
@@ -523,6 +561,7 @@ std::vector<Setting> make_settings() {
       uint_setting("lanes.max_batch", "", "Largest batch the adaptive scheduler may set (0: batch; up to 65536)", 0,
                    65536, HPR_SET(uint32_t, max_batch)),
       weight_setting(),
+      neighbour_setting(),
       str_setting("lanes.balancer", "--balancer",
                   "Flow-to-lane policy: rr crc16 crc32 hrw whrw (default) ahrw subflow fcfs afs laps",
                   HPR_REF(std::string, balancer)),
