@@ -10,6 +10,7 @@ constexpr const char* kCommands[][2] = {
     {"status", "the run's counters so far (the summary's text and JSON)"},
     {"lanes", "each lane: packets, batches, busy share, state"},
     {"drops", "packets dropped so far, by reason"},
+    {"scheduler", "the scheduler's state: policy, setup, what it measured and kept (as at the last status tick)"},
     {"stop", "end the run as SIGTERM does: rx stops, everything in flight drains, the summary is printed"},
 };
 
@@ -19,13 +20,17 @@ bool g_json = false;
 
 }  // namespace
 
-ControlServer::Handler control_handler(Pipeline& p) {
-  return [&p](const std::string& cmd, const std::vector<std::string>& args) -> Result<nlohmann::json> {
+ControlServer::Handler control_handler(Pipeline& p, std::function<std::string()> scheduler_text) {
+  return [&p, scheduler_text](const std::string& cmd, const std::vector<std::string>& args) -> Result<nlohmann::json> {
     if (!args.empty()) return error(Code::kInvalidArgument, "{}: takes no arguments", cmd);
     if (cmd == "help") {
       nlohmann::json j;
       for (const auto& c : kCommands) j["commands"][c[0]] = c[1];
       return j;
+    }
+    if (cmd == "scheduler") {
+      std::string t = scheduler_text();
+      return nlohmann::json{{"text", t.empty() ? "static lane weights: no scheduler in this run (--static)\n" : t}};
     }
     if (cmd == "stop") {
       p.request_stop();
@@ -48,7 +53,8 @@ ControlServer::Handler control_handler(Pipeline& p) {
 }
 
 CLI::App* add_ctl_command(CLI::App& app) {
-  auto* c = app.add_subcommand("ctl", "Ask a running `hpr run` through its control socket: help, status, lanes, drops, stop");
+  auto* c = app.add_subcommand(
+      "ctl", "Ask a running `hpr run` through its control socket: help, status, lanes, drops, scheduler, stop");
   c->add_option("command", g_words, "The command and its arguments")->required();
   c->add_option("--ctl", g_path, "Control socket (default: " + default_control_path() + ")");
   c->add_flag("--json", g_json, "Print the daemon's JSON reply as it is");

@@ -2,14 +2,19 @@
 // The control socket's commands (pipeline/control_socket.hpp): what `hpr run` answers, and `hpr ctl`, which asks.
 #include <CLI/CLI.hpp>
 
+#include <functional>
+#include <string>
+
 #include "pipeline/control_socket.hpp"
 #include "pipeline/pipeline.hpp"
 
 namespace hpr::cli {
 
 // The commands `hpr run` answers on its control socket, on `p` (which must outlive the server):
-//   help | status | lanes | drops | stop
-ControlServer::Handler control_handler(Pipeline& p);
+//   help | status | lanes | drops | scheduler | stop
+// `scheduler` returns what `scheduler_text` gives: the run's copy of its scheduler's report, taken on the status
+// thread (the scheduler is not thread safe; the socket's thread never touches it).
+ControlServer::Handler control_handler(Pipeline& p, std::function<std::string()> scheduler_text);
 
 // Adds the `ctl` subcommand; returns it (main checks parsed() and calls run_ctl_command()).
 CLI::App* add_ctl_command(CLI::App& app);

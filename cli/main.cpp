@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -211,10 +212,16 @@ int cmd_run(RunConfig cfg, bool quiet) {
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
   fmt::print("  {}\n", (*extras)->describe());
   // The control socket (hpr ctl): a socket another daemon answers on is a warning, not a reason to stop this run.
+  std::mutex sched_mu;     // the scheduler's report, copied on the status thread for hpr ctl scheduler
+  std::string sched_text;
   std::unique_ptr<ControlServer> ctl;
   if (cfg.ctl_path != "none") {
     const std::string path = cfg.ctl_path.empty() ? default_control_path() : cfg.ctl_path;
-    auto server = ControlServer::start(path, cli::control_handler(*c.pipeline), "control.socket (--ctl)");
+    auto server = ControlServer::start(path, cli::control_handler(*c.pipeline, [&] {
+                                         std::lock_guard<std::mutex> l(sched_mu);
+                                         return sched_text;
+                                       }),
+                                       "control.socket (--ctl)");
     if (server) {
       ctl = std::move(*server);
       fmt::print("  control socket {} (hpr ctl --ctl {} help)\n", path, path);
@@ -234,6 +241,11 @@ int cmd_run(RunConfig cfg, bool quiet) {
       spdlog::warn("SIGHUP: live reloads of routes, rules and keys are not in this version; nothing was changed "
                    "(restart hpr to load new files)");
     if (!due) return;
+    if (ctl) {
+      std::string r = (*extras)->report();
+      std::lock_guard<std::mutex> l(sched_mu);
+      sched_text = std::move(r);
+    }
     const std::string line = status_line(prev, s);
     prev = s;
     cli::sd_notify("STATUS=" + line);  // systemctl status shows it

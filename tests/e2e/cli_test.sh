@@ -192,7 +192,9 @@ for _ in $(seq 100); do "$hpr" ctl --ctl "$ctl" help >/dev/null 2>&1 && break; s
   fail "hpr ctl status: $(cat "$tmp/ctl.out")"
 "$hpr" ctl --ctl "$ctl" lanes --json | python3 -c "import json,sys; j=json.load(sys.stdin); assert j['ok'] and j['lanes'][0]['name']=='native0', j" &&
   echo "ok: hpr ctl lanes --json" || fail "hpr ctl lanes --json"
-expect 1 "unknown command 'bogus' (known: help, status, lanes, drops, stop)" ctl --ctl "$ctl" bogus
+"$hpr" ctl --ctl "$ctl" scheduler >"$tmp/ctl.out" 2>&1 && grep -Eq "learning|static lane weights" "$tmp/ctl.out" &&
+  echo "ok: hpr ctl scheduler" || fail "hpr ctl scheduler: $(cat "$tmp/ctl.out")"
+expect 1 "unknown command 'bogus' (known: help, status, lanes, drops, scheduler, stop)" ctl --ctl "$ctl" bogus
 expect 3 "control.socket (--ctl) $ctl: another hpr answers on it" run --devices none --packets 10 -q --ctl "$ctl"
 "$hpr" ctl --ctl "$ctl" stop >/dev/null || fail "hpr ctl stop exited $?"
 wait $ctl_pid && grep -q "balanced" "$tmp/ctl.log" && [[ ! -e "$ctl" ]] && echo "ok: hpr ctl stop ends the run, balanced, socket removed" ||
