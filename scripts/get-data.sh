@@ -39,6 +39,8 @@ unit_complete() {
   (cd "$dir" && unit_lines "$unit" | sha256sum --check --quiet --status) 2>/dev/null
 }
 
+created=
+if [[ ! -d $dest ]]; then created=$dest; fi
 mkdir -p "$dest" || die "cannot create the data directory $dest"
 dest=$(cd "$dest" && pwd)
 
@@ -71,7 +73,8 @@ done
 # Everything is written under a staging folder inside DIR (same file system, so the final moves are renames) and
 # removed on any exit.
 stage=$(mktemp -d "$dest/.get-data.$$.XXXXXX") || die "cannot write in $dest"
-trap 'rm -rf "$stage"' EXIT
+# A DIR this run created is removed again when the run fails before filling it.
+trap 'rm -rf "$stage"; if [[ -n $created ]]; then rmdir "$created" 2>/dev/null || true; fi' EXIT
 trap 'exit 130' INT TERM HUP
 dl=$stage/download
 mkdir -p "$dl/lists/partial" "$dl/cache/archives/partial" "$dl/parts" "$dl/src" "$stage/new"
@@ -85,7 +88,12 @@ cat >"$dl/sources.list" <<EOF
 deb [signed-by=$keyring] $mirror $suite main
 deb-src [signed-by=$keyring] $mirror $suite main
 EOF
-apt_opts=(-o "Dir::Etc::SourceList=$dl/sources.list" -o "Dir::Etc::SourceParts=$dl/parts"
+# The system's hooks (docker-clean, appstream, packagekit: APT::Update::Post-Invoke...) are for its own lists and
+# cache, and fail as a user: cleared for these calls.
+printf '#clear %s;\n' APT::Update::Pre-Invoke APT::Update::Post-Invoke APT::Update::Post-Invoke-Success \
+  DPkg::Pre-Invoke DPkg::Post-Invoke >"$dl/apt.conf"
+apt_opts=(-c "$dl/apt.conf" -o "Dir::Etc::SourceList=$dl/sources.list" -o "Dir::Etc::SourceParts=$dl/parts"
+          -o "Dir::Etc::Preferences=$dl/parts/none" -o "Dir::Etc::PreferencesParts=$dl/parts"
           -o "Dir::State::Lists=$dl/lists" -o "Dir::Cache=$dl/cache" -o "Debug::NoLocking=1"
           -o "Acquire::Languages=none" -o "APT::Get::Show-Versions=0")
 if [[ $(id -u) -eq 0 ]]; then apt_opts+=(-o "APT::Sandbox::User=root"); fi  # _apt cannot write in $dest
