@@ -51,6 +51,10 @@ if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0
 fi
 say "filling $dest: ${missing[*]}"
+# The rules come from the checkout: there is nothing to download for them.
+if [[ $dest == "$root/data" && " ${missing[*]} " == *" rules/et-open-2017 "* ]]; then
+  die "data/rules/et-open-2017 in the checkout is missing or changed (run: git checkout -- data/rules)"
+fi
 
 # Tools: every Debian has them, but name the package when one is missing.
 need() { command -v "$1" >/dev/null 2>&1 || die "$1 not found: install the Debian package $2 (apt-get install $2)"; }
@@ -83,7 +87,8 @@ log=$dl/apt.log
 wants() { local u; for u in "${missing[@]}"; do [[ $u == "$1" ]] && return 0; done; return 1; }
 
 # apt on a private configuration: its own sources list (deb and deb-src of bookworm main, checked with the Debian
-# archive key), lists and cache; the system's apt setup and lists are neither read nor changed.
+# archive key), lists and cache; the system's sources, lists and cache are neither read nor changed (its apt.conf
+# settings, such as a proxy, apply).
 cat >"$dl/sources.list" <<EOF
 deb [signed-by=$keyring] $mirror $suite main
 deb-src [signed-by=$keyring] $mirror $suite main
@@ -173,8 +178,6 @@ if wants pcap/ndpi; then
 fi
 
 if wants rules/et-open-2017; then
-  [[ $dest != "$root/data" ]] ||
-    die "data/rules/et-open-2017 in the checkout is missing or changed (run: git checkout -- data/rules)"
   take rules/et-open-2017 "$root/data/rules/et-open-2017"
 fi
 dl_mb=$(find "$dl" -maxdepth 3 \( -name '*.deb' -o -name '*.orig.tar.*' -o -path "$dl/lists/*" \) -type f \
@@ -192,8 +195,8 @@ mkdir -p "$stage/old"
 for u in "${units[@]}"; do
   wants "$u" || continue
   mkdir -p "$(dirname "$dest/$u")" "$(dirname "$stage/old/$u")"
-  if [[ -e $dest/$u ]]; then mv "$dest/$u" "$stage/old/$u"; fi
-  mv "$stage/new/$u" "$dest/$u"
+  if [[ -e $dest/$u ]]; then mv "$dest/$u" "$stage/old/$u" || die "cannot move the old $dest/$u aside"; fi
+  mv "$stage/new/$u" "$dest/$u" || die "cannot move $u into $dest"
 done
 if [[ $dest != "$root/data" && ! -e $dest/README.md ]]; then cp "$root/data/README.md" "$dest/README.md"; fi
 
