@@ -16,7 +16,6 @@ elif [[ ! -f data/$marker && ! -f ../shared/data/$marker ]]; then
   bash scripts/get-data.sh
 fi
 # ctest hands each test the data directory chosen at configure time: $HPR_DATA_DIR when set, else the default search.
-if [[ -n ${HPR_DATA_DIR:-} ]]; then data_opt=(-DHPR_DATA_DIR="$HPR_DATA_DIR"); else data_opt=(-UHPR_DATA_DIR); fi
-cmake --preset "$preset" "${data_opt[@]}" >/dev/null
+cmake --preset "$preset" -DHPR_TEST_DATA_DIR="${HPR_DATA_DIR:-}" >/dev/null
 cmake --build --preset "$preset" -j "$(nproc)"
 ctest --preset "$preset"
