@@ -27,7 +27,7 @@ file(GLOB _docs ${PROJECT_SOURCE_DIR}/docs/*.md)
 install(FILES ${_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # The data sample, where the configured data folder has it.
-set(_d ${HPR_DATA_DIR})
+set(_d ${HPR_DATA_DIR_TESTS})  # the data folder this configure found (data/ or ../shared/data)
 if(EXISTS ${_d}/routes/ipasn_20140513.dat.gz)
   set(_dest ${CMAKE_INSTALL_DATADIR}/hpr/data)
   install(FILES ${_d}/README.md DESTINATION ${_dest})

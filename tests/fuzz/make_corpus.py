@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Rebuilds the seed corpora under tests/fuzz/corpus/<target>/ from ../shared/data (small samples only).
 
-Usage: tests/fuzz/make_corpus.py [DATA_DIR]   (default: $HPR_DATA_DIR or ../shared/data from the repo root)
+Usage: tests/fuzz/make_corpus.py [DATA_DIR]   (default: $HPR_DATA_DIR, else data/ once scripts/get-data.sh
+filled it, else ../shared/data from the repo root)
 Seeds are real data cut small: single frames for the parser, small captures for the pcap reader, the first
 lines of the BGP table and of a few ET rule files, the shipped TOML configuration, a table in the format of
 `hpr profile`. The routes target reads a mode byte and a port-count byte before the text (fuzz_routes.cpp).
@@ -10,7 +11,17 @@ import gzip, json, os, shutil, struct, sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(os.path.dirname(here))
-data = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("HPR_DATA_DIR", os.path.join(root, "..", "shared", "data"))
+
+
+def default_data():  # the search of common/hpr/data_dir.hpp: $HPR_DATA_DIR, data/ once filled, ../shared/data
+    if os.environ.get("HPR_DATA_DIR"):
+        return os.environ["HPR_DATA_DIR"]
+    if os.path.isfile(os.path.join(root, "data", "routes", "ipasn_20140513.dat.gz")):
+        return os.path.join(root, "data")
+    return os.path.join(root, "..", "shared", "data")
+
+
+data = sys.argv[1] if len(sys.argv) > 1 else default_data()
 out = os.path.join(here, "corpus")
 
 
