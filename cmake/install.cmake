@@ -58,6 +58,7 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS procps)  # /bin/kill for the unit's ExecReload (minbase Debian lacks it)
 set(CPACK_STRIP_FILES ON)  # the binary without its debug info (90 MB with it in a RelWithDebInfo build)
 set(CPACK_WARN_ON_ABSOLUTE_INSTALL_DESTINATION OFF)  # /etc/hpr, on purpose
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "pocl-opencl-icd | ocl-icd-libopencl1")

@@ -35,7 +35,7 @@ check "the service's command runs, answers hpr ctl, stops on hpr ctl stop with b
   "books .*balanced" \
   "(HPR_STATE_DIR=/var/lib/hpr hpr run -c /etc/hpr/hpr.toml --quiet >/tmp/svc.log 2>&1 &)
    for i in \$(seq 50); do hpr ctl status >/dev/null 2>&1 && break; sleep 0.2; done
-   hpr ctl status | grep -q received && hpr ctl stop && for i in \$(seq 100); do pgrep -x hpr >/dev/null || break; sleep 0.2; done
+   hpr ctl status | grep -q received && hpr ctl stop && for i in \$(seq 100); do grep -q books /tmp/svc.log && break; sleep 0.2; done
    cat /tmp/svc.log"
 check "apt remove, then purge" 0 "" \
   "DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq hpr && test -f /etc/hpr/hpr.toml &&
