@@ -5,15 +5,18 @@
 #   check WHAT RC PAT CMD   run CMD (bash, from $check_dir) in the chroot; PASS when it exits RC and its output
 #                           matches the extended regex PAT (empty: anything); counts passes and fails; then
 #                           calls check_excerpt OUTPUT_FILE where the caller defines it
-chroot_dir= check_dir=/ fails=0 passes=0
+check_dir=/ fails=0 passes=0
 mounted=()
 chroot_cleanup() {
   local i
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || echo "could not unmount ${mounted[$i]}" >&2; done
 }
 chroot_setup() {
-  chroot_dir=$1
   local name=$2 m
+  case ${1:-/} in
+    /|"") echo "$name: refusing '${1:-}' as the chroot: give a folder of its own" >&2; exit 2 ;;
+  esac
+  chroot_dir=$1
   [ "$(id -u)" -eq 0 ] || { echo "$name: needs root (chroot, mount, debootstrap)" >&2; exit 2; }
   trap chroot_cleanup EXIT
   trap 'exit 130' INT TERM
