@@ -5,10 +5,24 @@
 # in the repository (data/rules) and are copied when DIR is elsewhere. Every file is checked against
 # scripts/data.sha256. Needs no root: apt runs on a private configuration in a temporary folder.
 # Usage: scripts/get-data.sh [DIR]
+#        scripts/get-data.sh --if-missing   (scripts/run.sh, test.sh: fill data/ only when no data directory is found
+#                                            — $HPR_DATA_DIR, data/, ../shared/data — and warn when $HPR_DATA_DIR
+#                                            lacks the data)
 #   HPR_DEBIAN_MIRROR   Debian mirror (default http://deb.debian.org/debian); apt's own proxy settings apply.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+if [[ ${1:-} == --if-missing ]]; then
+  marker=routes/ipasn_20140513.dat.gz
+  if [[ -n ${HPR_DATA_DIR:-} ]]; then
+    [[ -f $HPR_DATA_DIR/$marker ]] ||
+      echo "get-data: warning: HPR_DATA_DIR=$HPR_DATA_DIR has no $marker (fill it: bash scripts/get-data.sh \"\$HPR_DATA_DIR\")" >&2
+    exit 0
+  fi
+  [[ -f $root/data/$marker || -f $root/../shared/data/$marker ]] && exit 0
+  echo "get-data: no data in data/ nor ../shared/data: fetching it (a few seconds, about 200 MB downloaded)" >&2
+  set --
+fi
 manifest=$root/scripts/data.sha256
 dest=${1:-$root/data}
 mirror=${HPR_DEBIAN_MIRROR:-http://deb.debian.org/debian}

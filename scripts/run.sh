@@ -6,15 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 # Real data (data/README.md): $HPR_DATA_DIR, data/ filled by scripts/get-data.sh, or ../shared/data; with none of
-# them, get-data fills data/ from Debian packages (a few seconds, about 200 MB downloaded).
-marker=routes/ipasn_20140513.dat.gz
-if [[ -n ${HPR_DATA_DIR:-} ]]; then
-  [[ -f $HPR_DATA_DIR/$marker ]] ||
-    echo "$(basename "$0"): warning: HPR_DATA_DIR=$HPR_DATA_DIR has no $marker (fill it: bash scripts/get-data.sh \"\$HPR_DATA_DIR\")" >&2
-elif [[ ! -f data/$marker && ! -f ../shared/data/$marker ]]; then
-  echo "$(basename "$0"): no data in data/ nor ../shared/data: fetching it with scripts/get-data.sh" >&2
-  bash scripts/get-data.sh
-fi
+# them, get-data fills data/ from Debian packages.
+bash scripts/get-data.sh --if-missing
 cmake --preset default >/dev/null
 cmake --build --preset default -j "$(nproc)" --target hpr
 if [[ $# -eq 0 ]]; then set -- --packets 0 --duration 10; fi
