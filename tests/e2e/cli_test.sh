@@ -107,7 +107,8 @@ if [[ $(id -u) -eq 0 ]] && command -v runuser >/dev/null; then
   fi
   # Unreadable paths are errors naming the file (issue 16: they were uncaught filesystem_error, exit 134).
   mkdir -m 700 "$tmp/private" && cp "$tmp/routes.txt" "$tmp/private/c.toml"
-  for args in "run --in pcap:$tmp/private/x.pcap --devices none -q" "run -c $tmp/private/c.toml --devices none -q" \
+  runuser -u nobody -- test -x "$hpr" || echo "skip: unreadable paths as nobody (nobody cannot run $hpr here)"
+  runuser -u nobody -- test -x "$hpr" && for args in "run --in pcap:$tmp/private/x.pcap --devices none -q" "run -c $tmp/private/c.toml --devices none -q" \
               "run --app dpi --rules $tmp/private --devices none -q" "run --app dpi --rules $tmp/private/x.rules --devices none -q"; do
     runuser -u nobody -- "$hpr" $args >"$tmp/nobody/priv.log" 2>&1
     rc=$?
