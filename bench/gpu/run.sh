@@ -109,11 +109,7 @@ for app in $apps; do
   fi
 done
 if "$py" -c 'import matplotlib' 2>/dev/null; then
-  # --devices only when narrowed: hpr report adds its own --devices after it for the best static setups, and a
-  # repeated --devices is a list ("all" then reads as a device name).
-  dev_arg=()
-  [ "$devices" != all ] && dev_arg=(--devices "$devices")
-  step "report" "" "$hpr" report --app "$(echo $apps | tr ' ' ,)" "${dev_arg[@]}" --max-batch "$max_batch" \
+  step "report" "" "$hpr" report --app "$(echo $apps | tr ' ' ,)" --devices "$devices" --max-batch "$max_batch" \
     --budget-s "$report_s" -q -o "$out/report" "${tables[@]}"
 else
   echo "gpu-run: report: $py has no matplotlib (apt-get install python3-matplotlib, or HPR_PYTHON); no plots, skipped"

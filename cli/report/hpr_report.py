@@ -435,11 +435,13 @@ class Ctx:
     pass
 
 
-def traffic_args(opts, app):
+def traffic_args(opts, app, lanes=True):
+    """The app and traffic flags of every run; lanes=False leaves out --devices and --native, for a run whose lanes
+    static_args names (hpr run's --devices is a list: a second one was appended, and "all" then read as a device)."""
     a = ["--app", app]
-    if opts.devices:
+    if lanes and opts.devices:
         a += ["--devices", opts.devices]
-    if opts.native is not None:
+    if lanes and opts.native is not None:
         a += ["--native", str(opts.native)]
     if opts.sizes:
         a += ["--sizes", opts.sizes]
@@ -517,7 +519,7 @@ def measure_app(ctx, app, adir, budget_s, table_path):
         row, carries = best_static_for(rows, st["offered_gbps"])
         st["best_static"] = {"set": row["set"], "batch": row["batch"], "split": row["split"], "carries": carries,
                              "table_gbps": row["gbps"], "table_power_w": row["power_w"]}
-        args = (["run"] + tr + static_args(table, row) +
+        args = (["run"] + traffic_args(opts, app, lanes=False) + static_args(table, row) +
                 ["--packets", "0", "--rate-pps", str(st["pps"]), "--duration", f"{st['seconds']:g}", "-q",
                  "--backpressure", "off", "--state-dir", "none", "--adapt-csv",
                  os.path.join(adir, f"best_static_{i}.csv")])
