@@ -57,21 +57,12 @@ std::string human_bytes(uint64_t b) {
 }
 
 int cmd_devices(bool json, const std::vector<std::string>& kind_overrides) {
-  KindOverrides ov;
-  for (const auto& o : kind_overrides) {
-    auto eq = o.find('=');
-    if (eq == std::string::npos) {
-      fmt::print(stderr, "hpr devices: --kind wants NAME=KIND, got '{}'\n", o);
-      return kExitConfig;
-    }
-    auto k = parse_device_kind(o.substr(eq + 1));
-    if (!k) {
-      fmt::print(stderr, "hpr devices: {}\n", k.status().message());
-      return kExitConfig;
-    }
-    ov[o.substr(0, eq)] = *k;
+  auto ov = parse_kind_overrides(kind_overrides);
+  if (!ov) {
+    fmt::print(stderr, "hpr devices: {}\n", ov.status().message());
+    return kExitConfig;
   }
-  auto devs = discover_devices(ov);
+  auto devs = discover_devices(*ov);
   if (!devs) {
     fmt::print(stderr, "hpr devices: {}\n", devs.status().to_string());
     return kExitResource;

@@ -295,19 +295,13 @@ int run_selftest_command() {
       return 2;
     }
   }
-  KindOverrides ov;
-  for (const auto& k : o.kinds) {
-    const auto eq = k.find('=');
-    auto kind = eq == std::string::npos ? Result<DeviceKind>(error(Code::kInvalidArgument, "wants NAME=KIND, got '{}'", k))
-                                        : parse_device_kind(k.substr(eq + 1));
-    if (!kind) {
-      fmt::print(stderr, "hpr selftest: --kind: {}\n", kind.status().message());
-      return 2;
-    }
-    ov[k.substr(0, eq)] = *kind;
+  auto ov = parse_kind_overrides(o.kinds);
+  if (!ov) {
+    fmt::print(stderr, "hpr selftest: {}\n", ov.status().message());
+    return 2;
   }
   for (const auto& p : check_icds().problems) fmt::print(stderr, "hpr selftest: {}\n", p);
-  auto devs = choose_devices(o.devices, ov, "--devices");
+  auto devs = choose_devices(o.devices, *ov, "--devices");
   if (!devs) {
     fmt::print(stderr, "hpr selftest: {}\n", devs.status().message());
     return devs.status().code() == Code::kNotFound ? 2 : 3;

@@ -48,6 +48,18 @@ std::string cl_error_name(cl_int err) {
   return fmt::format("{} ({})", n, err);
 }
 
+Result<KindOverrides> parse_kind_overrides(const std::vector<std::string>& items) {
+  KindOverrides ov;
+  for (const auto& o : items) {
+    const auto eq = o.find('=');
+    if (eq == std::string::npos) return error(Code::kInvalidArgument, "--kind wants NAME=KIND, got '{}'", o);
+    auto k = parse_device_kind(o.substr(eq + 1));
+    if (!k) return k.status();
+    ov[o.substr(0, eq)] = *k;
+  }
+  return ov;
+}
+
 namespace {
 std::string platform_name(const cl::Platform& pl) {
   std::string n;

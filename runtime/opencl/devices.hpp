@@ -43,6 +43,9 @@ struct DeviceInfo {
 
 // Device name substring → kind, from the configuration.
 using KindOverrides = std::map<std::string, DeviceKind>;
+// The --kind flags of `hpr devices` and `hpr selftest`: NAME_SUBSTRING=KIND each. Errors (kInvalidArgument): an
+// item without '=' ("--kind wants NAME=KIND, got '...'"), an unknown kind (parse_device_kind's message).
+Result<KindOverrides> parse_kind_overrides(const std::vector<std::string>& items);
 
 // Every device of every platform. No platform is not an error: an empty list (the caller says
 // what to install). Errors: kUnavailable when the ICD loader itself fails.
