@@ -67,6 +67,18 @@ Result<std::shared_ptr<AppProgram>> AppProgram::create(const App& app, const cl:
   return p;
 }
 
+Result<std::shared_ptr<AppProgram>> AppProgram::with_tables_of(const App& app) const {
+  auto p = std::make_shared<AppProgram>();
+  p->context = context;
+  p->device = device;
+  p->queue = queue;
+  p->program = program;
+  auto tables = app.make_device_tables(p->context, p->queue);
+  if (!tables) return tables.status();
+  p->tables = std::move(*tables);
+  return p;
+}
+
 Result<cl::Kernel> AppProgram::make_kernel(const App& app) const {
   try {
     cl::Kernel k(program, std::string(app.kernel_name()).c_str());

@@ -46,6 +46,10 @@ struct AppProgram {
   std::unique_ptr<DeviceTables> tables;
   // Errors: the build log (kInvalidArgument), table upload failures (kUnavailable).
   static Result<std::shared_ptr<AppProgram>> create(const App& app, const cl::Device& dev);
+  // This built program with `app`'s tables on the same context: for an app whose kernel_source() and
+  // build_options() are this one's (aes with other keys), without building the program again.
+  // Errors: the table upload's (kUnavailable).
+  Result<std::shared_ptr<AppProgram>> with_tables_of(const App& app) const;
   // A fresh kernel with the tables bound (clSetKernelArg is not thread safe on a shared kernel).
   Result<cl::Kernel> make_kernel(const App& app) const;
 };

@@ -198,7 +198,10 @@ std::string check_device_for_run(const std::string& app_name, kernels::AppOption
   opts.iv_counter_start = 0;
   auto app = kernels::make_app(app_name, opts);
   if (!app) return "the check's own app could not be made: " + app.status().message();
-  auto own = kernels::AppProgram::create(**app, prog->device);
+  // The same kernel and options (only the keys differ): the run's built program with the check app's tables.
+  auto own = (*app)->kernel_source() == run_app.kernel_source() && (*app)->build_options() == run_app.build_options()
+                 ? prog->with_tables_of(**app)
+                 : kernels::AppProgram::create(**app, prog->device);
   if (!own) return own.status().message();
   return check_device(**app, std::move(*own), host_unified, s, kBatch);
 }

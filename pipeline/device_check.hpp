@@ -62,8 +62,8 @@ std::string check_device(const kernels::App& app, std::shared_ptr<kernels::AppPr
 
 // `hpr run`'s check of one device before it gets flows: `prog` is the device's program for the run's app `run_app`
 // (made by make_app(app_name, opts)). An app that keeps state per flow (aes: keys, IV counters) is checked as an
-// app of its own with a fixed check key, built for the device beside the run's, so the run's keys and counters
-// are untouched. Returns what check_device returns.
+// app of its own with a fixed check key and its own device tables (on the run's built program), so the run's keys
+// and counters are untouched. Returns what check_device returns.
 std::string check_device_for_run(const std::string& app_name, kernels::AppOptions opts, const kernels::App& run_app,
                                  std::shared_ptr<kernels::AppProgram> prog, bool host_unified, const CheckSample& s);
 
