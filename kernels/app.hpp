@@ -104,6 +104,10 @@ class App {
   // Both come before the flow's packets reach a lane. Default: nothing.
   virtual void flow_started(uint32_t /*id*/, const FlowKey& /*canonical*/) const {}
   virtual void flow_seq_half(uint32_t /*id*/, uint32_t /*half*/) const {}
+  // Live reloads (pipeline/app_swap.hpp): this app replaces `running` (the same app with new tables); called on the
+  // dispatcher's thread before flow_started() for each live flow. AES: IV counters go on from running's. Default:
+  // nothing.
+  virtual void take_over_from(const App& /*running*/) const {}
   // Whether the app keeps state per flow id (AES: the keys). Several workers, each with its flow table, then get an
   // app each (run_setup.cpp); the others share one.
   virtual bool keeps_flow_state() const { return false; }

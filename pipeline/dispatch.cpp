@@ -54,6 +54,7 @@ void Pipeline::dispatch_loop() {
   if (worker_dynamic_) update_worker_mode(monotonic_ns());  // the weights given at start may choose one lane
   while (!stop_rx_.load(std::memory_order_relaxed)) {
     handle_failed_lanes();
+    if (swap_pending_.load(std::memory_order_acquire)) adopt_app();  // a live reload (replace_app.cpp)
     if (weights_dirty_.load(std::memory_order_acquire)) {
       std::lock_guard<std::mutex> g(weights_mu_);
       weights_ = pending_weights_;

@@ -14,13 +14,23 @@ using kernels::App;
 using kernels::BatchView;
 using kernels::Desc;
 
-// One batch's packets, descriptors and host-side views.
+// One batch's packets, descriptors and host-side views, and the app (version) it was submitted with.
 struct Slot {
   std::vector<Packet> pkts;
   uint32_t n = 0;
   uint32_t pkts_bytes = 0;  // gathered bytes
   uint64_t submit_ns = 0;
+  const App* app = nullptr;
+  std::shared_ptr<const AppVersion> version;  // keeps `app` (and an OpenCL lane's tables) alive until the reap
 };
+
+// A new version must keep the batch layout the executor's buffers were sized for.
+Status same_layout(const App& a, const App& b) {
+  if (a.name() != b.name() || a.max_slice_bytes() != b.max_slice_bytes() || a.result_bytes() != b.result_bytes() ||
+      a.writes_back() != b.writes_back())
+    return error(Code::kInvalidArgument, "the new {} app's batch layout differs from the running one's", b.name());
+  return Status::ok();
+}
 
 size_t slice_buffer_bytes(const App& app, uint32_t max_batch) {
   return std::max<size_t>(kernels::slice_capacity(app, max_batch), kernels::kSliceAlign);
@@ -32,7 +42,7 @@ size_t out_buffer_bytes(const App& app, uint32_t max_batch) {
 class NativeExecutor final : public Executor {
  public:
   NativeExecutor(const App& app, const ExecutorConfig& cfg)
-      : app_(app), desc_(cfg.max_batch), slices_(cfg.max_batch), out_(out_buffer_bytes(app, cfg.max_batch)) {
+      : app_(&app), desc_(cfg.max_batch), slices_(cfg.max_batch), out_(out_buffer_bytes(app, cfg.max_batch)) {
     slot_.pkts.resize(cfg.max_batch);
   }
   std::string describe() const override { return "native"; }
@@ -42,31 +52,42 @@ class NativeExecutor final : public Executor {
   Status submit(const Packet* pkts, uint32_t n) override {
     std::copy(pkts, pkts + n, slot_.pkts.begin());
     slot_.n = n;
+    slot_.app = app_;
+    slot_.version = version_;
     full_ = true;
     return Status::ok();
   }
 
-  Result<bool> reap(bool, std::vector<Packet>& done,
-                    const std::function<void(std::span<const Packet>, const BatchView&)>& on_batch) override {
+  Result<bool> reap(bool, std::vector<Packet>& done, const BatchFn& on_batch) override {
     if (!full_) return false;
     std::span<Packet> pk(slot_.pkts.data(), slot_.n);
+    const App& app = *slot_.app;
     // In place: the app reads and rewrites each slice in its frame (no gather, no scatter back).
-    app_.slices_in_place(pk, desc_.data(), slices_.data());
+    app.slices_in_place(pk, desc_.data(), slices_.data());
     BatchView v{desc_.data(), slot_.n, nullptr, out_.data(), slices_.data()};
-    app_.run_native(v);
-    app_.finish(pk, v);
-    on_batch(pk, v);
+    app.run_native(v);
+    app.finish(pk, v);
+    on_batch(pk, v, app);
     done.insert(done.end(), pk.begin(), pk.end());
     full_ = false;
+    slot_.version.reset();
     return true;
+  }
+  Status adopt(std::shared_ptr<const AppVersion> v, size_t) override {
+    HPR_RETURN_IF_ERROR(same_layout(*app_, *v->app));
+    app_ = v->app.get();
+    version_ = std::move(v);
+    return Status::ok();
   }
   void take_outstanding(std::vector<Packet>& out) override {
     if (full_) out.insert(out.end(), slot_.pkts.begin(), slot_.pkts.begin() + slot_.n);
     full_ = false;
+    slot_.version.reset();
   }
 
  private:
-  const App& app_;
+  const App* app_;
+  std::shared_ptr<const AppVersion> version_;  // null until the first adopt: app_ lives as long as the executor
   Slot slot_;
   bool full_ = false;
   std::vector<Desc> desc_;
@@ -158,6 +179,9 @@ class ClExecutor final : public Executor {
     std::copy(pkts, pkts + n, s.pkts.begin());
     s.n = n;
     s.submit_ns = monotonic_ns();
+    s.app = app_;
+    s.version = version_;
+    const App& app = *s.app;
     ++count_;  // outstanding from here on, so a failure hands these packets back
     try {
       if (unified_) {
@@ -165,7 +189,7 @@ class ClExecutor final : public Executor {
         s.desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(s.desc_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, desc_bytes_));
         s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, pkts_bytes_));
       }
-      s.pkts_bytes = kernels::gather_into(app_, {s.pkts.data(), n}, s.desc_host, s.pkts_host, pkts_bytes_);
+      s.pkts_bytes = kernels::gather_into(app, {s.pkts.data(), n}, s.desc_host, s.pkts_host, pkts_bytes_);
       if (Status st = prog_->tables->stage(kernel_, prog_->context, s.desc_host, n, s.app_stage); !st.is_ok()) {
         if (unified_) {
           s.queue.enqueueUnmapMemObject(s.desc_buf, s.desc_host);
@@ -188,13 +212,13 @@ class ClExecutor final : public Executor {
       inject(fault::ClPoint::kEnqueue, CL_OUT_OF_RESOURCES, "clEnqueueNDRangeKernel");
       kernels::LaunchSize ls = kernels::launch_size(prog_->device, n);
       s.queue.enqueueNDRangeKernel(kernel_, cl::NullRange, ls.global, ls.local);
-      const size_t out_used = std::max<size_t>(size_t{n} * app_.result_bytes(), 16);
+      const size_t out_used = std::max<size_t>(size_t{n} * app.result_bytes(), 16);
       if (unified_) {
         s.out_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.out_buf, CL_FALSE, CL_MAP_READ, 0, out_used));
         s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_FALSE, CL_MAP_READ, 0, used));
         s.desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(s.desc_buf, CL_FALSE, CL_MAP_READ, 0, sizeof(Desc) * n, nullptr, &s.done));
       } else {
-        if (app_.writes_back()) s.queue.enqueueReadBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
+        if (app.writes_back()) s.queue.enqueueReadBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
         s.queue.enqueueReadBuffer(s.out_buf, CL_FALSE, 0, out_used, s.out_host, nullptr, &s.done);
       }
       s.queue.flush();
@@ -205,10 +229,10 @@ class ClExecutor final : public Executor {
     return Status::ok();
   }
 
-  Result<bool> reap(bool wait, std::vector<Packet>& done,
-                    const std::function<void(std::span<const Packet>, const BatchView&)>& on_batch) override {
+  Result<bool> reap(bool wait, std::vector<Packet>& done, const BatchFn& on_batch) override {
     if (count_ == 0) return false;
     ClSlot& s = *slots_[head_];
+    const App& app = *s.app;
     try {
       cl_int st = s.done.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
       if (st < 0) return error(Code::kUnavailable, "batch failed on '{}': {}", prog_->device.getInfo<CL_DEVICE_NAME>(), cl_error_name(st));
@@ -224,9 +248,9 @@ class ClExecutor final : public Executor {
                        prog_->device.getInfo<CL_DEVICE_NAME>());
         s.out_host[0] ^= 0x5a;
       }
-      kernels::scatter_back(app_, pk, v);
-      app_.finish(pk, v);
-      on_batch(pk, v);
+      kernels::scatter_back(app, pk, v);
+      app.finish(pk, v);
+      on_batch(pk, v, app);
       done.insert(done.end(), pk.begin(), pk.end());
       if (unified_) {
         s.queue.enqueueUnmapMemObject(s.out_buf, s.out_host);
@@ -237,6 +261,7 @@ class ClExecutor final : public Executor {
       return error(Code::kUnavailable, "{} failed on '{}': {}", err.what(), prog_->device.getInfo<CL_DEVICE_NAME>(),
                    cl_error_name(err.err()));
     }
+    s.version.reset();
     head_ = (head_ + 1) % slots_.size();
     --count_;
     return true;
@@ -246,14 +271,31 @@ class ClExecutor final : public Executor {
     for (; count_ > 0; --count_) {
       ClSlot& s = *slots_[head_];
       out.insert(out.end(), s.pkts.begin(), s.pkts.begin() + s.n);
+      s.version.reset();
       head_ = (head_ + 1) % slots_.size();
     }
   }
 
+  // The new tables are bound to a kernel of their own; batches in flight keep the old kernel's arguments (fixed at
+  // their enqueue) and, through their slot's version, the old tables.
+  Status adopt(std::shared_ptr<const AppVersion> v, size_t lane) override {
+    HPR_RETURN_IF_ERROR(same_layout(*app_, *v->app));
+    if (lane >= v->programs.size() || !v->programs[lane])
+      return error(Code::kInvalidArgument, "the new version has no program for this OpenCL lane");
+    auto k = v->programs[lane]->make_kernel(*v->app);
+    if (!k) return k.status();
+    kernel_ = std::move(*k);
+    prog_ = v->programs[lane];
+    app_ = v->app.get();
+    version_ = std::move(v);
+    return Status::ok();
+  }
+
  private:
   ClExecutor(const App& app, std::shared_ptr<kernels::AppProgram> prog, bool unified, const ExecutorConfig& cfg)
-      : app_(app), prog_(std::move(prog)), unified_(unified), cfg_(cfg) {}
-  const App& app_;
+      : app_(&app), prog_(std::move(prog)), unified_(unified), cfg_(cfg) {}
+  const App* app_;
+  std::shared_ptr<const AppVersion> version_;  // null until the first adopt: app_ lives as long as the executor
   std::shared_ptr<kernels::AppProgram> prog_;
   bool unified_;
   ExecutorConfig cfg_;

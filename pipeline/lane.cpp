@@ -10,12 +10,12 @@
 namespace hpr {
 
 Lane::Lane(LaneConfig cfg, const kernels::App& app, std::unique_ptr<Executor> exec, uint32_t completion_ring)
-    : cfg_(std::move(cfg)), app_(app), exec_(std::move(exec)), input_(cfg_.queue_size), completions_(completion_ring) {
+    : cfg_(std::move(cfg)), exec_(std::move(exec)), input_(cfg_.queue_size), completions_(completion_ring) {
   max_batch_ = std::max(cfg_.max_batch, cfg_.batch_size);
   batch_target_.store(cfg_.batch_size);
   batch_.reserve(max_batch_);
-  slice_capacity_ = kernels::slice_capacity(app_, max_batch_);
-  max_slice_ = app_.max_slice_bytes();
+  slice_capacity_ = kernels::slice_capacity(app, max_batch_);  // every version keeps the layout (Executor::adopt)
+  max_slice_ = app.max_slice_bytes();
   largest_slice_ = kernels::align_slice(max_slice_);
   done_.reserve(static_cast<size_t>(max_batch_) * (exec_->slots() + 1));
 }
@@ -53,11 +53,11 @@ void Lane::fail(const Status& st) {
   state_.store(LaneState::kDrained, std::memory_order_release);
 }
 
-void Lane::account(std::span<const Packet> pk, const kernels::BatchView& v) {
-  bump(stats_.events, app_.count_events(v));
+void Lane::account(std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& app) {
+  bump(stats_.events, app.count_events(v));
   if (!log_on_) return;
   std::string lines;
-  app_.append_log(pk, v, [&](uint32_t i) { return log_prefix_(pk[i]); }, lines);
+  app.append_log(pk, v, [&](uint32_t i) { return log_prefix_(pk[i]); }, lines);
   if (lines.empty()) return;
   std::lock_guard<std::mutex> g(log_mu_);
   log_buf_ += lines;
@@ -66,7 +66,8 @@ void Lane::account(std::span<const Packet> pk, const kernels::BatchView& v) {
 // Pushes completed packets to egress; waits (yields) while egress is behind: back-pressure.
 bool Lane::reap(bool wait) {
   done_.clear();
-  auto r = exec_->reap(wait, done_, [this](std::span<const Packet> pk, const kernels::BatchView& v) { account(pk, v); });
+  auto r = exec_->reap(wait, done_, [this](std::span<const Packet> pk, const kernels::BatchView& v,
+                                           const kernels::App& app) { account(pk, v, app); });
   if (!r) {
     fail(r.status());
     return false;
@@ -105,6 +106,29 @@ void Lane::run() {
   }
 }
 
+Status Lane::follow(const AppSwap* swap, size_t index) {
+  swap_ = swap;
+  swap_index_ = index;
+  std::shared_ptr<const AppVersion> v = swap_->current();
+  generation_ = v->generation;
+  HPR_RETURN_IF_ERROR(exec_->adopt(std::move(v), swap_index_));
+  seen_generation_.store(generation_, std::memory_order_relaxed);
+  return Status::ok();
+}
+
+// A new version (app_swap.hpp) from this batch on. One that the executor refuses leaves the lane on the old one: the
+// reload's report shows the lane's generation behind.
+void Lane::follow_swap() {
+  if (swap_ == nullptr || swap_->generation() == generation_) return;
+  std::shared_ptr<const AppVersion> v = swap_->current();
+  generation_ = v->generation;
+  if (Status st = exec_->adopt(v, swap_index_); !st.is_ok()) {
+    spdlog::error("lane {} keeps generation {} of the app: {}", cfg_.name, seen_generation_.load(), st.message());
+    return;
+  }
+  seen_generation_.store(generation_, std::memory_order_relaxed);
+}
+
 bool Lane::slow_now(uint64_t now) const {
   return in_slow_window(now - slow_origin_ns_, cfg_.slow_from_ns, cfg_.slow_until_ns);
 }
@@ -138,6 +162,7 @@ bool Lane::poll() {
     if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) return true;
   }
   if (close) {
+    follow_swap();
     if (exec_->outstanding() == 0) busy_since_ = now;
     ++submitted_;
     if (cfg_.slow_batch_ns != 0 && slow_now(now)) std::this_thread::sleep_for(std::chrono::nanoseconds(cfg_.slow_batch_ns));
@@ -168,6 +193,8 @@ bool Lane::poll() {
       busy_since_ = now;
     }
   }
+  // An idle lane takes a new version too, so that the old one is freed without waiting for traffic.
+  if (!did && batch_.empty() && exec_->outstanding() == 0) follow_swap();
   return did;
 }
 

@@ -21,6 +21,7 @@
 
 #include "kernels/app.hpp"
 #include "kernels/runner.hpp"
+#include "pipeline/app_swap.hpp"
 #include "pipeline/counters.hpp"
 #include "runtime/ring.hpp"
 
@@ -29,6 +30,8 @@ namespace hpr {
 // Runs batches of one app. Implementations: native (host thread) and OpenCL.
 class Executor {
  public:
+  // A finished batch: its packets, its view, and the app (version) it ran.
+  using BatchFn = std::function<void(std::span<const Packet>, const kernels::BatchView&, const kernels::App&)>;
   virtual ~Executor() = default;
   virtual std::string describe() const = 0;
   virtual uint32_t slots() const = 0;
@@ -38,8 +41,11 @@ class Executor {
   // verdicts applied and modified bytes written back) are appended to `done`, and the batch view is
   // passed to `on_batch` for logs and counters before the slot is reused. Returns false when nothing
   // completed. An error means the device failed: the batch stays outstanding.
-  virtual Result<bool> reap(bool wait, std::vector<Packet>& done,
-                            const std::function<void(std::span<const Packet>, const kernels::BatchView&)>& on_batch) = 0;
+  virtual Result<bool> reap(bool wait, std::vector<Packet>& done, const BatchFn& on_batch) = 0;
+  // Live reloads (app_swap.hpp): batches submitted from now on run `v`'s app (an OpenCL lane: with v.programs[lane],
+  // the tables on its device); each batch keeps the version it was submitted with until it is reaped. Errors: the
+  // kernel cannot be made from the new program, or the new app's batch layout differs (the executor keeps the old).
+  virtual Status adopt(std::shared_ptr<const AppVersion> v, size_t lane) = 0;
   virtual uint32_t outstanding() const = 0;
   // After a failure: every outstanding batch's packets, oldest first, untouched by the app.
   virtual void take_outstanding(std::vector<Packet>& out) = 0;
@@ -131,8 +137,17 @@ class Lane {
   uint32_t batch_size() const { return batch_target_.load(std::memory_order_relaxed); }
   std::string log_drain();  // log lines produced since the last call
   // Counts a finished batch's events and appends its log lines (the executor's reap, or the
-  // pipeline's in-place worker path, which runs this lane's app itself).
-  void account(std::span<const Packet> pkts, const kernels::BatchView& v);
+  // pipeline's in-place worker path, which runs this lane's app itself); `app`: the version the batch ran.
+  void account(std::span<const Packet> pkts, const kernels::BatchView& v, const kernels::App& app);
+  // Live reloads: before each batch it submits, the lane takes `swap`'s current version if it has changed (as lane
+  // `index` of its pipeline). Call before start(). Without it the lane runs the app it was made with.
+  // Errors: the executor's (Executor::adopt) for the current version, which it holds from here on.
+  Status follow(const AppSwap* swap, size_t index);
+  // Takes the swap's version now if it has changed (poll() does before each batch and when idle). Only on the thread
+  // that polls the lane: the dispatcher's in run-to-completion mode, whose in-place worker path polls no lane.
+  void follow_swap();
+  // The version this lane submits its next batch with (any thread; for the reload's report).
+  uint64_t generation() const { return seen_generation_.load(std::memory_order_relaxed); }
   void set_logging(bool on, std::function<std::string(const Packet&)> prefix) {
     log_on_ = on;
     log_prefix_ = std::move(prefix);
@@ -144,8 +159,11 @@ class Lane {
   void fail(const Status& st);
 
   LaneConfig cfg_;
-  const kernels::App& app_;
   std::unique_ptr<Executor> exec_;
+  const AppSwap* swap_ = nullptr;
+  size_t swap_index_ = 0;
+  uint64_t generation_ = 0;
+  std::atomic<uint64_t> seen_generation_{0};
   SpscRing<Packet> input_;
   SpscRing<Packet> completions_;
   std::thread thread_;

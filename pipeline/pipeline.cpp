@@ -62,6 +62,14 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   }
   if (started.empty()) return error(Code::kUnavailable, "no lane could be started: {}", fmt::join(p->left_out_, "; "));
   cfg.lanes = std::move(started);
+  // The app's first version (app_swap.hpp), held by every lane's executor until it takes the next.
+  auto first = std::make_shared<AppVersion>();
+  first->generation = 1;
+  first->app = app;
+  for (const auto& spec : cfg.lanes)
+    first->programs.push_back(spec.kind == LaneSpec::Kind::kOpenCL ? spec.program : nullptr);
+  p->swap_ = std::make_unique<AppSwap>(std::move(first));
+  for (size_t i = 0; i < p->lanes_.size(); ++i) HPR_RETURN_IF_ERROR(p->lanes_[i]->follow(p->swap_.get(), i));
   // The balancer: one slot per flow-table id, one lane per lane, weights from the lanes.
   balance::BalancerConfig bc = cfg.balancer_cfg;
   bc.lanes = static_cast<uint32_t>(cfg.lanes.size());
@@ -384,8 +392,9 @@ Summary Pipeline::snapshot() const {
   s.flow_table_full = flows_->full_events();
   s.lane_failures = lane_failures_.load();
   s.host_frames = host_frames_.load();
-  s.event_name = std::string(app_->event_name());
-  s.app_info = app_->summary_info();
+  const auto version = swap_->current();  // app_ is the dispatcher's
+  s.event_name = std::string(version->app->event_name());
+  s.app_info = version->app->summary_info();
   s.balancer = cfg_.balancer;
   if (ended != 0) s.balance = balancer_->stats();  // the dispatcher has ended: no writer left
   s.move_held = move_held_.load(std::memory_order_relaxed);

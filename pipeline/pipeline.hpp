@@ -14,6 +14,7 @@
 // Books: every packet the rx port took in is transmitted or counted under one DropReason:
 //   rx_packets + rx_too_long + rx_pool_empty == tx_packets + sum(drops).
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,7 @@
 
 #include "hpr/atomic_file.hpp"
 #include "kernels/app.hpp"
+#include "pipeline/app_swap.hpp"
 #include "runtime/flow.hpp"
 #include "runtime/parser.hpp"
 #include "pipeline/counters.hpp"
@@ -152,6 +154,25 @@ class Pipeline {
   // Called once per status interval with the live snapshot (console line, Prometheus).
   void on_status(std::function<void(const Summary&, double interval_s)> f) { on_status_ = std::move(f); }
 
+  // Live reload (issue 17; app_swap.hpp; replace_app.cpp). First everything is built beside the running app: `make`
+  // gives the app that replaces each pipeline's (this one's, then each worker's; called once per distinct running app,
+  // with it), and its tables go to the device of every OpenCL lane. Only when all of that succeeded does each
+  // dispatcher swap at the top of its next burst (an app with flow state sets it up for every live flow first: AES
+  // keys), and each lane from its next batch. Errors: those of `make` and of the device uploads (nothing is swapped);
+  // kUnavailable when the run stops before a dispatcher swapped, or none did within `timeout_ms`.
+  using MakeApp = std::function<Result<std::shared_ptr<const kernels::App>>(const kernels::App& running)>;
+  struct Replaced {
+    uint64_t generation = 0;
+    double build_s = 0;   // `make`, every pipeline
+    double upload_s = 0;  // the new tables to the OpenCL devices
+    double swap_s = 0;    // until every dispatcher had swapped
+    bool old_freed = false;  // every lane let go of the old version within `timeout_ms` (an idle one does so at once)
+    uint64_t rss_both_kib = 0;  // resident memory with both versions built (VmRSS, just before the swap)
+    std::vector<uint64_t> rx_at_swap;  // per pipeline: packets its rx port had taken in when it swapped
+  };
+  Result<Replaced> replace_app(const MakeApp& make, int timeout_ms = 10000);
+  std::shared_ptr<const AppVersion> app_version() const { return swap_->current(); }
+
  private:
   Pipeline() = default;
   // Egress state (owned by the egress thread, or the dispatcher's in run-to-completion mode).
@@ -217,9 +238,19 @@ class Pipeline {
   // flows with nothing in flight any more (returns whether any went).
   bool hold_for_move(Packet& p, FlowState& fs, uint8_t to);
   bool flush_held();
+  // replace_app.cpp: post a built version and wait until the dispatcher took it (returns its rx count then); the
+  // dispatcher's side.
+  Result<uint64_t> swap_to(std::shared_ptr<const AppVersion> v, uint64_t deadline_ns);
+  void adopt_app();
 
   PipelineConfig cfg_;
-  std::shared_ptr<const kernels::App> app_;
+  std::shared_ptr<const kernels::App> app_;  // the dispatcher's (the version it adopted last)
+  std::unique_ptr<AppSwap> swap_;            // the lanes' (outlives them: declared before lanes_)
+  std::mutex swap_mu_;
+  std::condition_variable swap_cv_;
+  std::shared_ptr<const AppVersion> swap_next_;  // posted by swap_to, taken by the dispatcher (under swap_mu_)
+  std::atomic<bool> swap_pending_{false};
+  uint64_t swapped_generation_ = 0, swapped_rx_ = 0;  // the dispatcher's last adoption (under swap_mu_)
   Port* rx_ = nullptr;
   std::vector<Port*> txs_;         // every output port; txs_[0] is port 0 (host frames leave by it)
   std::vector<uint16_t> port_of_;  // app out_port mod size → output port (cfg_.port_map, or one per output)

@@ -167,6 +167,7 @@ struct RunContext {
   std::unique_ptr<Port> rx, tx;  // tx: output port 0
   std::vector<std::unique_ptr<Port>> more_tx;  // output ports 1..
   std::shared_ptr<kernels::App> app;
+  kernels::AppOptions app_options;         // what the app was made with (a live reload makes the next from them)
   std::vector<DeviceInfo> devices;        // the devices that got a lane
   std::vector<std::string> left_out;      // devices that failed to build or start, with reasons
   std::vector<std::unique_ptr<Port>> worker_ports;  // the other workers' rx and tx views (rx, tx: worker 0's)

@@ -207,6 +207,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   auto app = kernels::make_app(c.app, ao);
   if (!app) return app.status();
   ctx->app = std::move(*app);
+  ctx->app_options = ao;
 
   // Devices first: a configuration that names a device that does not exist starts nothing.
   auto chosen_r = choose_devices(c.devices, c.kinds, "lanes.devices");

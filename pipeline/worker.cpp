@@ -119,7 +119,7 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
     kernels::BatchView v{w.desc, m, nullptr, w.out.data(), w.slices};
     app_->run_native(v);
     app_->finish(batch, v);
-    lane.account(batch, v);
+    lane.account(batch, v, *app_);
   }
   const uint64_t done = monotonic_ns();
   LaneStats& st = lane.stats();

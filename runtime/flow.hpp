@@ -137,6 +137,13 @@ class FlowTable {
   // flight. Returns how many were removed.
   uint32_t expire(uint64_t now_ns, uint32_t max_scan);
 
+  // f(id, canonical key) for every flow alive, in id order (the owner's thread).
+  template <class F>
+  void for_each_live(F&& f) const {
+    for (uint32_t id = 0; id < capacity_; ++id)
+      if (used_[id] != 0) f(id, keys_[id]);
+  }
+
   uint32_t capacity() const { return capacity_; }
   uint32_t size() const { return size_; }
   uint64_t full_events() const { return full_events_.load(std::memory_order_relaxed); }  // any thread

@@ -105,6 +105,10 @@ void AesApp::flow_started(uint32_t id, const FlowKey& canonical) const {
 
 void AesApp::flow_seq_half(uint32_t id, uint32_t half) const { keys_->enter_half(id, half); }
 
+void AesApp::take_over_from(const App& running) const {
+  if (const auto* old = dynamic_cast<const AesApp*>(&running)) keys_->continue_counters_of(*old->keys_);
+}
+
 std::vector<std::pair<std::string, std::string>> AesApp::summary_info() const {
   return {{"key_epoch", epoch_hex(keys_->epoch())}};
 }

@@ -169,6 +169,7 @@ class AesApp final : public App {
   void flow_started(uint32_t id, const FlowKey& canonical) const override;
   void flow_seq_half(uint32_t id, uint32_t half) const override;
   bool keeps_flow_state() const override { return true; }
+  void take_over_from(const App& running) const override;
   // key_epoch: the run's key epoch, hex (not secret: a receiver needs it to derive the keys).
   std::vector<std::pair<std::string, std::string>> summary_info() const override;
 

@@ -14,6 +14,7 @@
 // old one has nothing in flight; enter_half writes the counter of the half no packet in flight uses, with a
 // relaxed atomic store (counter(), the lanes' read, is a relaxed atomic load). The packets that follow reach
 // the lanes through the lane rings (release/acquire), so the lanes see the new values.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <vector>
@@ -60,6 +61,9 @@ class KeyTable {
   KeySlot copy(uint32_t flow) const;
   uint32_t key_count() const { return count_; }
   uint64_t next_counter() const { return next_counter_; }
+  // Live reloads: this table replaces `running` and hands out counter values from where it stopped (the writer's
+  // thread), so that no value is handed out twice in a run.
+  void continue_counters_of(const KeyTable& running) { next_counter_ = std::max(next_counter_, running.next_counter_); }
 
  private:
   std::vector<KeySlot> slots_;

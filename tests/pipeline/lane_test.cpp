@@ -21,14 +21,14 @@ class HeldExecutor final : public Executor {
     batches_.emplace_back(pkts, pkts + n);
     return Status::ok();
   }
-  Result<bool> reap(bool, std::vector<Packet>& done,
-                    const std::function<void(std::span<const Packet>, const kernels::BatchView&)>&) override {
+  Result<bool> reap(bool, std::vector<Packet>& done, const BatchFn&) override {
     if (!released_ || batches_.empty()) return false;
     done.insert(done.end(), batches_.front().begin(), batches_.front().end());
     batches_.erase(batches_.begin());
     return true;
   }
   uint32_t outstanding() const override { return static_cast<uint32_t>(batches_.size()); }
+  Status adopt(std::shared_ptr<const AppVersion>, size_t) override { return Status::ok(); }
   void take_outstanding(std::vector<Packet>& out) override {
     for (auto& b : batches_) out.insert(out.end(), b.begin(), b.end());
     batches_.clear();
