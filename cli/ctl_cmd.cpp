@@ -1,6 +1,9 @@
 #include "cli/ctl_cmd.hpp"
 
+#include <filesystem>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace hpr::cli {
 namespace {
@@ -11,6 +14,8 @@ constexpr const char* kCommands[][2] = {
     {"lanes", "each lane: packets, batches, busy share, state"},
     {"drops", "packets dropped so far, by reason"},
     {"scheduler", "the scheduler's state: policy, setup, what it measured and kept (as at the last status tick)"},
+    {"reload", "reload routes|rules|keys [FILE]: the app's tables from FILE (default: the file the run uses), "
+               "built beside the running ones and swapped in at a batch boundary; a bad file leaves them in place"},
     {"stop", "end the run as SIGTERM does: rx stops, everything in flight drains, the summary is printed"},
 };
 
@@ -20,8 +25,31 @@ bool g_json = false;
 
 }  // namespace
 
-ControlServer::Handler control_handler(Pipeline& p, std::function<std::string()> scheduler_text) {
-  return [&p, scheduler_text](const std::string& cmd, const std::vector<std::string>& args) -> Result<nlohmann::json> {
+ControlServer::Handler control_handler(Pipeline& p, Reloader& reloader, std::function<std::string()> scheduler_text) {
+  return [&p, &reloader, scheduler_text](const std::string& cmd,
+                                         const std::vector<std::string>& args) -> Result<nlohmann::json> {
+    if (cmd == "reload") {
+      if (args.empty() || args.size() > 2)
+        return error(Code::kInvalidArgument, "reload: want routes|rules|keys [FILE] (this run reloads: {})",
+                     fmt::join(reloader.kinds(), ", "));
+      auto r = reloader.reload(args[0], args.size() > 1 ? args[1] : "");
+      if (!r) return r.status();
+      const Pipeline::Replaced& x = r->replaced;
+      return nlohmann::json{{"text", r->text() + "\n"},
+                            {"reload",
+                             {{"what", r->what},
+                              {"file", r->file},
+                              {"generation", x.generation},
+                              {"build_s", x.build_s},
+                              {"upload_s", x.upload_s},
+                              {"swap_s", x.swap_s},
+                              {"total_s", r->total_s},
+                              {"old_freed", x.old_freed},
+                              {"rx_at_swap", x.rx_at_swap},
+                              {"rss_before_kib", r->rss_before_kib},
+                              {"rss_both_kib", x.rss_both_kib},
+                              {"rss_after_kib", r->rss_after_kib}}}};
+    }
     if (!args.empty()) return error(Code::kInvalidArgument, "{}: takes no arguments", cmd);
     if (cmd == "help") {
       nlohmann::json j;
@@ -54,7 +82,8 @@ ControlServer::Handler control_handler(Pipeline& p, std::function<std::string()>
 
 CLI::App* add_ctl_command(CLI::App& app) {
   auto* c = app.add_subcommand(
-      "ctl", "Ask a running `hpr run` through its control socket: help, status, lanes, drops, scheduler, stop");
+      "ctl", "Ask a running `hpr run` through its control socket: help, status, lanes, drops, scheduler, "
+             "reload routes|rules|keys [FILE], stop");
   c->add_option("command", g_words, "The command and its arguments")->required();
   c->add_option("--ctl", g_path, "Control socket (default: " + default_control_path() + ")");
   c->add_flag("--json", g_json, "Print the daemon's JSON reply as it is");
@@ -64,7 +93,14 @@ CLI::App* add_ctl_command(CLI::App& app) {
 int run_ctl_command() {
   const std::string path = g_path.empty() ? default_control_path() : g_path;
   std::vector<std::string> args(g_words.begin() + 1, g_words.end());
-  auto r = control_request(path, g_words[0], args);
+  const bool reload = g_words[0] == "reload";
+  if (reload && args.size() == 2) {  // the daemon's working directory is not this one's
+    std::error_code ec;
+    auto abs = std::filesystem::absolute(args[1], ec);
+    if (!ec) args[1] = abs.string();
+  }
+  // A reload of a full BGP table or rule set takes seconds (and more on a busy machine).
+  auto r = control_request(path, g_words[0], args, reload ? 300'000 : 5000);
   if (!r) {
     fmt::print(stderr, "hpr ctl: {}\n", r.status().message());
     return 3;

@@ -205,14 +205,19 @@ int cmd_run(RunConfig cfg, bool quiet) {
   // The control socket (hpr ctl): a socket another daemon answers on is a warning, not a reason to stop this run.
   std::mutex sched_mu;     // the scheduler's report, copied on the status thread for hpr ctl scheduler
   std::string sched_text;
+  // From here the pipelines own the app: a live reload frees the one it replaces.
+  c.app.reset();
+  c.worker_apps.clear();
+  Reloader reloader(cfg.app, c.app_options, *c.pipeline);  // hpr ctl reload and SIGHUP
+  std::thread hup_reload;  // SIGHUP's reload, apart from the status thread
   std::unique_ptr<ControlServer> ctl;
   if (cfg.ctl_path != "none") {
     const std::string path = cfg.ctl_path.empty() ? default_control_path() : cfg.ctl_path;
-    auto server = ControlServer::start(path, cli::control_handler(*c.pipeline, [&] {
+    auto server = ControlServer::start(path, cli::control_handler(*c.pipeline, reloader, [&] {
                                          std::lock_guard<std::mutex> l(sched_mu);
                                          return sched_text;
                                        }),
-                                       "control.socket (--ctl)");
+                                       "control.socket (--ctl)", ControlServer::kIdleMs, cli::kSlowCommands);
     if (server) {
       ctl = std::move(*server);
       fmt::print("  control socket {} (hpr ctl --ctl {} help)\n", path, path);
@@ -228,9 +233,16 @@ int cmd_run(RunConfig cfg, bool quiet) {
     Summary s = snap;
     bool due = (*extras)->on_status(s);
     tel.update(s);
-    if (g_hup.exchange(false))
-      spdlog::warn("SIGHUP: live reloads of routes, rules and keys are not in this version; nothing was changed "
-                   "(restart hpr to load new files)");
+    if (g_hup.exchange(false)) {
+      // systemctl reload: the app's files again (as the run loaded them, or as the last reload named them).
+      if (hup_reload.joinable()) hup_reload.join();  // the last one has ended, or this waits for it to
+      hup_reload = std::thread([&reloader] {
+        cli::sd_notify("RELOADING=1");
+        auto r = reloader.reload("", "");
+        if (!r) spdlog::error("SIGHUP: {}; the running tables stay", r.status().message());
+        cli::sd_notify("READY=1");
+      });
+    }
     if (!due) return;
     if (ctl) {
       std::string r = (*extras)->report();
@@ -252,9 +264,10 @@ int cmd_run(RunConfig cfg, bool quiet) {
   cli::sd_notify("STOPPING=1\nSTATUS=stopped; summary printed");
   g_pipeline = nullptr;
   ctl.reset();  // no request reaches the pipeline after its run
+  if (hup_reload.joinable()) hup_reload.join();
   (*extras)->finish(s);
   tel.update(s);
-  fmt::print("\nSummary ({}):\n{}{}", c.app->name(), s.to_text(), (*extras)->report());
+  fmt::print("\nSummary ({}):\n{}{}", cfg.app, s.to_text(), (*extras)->report());
   if (!cfg.summary_json.empty()) {
     Status w = write_file_atomic(cfg.summary_json, s.to_json() + "\n", "telemetry.summary_json (--summary-json)");
     if (w.is_ok())

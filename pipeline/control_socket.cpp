@@ -7,6 +7,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -73,7 +74,8 @@ std::string default_control_path() {
 }
 
 Result<std::unique_ptr<ControlServer>> ControlServer::start(const std::string& path, Handler handler,
-                                                            const std::string& setting, int idle_ms) {
+                                                            const std::string& setting, int idle_ms,
+                                                            std::vector<std::string> slow) {
   auto addr = unix_address(path, setting);
   if (!addr) return addr.status();
   namespace fs = std::filesystem;
@@ -103,6 +105,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::start(const std::string& p
   s->path_ = path;
   s->handler_ = std::move(handler);
   s->idle_ms_ = idle_ms;
+  s->slow_ = std::move(slow);
   s->listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (s->listen_fd_ < 0) return error(Code::kIoError, "{} {}: socket: {}", setting, path, std::strerror(errno));
   // The mode is set before anyone can connect: umask while binding, chmod after (both, as bind's mode is umask-bound).
@@ -130,12 +133,13 @@ ControlServer::~ControlServer() {
     (void)!write(wake_[1], &c, 1);
     thread_.join();
   }
+  if (slow_thread_.joinable()) slow_thread_.join();  // a reload under way ends first
   for (int fd : {listen_fd_, wake_[0], wake_[1]})
     if (fd >= 0) close(fd);
   if (listen_fd_ >= 0) unlink(path_.c_str());
 }
 
-std::string ControlServer::answer(const std::string& line) {
+std::variant<ControlServer::Request, std::string> ControlServer::parse(const std::string& line) {
   const uint64_t now = monotonic_ns();
   if (now - window_start_ns_ >= 1'000'000'000) {
     window_start_ns_ = now;
@@ -165,8 +169,16 @@ std::string ControlServer::answer(const std::string& line) {
     }
   }
   ++requests_;
+  return Request{req["cmd"].get<std::string>(), std::move(args)};
+}
+
+bool ControlServer::is_slow(const std::string& cmd) const {
+  return std::find(slow_.begin(), slow_.end(), cmd) != slow_.end();
+}
+
+std::string ControlServer::answer(const Request& req) {
   try {
-    auto r = handler_(req["cmd"].get<std::string>(), args);
+    auto r = handler_(req.cmd, req.args);
     if (!r) return error_reply(r.status().message());
     nlohmann::json out = r->is_object() ? *r : nlohmann::json{{"result", *r}};
     out["ok"] = true;
@@ -174,6 +186,12 @@ std::string ControlServer::answer(const std::string& line) {
   } catch (const std::exception& e) {
     return error_reply(fmt::format("internal error: {}", e.what()));
   }
+}
+
+void ControlServer::run_slow(int fd, Request req) {
+  send_all(fd, answer(req) + "\n", 5000);
+  close(fd);
+  slow_busy_.store(false);
 }
 
 void ControlServer::serve() {
@@ -212,11 +230,30 @@ void ControlServer::serve() {
       }
       c.last_ns = now;
       c.buf.append(buf, static_cast<size_t>(n));
-      bool closed = false;
-      for (size_t nl; !closed && (nl = c.buf.find('\n')) != std::string::npos;) {
+      bool closed = false, handed = false;
+      for (size_t nl; !closed && !handed && (nl = c.buf.find('\n')) != std::string::npos;) {
         std::string line = c.buf.substr(0, nl);
         c.buf.erase(0, nl + 1);
-        if (!send_all(c.fd, answer(line) + "\n", 1000)) closed = true;
+        auto req = parse(line);
+        if (const auto* err = std::get_if<std::string>(&req)) {
+          if (!send_all(c.fd, *err + "\n", 1000)) closed = true;
+        } else if (Request& r = std::get<Request>(req); !is_slow(r.cmd)) {
+          if (!send_all(c.fd, answer(r) + "\n", 1000)) closed = true;
+        } else if (slow_busy_.load()) {
+          ++refused_;
+          send_all(c.fd, error_reply(fmt::format("busy: a {} is under way; try again when it has ended", r.cmd)) + "\n", 100);
+          closed = true;
+        } else {
+          // Its own thread answers and closes the connection; this one forgets the client.
+          if (slow_thread_.joinable()) slow_thread_.join();  // the last one has ended (slow_busy_ is false)
+          slow_busy_.store(true);
+          slow_thread_ = std::thread([this, fd = c.fd, r = std::move(r)]() mutable { run_slow(fd, std::move(r)); });
+          handed = true;
+        }
+      }
+      if (handed) {
+        clients.erase(clients.begin() + static_cast<std::ptrdiff_t>(k));
+        continue;
       }
       if (!closed && c.buf.size() > kMaxRequest) {
         ++refused_;

@@ -6,7 +6,9 @@
 // Bounds, so that no client can hurt the data path: requests of at most kMaxRequest bytes (a longer one gets an error
 // reply and the connection is closed), at most kMaxClients connections at once, a client that sends nothing for
 // kIdleMs is closed, at most kMaxRate requests a second over all clients (the rest get a "busy" reply). One thread
-// serves every client (poll); the handler runs on it, so it must not block for long.
+// serves every client (poll); the handler runs on it, so it must not block for long. Commands named `slow` at start
+// (reloads, which take seconds) run on a thread of their own, one at a time (another meanwhile gets a "busy" reply),
+// while the server goes on answering the others; such a request's connection is closed after its reply.
 //
 // The socket file: mode 0660 (only the owner and its group may connect), its folder made if missing (0750). A stale
 // file (left by a daemon that was killed: nothing answers on it) is replaced; one where another daemon answers is
@@ -16,6 +18,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <variant>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,7 +42,8 @@ class ControlServer {
   // another daemon answers on it, bind/listen fail.
   // `idle_ms`: how long a client may send nothing before it is closed (tests shorten it).
   static Result<std::unique_ptr<ControlServer>> start(const std::string& path, Handler handler,
-                                                      const std::string& setting, int idle_ms = kIdleMs);
+                                                      const std::string& setting, int idle_ms = kIdleMs,
+                                                      std::vector<std::string> slow = {});
   ~ControlServer();
   const std::string& path() const { return path_; }
   uint64_t requests() const { return requests_.load(); }
@@ -46,8 +51,16 @@ class ControlServer {
 
  private:
   ControlServer() = default;
+  struct Request {
+    std::string cmd;
+    std::vector<std::string> args;
+  };
   void serve();
-  std::string answer(const std::string& line);
+  // The request on one line, or the error reply to it (rate, JSON, shape).
+  std::variant<Request, std::string> parse(const std::string& line);
+  std::string answer(const Request& req);  // the handler's reply, as one JSON line
+  bool is_slow(const std::string& cmd) const;
+  void run_slow(int fd, Request req);  // on slow_thread_; closes fd
 
   std::string path_;
   Handler handler_;
@@ -56,6 +69,9 @@ class ControlServer {
   std::thread thread_;
   std::atomic<uint64_t> requests_{0}, refused_{0};
   int idle_ms_ = kIdleMs;
+  std::vector<std::string> slow_;
+  std::thread slow_thread_;
+  std::atomic<bool> slow_busy_{false};
   uint64_t window_start_ns_ = 0;
   int window_count_ = 0;
 };

@@ -195,14 +195,28 @@ for _ in $(seq 100); do "$hpr" ctl --ctl "$ctl" help >/dev/null 2>&1 && break; s
   echo "ok: hpr ctl lanes --json" || fail "hpr ctl lanes --json"
 "$hpr" ctl --ctl "$ctl" scheduler >"$tmp/ctl.out" 2>&1 && grep -Eq "learning|static lane weights" "$tmp/ctl.out" &&
   echo "ok: hpr ctl scheduler" || fail "hpr ctl scheduler: $(cat "$tmp/ctl.out")"
-expect 1 "unknown command 'bogus' (known: help, status, lanes, drops, scheduler, stop)" ctl --ctl "$ctl" bogus
+expect 1 "unknown command 'bogus' (known: help, status, lanes, drops, scheduler, reload, stop)" ctl --ctl "$ctl" bogus
+# Live reloads: a new table swapped in; bad files and kinds refused with the file (and line) named, the run goes on.
+printf '0.0.0.0/0 2\n10.0.0.0/8 1\n' >"$tmp/routes2.txt"
+printf '0.0.0.0/0 1\n10.0.0.0/40 2\n' >"$tmp/routes-bad.txt"
+"$hpr" ctl --ctl "$ctl" reload routes "$tmp/routes2.txt" >"$tmp/ctl.out" 2>&1 &&
+  grep -q "reloaded routes from $tmp/routes2.txt: generation 2" "$tmp/ctl.out" && echo "ok: hpr ctl reload routes FILE" ||
+  fail "hpr ctl reload routes: $(cat "$tmp/ctl.out")"
+(cd "$tmp" && "$hpr" ctl --ctl "$ctl" reload routes routes.txt --json) | python3 -c \
+  "import json,sys; j=json.load(sys.stdin); r=j['reload']; assert j['ok'] and r['generation']==3 and r['file'].endswith('/routes.txt') and r['old_freed'], j" &&
+  echo "ok: hpr ctl reload with a relative path (--json)" || fail "hpr ctl reload relative path"
+expect 1 "reload routes: $tmp/routes-bad.txt:2: bad prefix length '40' (0..32)" ctl --ctl "$ctl" reload routes "$tmp/routes-bad.txt"
+expect 1 "reload routes: $tmp/none.txt: No such file or directory" ctl --ctl "$ctl" reload routes "$tmp/none.txt"
+expect 1 "reload routes: $tmp: is a folder, not a file" ctl --ctl "$ctl" reload routes "$tmp"
+expect 1 "the ipv4 app has no rules to reload (it reloads: routes)" ctl --ctl "$ctl" reload rules
+expect 1 "reload: want routes|rules|keys [FILE] (this run reloads: routes)" ctl --ctl "$ctl" reload
 expect 3 "control.socket (--ctl) $ctl: another hpr answers on it" run --devices none --packets 10 -q --ctl "$ctl"
 "$hpr" ctl --ctl "$ctl" stop >/dev/null || fail "hpr ctl stop exited $?"
 wait $ctl_pid && grep -q "balanced" "$tmp/ctl.log" && [[ ! -e "$ctl" ]] && echo "ok: hpr ctl stop ends the run, balanced, socket removed" ||
   fail "run after hpr ctl stop: $(tail -c 400 "$tmp/ctl.log")"
 expect 3 "no hpr answers on $ctl" ctl --ctl "$ctl" status
 # systemd's readiness protocol (Type=notify, packaging/hpr.service): READY=1 before forwarding, STATUS= lines, then
-# STOPPING=1; SIGHUP (systemctl reload) is logged and changes nothing, the run goes on.
+# STOPPING=1; SIGHUP (systemctl reload) reloads the routes between RELOADING=1 and READY=1, the run goes on.
 python3 - "$tmp/notify.sock" >"$tmp/notify.out" <<'PY' &
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -224,8 +238,9 @@ kill -HUP $run_pid
 wait $run_pid || fail "run under NOTIFY_SOCKET exited $?: $(tail -c 300 "$tmp/notify-run.log")"
 wait $ln_pid
 if head -1 "$tmp/notify.out" | grep -q "^READY=1" && grep -q "^STATUS=\[" "$tmp/notify.out" &&
-   tail -1 "$tmp/notify.out" | grep -q "^STOPPING=1" && grep -q "SIGHUP: live reloads .* nothing was changed" "$tmp/notify-run.log" &&
-   grep -q "balanced" "$tmp/notify-run.log"; then echo "ok: sd_notify READY/STATUS/STOPPING; SIGHUP changes nothing"
+   tail -1 "$tmp/notify.out" | grep -q "^STOPPING=1" && grep -q "reloaded routes from $tmp/routes.txt: generation 2" "$tmp/notify-run.log" &&
+   grep -A1 "^RELOADING=1" "$tmp/notify.out" | grep -q "^READY=1" &&
+   grep -q "balanced" "$tmp/notify-run.log"; then echo "ok: sd_notify READY/STATUS/STOPPING; SIGHUP reloads between RELOADING and READY"
 else fail "sd_notify: $(cat "$tmp/notify.out") / $(tail -c 300 "$tmp/notify-run.log")"; fi
 # issue 14: no OpenCL driver at all (an empty vendors folder: the ICD loader finds no platform) is said, not a crash;
 # the run goes on with native lanes, and --version names the optional parts this build has.

@@ -8,7 +8,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -157,4 +159,56 @@ TEST_CASE("control socket: a stale file is replaced; a live one, or a file that 
   auto longp = ControlServer::start(std::string(200, 'a'), echo_handler(), "control.socket");
   REQUIRE_FALSE(longp);
   CHECK_THAT(longp.status().message(), Catch::Contains("a UNIX socket path is 1..107 bytes"));
+}
+
+TEST_CASE("control socket: a slow command runs apart, one at a time; the others are answered meanwhile") {
+  const std::string path = temp_socket();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false, started = false;
+  auto handler = [&](const std::string& cmd, const std::vector<std::string>& args) -> Result<nlohmann::json> {
+    if (cmd == "reload") {
+      std::unique_lock<std::mutex> l(mu);
+      started = true;
+      cv.notify_all();
+      cv.wait(l, [&] { return release; });
+      return nlohmann::json{{"reloaded", args.at(0)}};
+    }
+    return nlohmann::json{{"cmd", cmd}};
+  };
+  auto s = ControlServer::start(path, handler, "control.socket", ControlServer::kIdleMs, {"reload"});
+  REQUIRE(s);
+  nlohmann::json first_reply;  // Catch's checks only on this thread
+  std::thread first([&] {
+    auto r = control_request(path, "reload", {"routes"}, 10000);
+    if (r) first_reply = *r;
+  });
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return started; });
+  }
+  // While it runs: another one is refused, a quick command is answered.
+  auto busy = control_request(path, "reload", {"rules"});
+  REQUIRE(busy);
+  CHECK((*busy)["ok"] == false);
+  CHECK((*busy)["error"].get<std::string>().find("busy: a reload is under way") != std::string::npos);
+  auto quick = control_request(path, "status", {});
+  REQUIRE(quick);
+  CHECK((*quick)["cmd"] == "status");
+  {
+    std::lock_guard<std::mutex> l(mu);
+    release = true;
+  }
+  cv.notify_all();
+  first.join();
+  CHECK(first_reply.value("ok", false));
+  CHECK(first_reply.value("reloaded", std::string()) == "routes");
+  // Free again: the next one runs.
+  {
+    std::lock_guard<std::mutex> l(mu);
+    started = false;
+  }
+  auto again = control_request(path, "reload", {"keys"});
+  REQUIRE(again);
+  CHECK((*again)["reloaded"] == "keys");
 }
