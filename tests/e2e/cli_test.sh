@@ -215,6 +215,36 @@ expect 3 "control.socket (--ctl) $ctl: another hpr answers on it" run --devices 
 wait $ctl_pid && grep -q "balanced" "$tmp/ctl.log" && [[ ! -e "$ctl" ]] && echo "ok: hpr ctl stop ends the run, balanced, socket removed" ||
   fail "run after hpr ctl stop: $(tail -c 400 "$tmp/ctl.log")"
 expect 3 "no hpr answers on $ctl" ctl --ctl "$ctl" status
+# Reloads of aes keys and dpi rules: the new key source for every live flow (none left without a key), a key file
+# that is not one refused naming it; with --strict-rules a rule that cannot be read refuses the set, file:line named;
+# a file above the size a reload reads is refused before it is read.
+echo 00112233445566778899aabbccddeeff >"$tmp/mk1"
+echo ffeeddccbbaa99887766554433221100 >"$tmp/mk2"
+printf 'alert tcp any any -> any any (msg:"a"; content:"GET"; sid:1;)\n' >"$tmp/one.rules"
+printf 'alert tcp any any -> any any (msg:"a"; content:"GET"; sid:1;)\nalert tcp any any -> any any (content:"|zz|"; sid:2;)\n' >"$tmp/bad.rules"
+truncate -s 600M "$tmp/huge.rules"
+for app in aes dpi; do
+  src=(--master-key-file "$tmp/mk1"); [[ $app == dpi ]] && src=(--rules "$tmp/one.rules" --strict-rules)
+  "$hpr" run --app $app "${src[@]}" --devices none --packets 0 --rate-pps 50000 --duration 60 -q --ctl "$ctl" \
+    --state-dir none --summary-json "$tmp/$app-reload.json" >"$tmp/$app-reload.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do "$hpr" ctl --ctl "$ctl" help >/dev/null 2>&1 && break; sleep 0.2; done
+  if [[ $app == aes ]]; then
+    "$hpr" ctl --ctl "$ctl" reload keys "$tmp/mk2" >"$tmp/ctl.out" 2>&1 && grep -q "reloaded keys from $tmp/mk2: generation 2" "$tmp/ctl.out" &&
+      echo "ok: hpr ctl reload keys" || fail "hpr ctl reload keys: $(cat "$tmp/ctl.out")"
+    expect 1 "reload keys: app.master_key_file (--master-key-file): '$tmp/one.rules': want 32 hex digits (AES-128)" ctl --ctl "$ctl" reload keys "$tmp/one.rules"
+  else
+    "$hpr" ctl --ctl "$ctl" reload rules "$tmp/one.rules" >"$tmp/ctl.out" 2>&1 && grep -q "reloaded rules from $tmp/one.rules: generation 2" "$tmp/ctl.out" &&
+      echo "ok: hpr ctl reload rules" || fail "hpr ctl reload rules: $(cat "$tmp/ctl.out")"
+    expect 1 "$tmp/bad.rules:2: content \"|zz|\": 'z' is not a hex digit" ctl --ctl "$ctl" reload rules "$tmp/bad.rules"
+    expect 1 "reload rules: $tmp/huge.rules: 629145600 bytes, more than the 512 MiB a reload reads" ctl --ctl "$ctl" reload rules "$tmp/huge.rules"
+  fi
+  "$hpr" ctl --ctl "$ctl" stop >/dev/null || fail "hpr ctl stop ($app) exited $?"
+  wait $pid || fail "$app run with reloads exited $?: $(tail -c 300 "$tmp/$app-reload.log")"
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['dropped']==0 and j['reorders']==0 and j['unaccounted']==0 and j['rx']['packets']>0, j" \
+    "$tmp/$app-reload.json" && echo "ok: $app run with reloads: nothing dropped or reordered" || fail "$app reload run: $(head -c 400 "$tmp/$app-reload.json")"
+done
+rm -f "$tmp/huge.rules"
 # systemd's readiness protocol (Type=notify, packaging/hpr.service): READY=1 before forwarding, STATUS= lines, then
 # STOPPING=1; SIGHUP (systemctl reload) reloads the routes between RELOADING=1 and READY=1, the run goes on.
 python3 - "$tmp/notify.sock" >"$tmp/notify.out" <<'PY' &
