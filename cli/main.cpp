@@ -210,6 +210,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
   c.worker_apps.clear();
   Reloader reloader(cfg.app, c.app_options, *c.pipeline);  // hpr ctl reload and SIGHUP
   std::thread hup_reload;  // SIGHUP's reload, apart from the status thread
+  std::atomic<bool> hup_busy{false};
   std::unique_ptr<ControlServer> ctl;
   if (cfg.ctl_path != "none") {
     const std::string path = cfg.ctl_path.empty() ? default_control_path() : cfg.ctl_path;
@@ -234,14 +235,23 @@ int cmd_run(RunConfig cfg, bool quiet) {
     bool due = (*extras)->on_status(s);
     tel.update(s);
     if (g_hup.exchange(false)) {
-      // systemctl reload: the app's files again (as the run loaded them, or as the last reload named them).
-      if (hup_reload.joinable()) hup_reload.join();  // the last one has ended, or this waits for it to
-      hup_reload = std::thread([&reloader] {
-        cli::sd_notify("RELOADING=1");
-        auto r = reloader.reload("", "");
-        if (!r) spdlog::error("SIGHUP: {}; the running tables stay", r.status().message());
-        cli::sd_notify("READY=1");
-      });
+      // systemctl reload: the app's files again (as the run loaded them, or as the last reload named them), on a
+      // thread of its own so that status ticks go on.
+      if (reloader.kinds().empty()) {
+        spdlog::info("SIGHUP: the {} app has no files to reload; nothing to do", cfg.app);
+      } else if (hup_busy.load()) {
+        spdlog::warn("SIGHUP: the last SIGHUP's reload is still running; this one is skipped");
+      } else {
+        if (hup_reload.joinable()) hup_reload.join();  // it has ended
+        hup_busy = true;
+        hup_reload = std::thread([&reloader, &hup_busy] {
+          cli::sd_notify("RELOADING=1");
+          auto r = reloader.reload("", "");
+          if (!r) spdlog::error("SIGHUP: {}; the running tables stay", r.status().message());
+          cli::sd_notify("READY=1");
+          hup_busy = false;
+        });
+      }
     }
     if (!due) return;
     if (ctl) {
