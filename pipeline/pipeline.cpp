@@ -395,6 +395,8 @@ Summary Pipeline::snapshot() const {
   const auto version = swap_->current();  // app_ is the dispatcher's
   s.event_name = std::string(version->app->event_name());
   s.app_info = version->app->summary_info();
+  // After live reloads: which version of the tables runs (the first is generation 1).
+  if (version->generation > 1) s.app_info.emplace_back("tables", fmt::format("generation {}", version->generation));
   s.balancer = cfg_.balancer;
   if (ended != 0) s.balance = balancer_->stats();  // the dispatcher has ended: no writer left
   s.move_held = move_held_.load(std::memory_order_relaxed);

@@ -205,6 +205,8 @@ printf '0.0.0.0/0 1\n10.0.0.0/40 2\n' >"$tmp/routes-bad.txt"
 (cd "$tmp" && "$hpr" ctl --ctl "$ctl" reload routes routes.txt --json) | python3 -c \
   "import json,sys; j=json.load(sys.stdin); r=j['reload']; assert j['ok'] and r['generation']==3 and r['file'].endswith('/routes.txt') and r['old_freed'], j" &&
   echo "ok: hpr ctl reload with a relative path (--json)" || fail "hpr ctl reload relative path"
+"$hpr" ctl --ctl "$ctl" status | grep -q "tables *generation 3" && echo "ok: hpr ctl status names the tables' generation" ||
+  fail "hpr ctl status after reloads: no 'tables generation 3'"
 expect 1 "reload routes: $tmp/routes-bad.txt:2: bad prefix length '40' (0..32)" ctl --ctl "$ctl" reload routes "$tmp/routes-bad.txt"
 expect 1 "reload routes: $tmp/none.txt: No such file or directory" ctl --ctl "$ctl" reload routes "$tmp/none.txt"
 expect 1 "reload routes: $tmp: is a folder, not a file" ctl --ctl "$ctl" reload routes "$tmp"
