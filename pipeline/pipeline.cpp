@@ -129,9 +129,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
     auto f = AtomicFile::open(cfg.log_path, "app.log (--log)");
     if (!f) return f.status();
     p->log_.emplace(std::move(*f));
-    // "<rx ns> <src>:<sport> > <dst>:<dport> proto <n>"
-    for (auto& l : p->lanes_)
-      l->set_logging(true, [](const Packet& pk) { return fmt::format("{} {}", pk.rx_ns, flow_text(pk)); });
+    for (auto& l : p->lanes_) l->set_logging(true, log_prefix());
   }
   p->cfg_ = std::move(cfg);
   p->burst_ = std::make_unique<Burst>();
@@ -343,8 +341,24 @@ Summary Pipeline::finish() {
   return s;
 }
 
+void Pipeline::add_worker(std::unique_ptr<Pipeline> w) {
+  if (log_)
+    for (auto& l : w->lanes_) l->set_logging(true, log_prefix());
+  workers_.push_back(std::move(w));
+}
+
+// "<rx ns> <src>:<sport> > <dst>:<dport> proto <n>"
+std::function<std::string(const Packet&)> Pipeline::log_prefix() {
+  return [](const Packet& pk) { return fmt::format("{} {}", pk.rx_ns, flow_text(pk)); };
+}
+
+// Every lane's lines since the last call, the workers' too (each flow lives on one worker, so its lines stay in order).
 void Pipeline::write_log() {
-  for (auto& l : lanes_) {
+  std::vector<Lane*> lanes;
+  for (auto& l : lanes_) lanes.push_back(l.get());
+  for (auto& w : workers_)
+    for (auto& l : w->lanes_) lanes.push_back(l.get());
+  for (Lane* l : lanes) {
     auto s = l->log_drain();
     if (!s.empty() && std::fwrite(s.data(), 1, s.size(), log_->file()) != s.size() && log_errors_++ == 0)
       spdlog::error("app.log (--log) {}: write failed: {}", log_->path(), std::strerror(errno));

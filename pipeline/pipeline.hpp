@@ -139,7 +139,8 @@ class Pipeline {
   // and ended by this one's run(); its counters are added to this one's snapshots (Summary::add_worker). Call before
   // run(). The pipeline whose run() is called owns the status callback, the result log and the closing of shared
   // ports (the views with index 0), so the others' ports must not need it.
-  void add_worker(std::unique_ptr<Pipeline> w) { workers_.push_back(std::move(w)); }
+  // With a result log (this one's), the worker's lanes log into it too.
+  void add_worker(std::unique_ptr<Pipeline> w);
 
   // Control (any thread; applied by the dispatcher at its next burst): relative lane weights, 0
   // takes a lane out of the choice for new flows. Flows move only when nothing of theirs is in
@@ -318,6 +319,7 @@ class Pipeline {
   uint64_t log_errors_ = 0;
   std::vector<std::string> output_errors_;
   void write_log();
+  static std::function<std::string(const Packet&)> log_prefix();
   std::vector<std::string> left_out_;
   std::vector<std::unique_ptr<Pipeline>> workers_;
 };

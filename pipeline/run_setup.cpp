@@ -346,6 +346,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     for (auto& l : pw.lanes) l.lane.name = fmt::format("w{}:{}", w, l.lane.name);
     pw.cpu = cores[w];
     pw.run_to_completion = true;
+    pw.log_path.clear();  // its lanes log into worker 0's result log (Pipeline::add_worker)
     std::shared_ptr<const kernels::App> app = ctx->app;
     if (ctx->app->keeps_flow_state()) {
       // AES keys by flow id: an app of its own with the run's key epoch, and IV counters from a range of its own

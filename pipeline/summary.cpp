@@ -32,6 +32,15 @@ void Summary::add_worker(const Summary& w) {
   egress_busy_s += w.egress_busy_s;
   rx_buffers_in_use += w.rx_buffers_in_use;
   move_held += w.move_held;
+  // Shaping with workers is by flow: each worker's buckets are its flows'; the figures add up.
+  shaping |= w.shaping;
+  shaped_queues += w.shaped_queues;
+  shaper_heap += w.shaper_heap;
+  shaper_waiting += w.shaper_waiting;
+  shaper_reschedules += w.shaper_reschedules;
+  shaper_delayed += w.shaper_delayed;
+  shaper_throttled += w.shaper_throttled;
+  shaper_heap_high_water += w.shaper_heap_high_water;
   if (latency_buckets.size() < w.latency_buckets.size()) latency_buckets.resize(w.latency_buckets.size(), 0);
   for (size_t i = 0; i < w.latency_buckets.size(); ++i) latency_buckets[i] += w.latency_buckets[i];
   latency_p50_ns = LogLinear::percentile(latency_buckets, 50);

@@ -251,10 +251,13 @@ Status validate_workers(const RunConfig& c) {
     return error(Code::kInvalidArgument,
                  "lanes.run_to_completion (--run-to-completion): off is not possible {}: each worker is one thread",
                  kWhy);
-  if (c.shaping.enabled)
-    return error(Code::kInvalidArgument, "shaper: not available {} yet (each worker would shape on its own)", kWhy);
-  if (!c.log_path.empty())
-    return error(Code::kInvalidArgument, "app.log (--log): not available {} yet (one result log per run)", kWhy);
+  // Each worker shapes its own flows (a flow lives on one worker); a port's or a class's bucket would be one per
+  // worker, each at the full rate.
+  if (c.shaping.enabled && c.shaping.by != ShapeBy::kFlow)
+    return error(Code::kInvalidArgument,
+                 "shaper.by: {} is not possible {} (each worker shapes on its own, so a {}'s rate would be taken once "
+                 "per worker): shaper.by = flow, or --workers 1",
+                 c.shaping.by == ShapeBy::kPort ? "port" : "class", kWhy, c.shaping.by == ShapeBy::kPort ? "port" : "class");
   if (!c.adapt_table.empty())
     return error(Code::kInvalidArgument, "adaptive.table (--table): not available {} (nothing to choose among)", kWhy);
   return Status::ok();

@@ -16,7 +16,6 @@ void two_workers(RunConfig& c) {
   c.workers = 2;
   c.devices = {"none"};
   c.native_lanes = 1;
-  c.log_path.clear();  // one result log per run: not with workers yet
 }
 
 Status config_error(RunConfig c) {
@@ -39,6 +38,38 @@ TEST_CASE("two workers spread by flow hash forward every packet like the native 
   CHECK(s.lanes[0].name == "w0:native0");
   CHECK(s.lanes[1].name == "w1:native0");
   CHECK(s.rx_buffers_in_use == 0);
+}
+
+TEST_CASE("two workers write one result log: every digest and alert of a native pass, once") {
+  if (cores_here().size() < 2) return;
+  const char* app = GENERATE("md5", "dpi");
+  INFO(app);
+  Summary s = check_against_reference(app, data_path("pcap/ndpi/skype.pcap"), two_workers);  // checks the log
+  REQUIRE(s.lanes.size() == 2);
+  CHECK(s.lanes[0].packets > 0);
+  CHECK(s.lanes[1].packets > 0);
+}
+
+TEST_CASE("two workers shape by flow, each its own flows: books balanced, packets delayed, nothing left waiting") {
+  if (cores_here().size() < 2) return;
+  RunConfig c = base_config();
+  two_workers(c);
+  c.input = {.kind = "generator", .gen_packets = 20000, .gen_flows = 64};
+  c.output = {.kind = "null"};
+  c.backpressure = true;
+  c.shaping.enabled = true;
+  c.shaping.by = ShapeBy::kFlow;
+  c.shaping.rate_bytes_per_s = 2'000'000;  // 64 flows × 2 MB/s: the generator's unpaced traffic waits
+  c.shaping.burst_bytes = 16384;
+  Summary s = run_to_end(c);
+  check_books(s);
+  CHECK(s.rx_packets == 20000);
+  CHECK(s.shaping);
+  CHECK(s.shaper_delayed > 0);
+  CHECK(s.shaper_waiting == 0);
+  REQUIRE(s.lanes.size() == 2);
+  CHECK(s.lanes[0].packets > 0);
+  CHECK(s.lanes[1].packets > 0);
 }
 
 TEST_CASE("aes with two workers: each worker's flows encrypted as a native pass over them, from its counter range") {
@@ -141,10 +172,13 @@ TEST_CASE("worker settings that cannot work are refused, naming the setting") {
     c.cores = {core, "9999"};
     CHECK_THAT(config_error(c).message(), Catch::Contains("lanes.cores") && Catch::Contains("9999"));
   }
-  SECTION("a result log, shaping, a table, several native lanes, threads") {
-    c.log_path = tmp_path("w.log");
-    CHECK_THAT(config_error(c).message(), Catch::Contains("app.log"));
-    c.log_path.clear();
+  SECTION("shaping by port or class, several native lanes, threads") {
+    c.shaping.enabled = true;
+    c.shaping.by = ShapeBy::kPort;
+    c.shaping.rate_bytes_per_s = 1'000'000;
+    c.shaping.burst_bytes = 16384;
+    CHECK_THAT(config_error(c).message(), Catch::Contains("shaper.by: port") && Catch::Contains("shaper.by = flow"));
+    c.shaping.enabled = false;
     c.native_lanes = 2;
     CHECK_THAT(config_error(c).message(), Catch::Contains("lanes.native"));
     c.native_lanes = 1;
