@@ -11,6 +11,8 @@ constexpr const char* kCommands[][2] = {
     {"lanes", "each lane: packets, batches, busy share, state"},
     {"drops", "packets dropped so far, by reason"},
     {"scheduler", "the scheduler's state: policy, setup, what it measured and kept (as at the last status tick)"},
+    {"flows", "flows top [N]: the N flows (1..1000, default 10) with the most bytes: packets, lane, idle time"},
+    {"set", "set weight LANE W: a lane's share of new flows (static weights); set policy GOAL: the scheduler's goal"},
     {"stop", "end the run as SIGTERM does: rx stops, everything in flight drains, the summary is printed"},
 };
 
@@ -20,8 +22,12 @@ bool g_json = false;
 
 }  // namespace
 
-ControlServer::Handler control_handler(Pipeline& p, std::function<std::string()> scheduler_text) {
-  return [&p, scheduler_text](const std::string& cmd, const std::vector<std::string>& args) -> Result<nlohmann::json> {
+ControlServer::Handler control_handler(Pipeline& p, std::function<std::string()> scheduler_text,
+                                       SchedulerHooks sched) {
+  return [&p, scheduler_text, sched](const std::string& cmd,
+                                     const std::vector<std::string>& args) -> Result<nlohmann::json> {
+    if (cmd == "flows") return ctl_flows(p, args);
+    if (cmd == "set") return ctl_set(p, sched, args);
     if (!args.empty()) return error(Code::kInvalidArgument, "{}: takes no arguments", cmd);
     if (cmd == "help") {
       nlohmann::json j;
@@ -54,7 +60,8 @@ ControlServer::Handler control_handler(Pipeline& p, std::function<std::string()>
 
 CLI::App* add_ctl_command(CLI::App& app) {
   auto* c = app.add_subcommand(
-      "ctl", "Ask a running `hpr run` through its control socket: help, status, lanes, drops, scheduler, stop");
+      "ctl", "Ask a running `hpr run` through its control socket: help, status, lanes, drops, scheduler, "
+             "flows top [N], set weight LANE W, set policy GOAL, stop");
   c->add_option("command", g_words, "The command and its arguments")->required();
   c->add_option("--ctl", g_path, "Control socket (default: " + default_control_path() + ")");
   c->add_flag("--json", g_json, "Print the daemon's JSON reply as it is");

@@ -206,12 +206,15 @@ int cmd_run(RunConfig cfg, bool quiet) {
   std::mutex sched_mu;     // the scheduler's report, copied on the status thread for hpr ctl scheduler
   std::string sched_text;
   std::unique_ptr<ControlServer> ctl;
+  cli::SchedulerHooks sched_hooks{(*extras)->weights_owner(), [x = (*extras).get()](const std::string& g, double t) {
+                                    return x->request_policy(g, t);
+                                  }};
   if (cfg.ctl_path != "none") {
     const std::string path = cfg.ctl_path.empty() ? default_control_path() : cfg.ctl_path;
     auto server = ControlServer::start(path, cli::control_handler(*c.pipeline, [&] {
                                          std::lock_guard<std::mutex> l(sched_mu);
                                          return sched_text;
-                                       }),
+                                       }, sched_hooks),
                                        "control.socket (--ctl)");
     if (server) {
       ctl = std::move(*server);
