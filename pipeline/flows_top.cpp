@@ -106,7 +106,7 @@ Result<Pipeline::FlowsTop> Pipeline::flows_top(size_t n, int timeout_ms) {
     return error(Code::kUnavailable, "flows top: the run has not started forwarding yet");
   std::vector<uint64_t> asked(ws.size());
   for (size_t i = 0; i < ws.size(); ++i) {
-    if (ended(ws[i])) return error(Code::kUnavailable, "flows top: the run is stopping; its flow tables are no longer read");
+    if (ended(ws[i])) return error(Code::kUnavailable, "flows top: the run is stopping (stopped, or its input ended): its flow tables are no longer read");
     std::lock_guard<std::mutex> g(ws[i]->top_mu_);
     ws[i]->top_n_ = n;
     asked[i] = ++ws[i]->top_asked_;
@@ -128,7 +128,7 @@ Result<Pipeline::FlowsTop> Pipeline::flows_top(size_t n, int timeout_ms) {
         }
       }
       if (ended(w))
-        return error(Code::kUnavailable, "flows top: the run is stopping; its flow tables are no longer read");
+        return error(Code::kUnavailable, "flows top: the run is stopping (stopped, or its input ended): its flow tables are no longer read");
       if (std::chrono::steady_clock::now() >= deadline)
         return error(Code::kUnavailable, "flows top: worker {}'s dispatcher did not answer within {} ms (busy); try again",
                      i, timeout_ms);
