@@ -36,7 +36,11 @@ ControlServer::Handler control_handler(Pipeline& p, std::function<std::string()>
     }
     if (cmd == "scheduler") {
       std::string t = scheduler_text();
-      return nlohmann::json{{"text", t.empty() ? "static lane weights: no scheduler in this run (--static)\n" : t}};
+      if (t.empty())  // no report yet: a scheduler's first comes with the first status line
+        t = sched.weights_owner.empty() ? "static lane weights: no scheduler in this run (--static)\n"
+                                        : fmt::format("the {} scheduler has not reported yet (it does at each status "
+                                                      "line)\n", sched.weights_owner);
+      return nlohmann::json{{"text", t}};
     }
     if (cmd == "stop") {
       p.request_stop();
