@@ -8,7 +8,7 @@
 namespace hpr::cli {
 namespace {
 constexpr size_t kTopDefault = 10, kTopMax = 1000;
-constexpr int kTopTimeoutMs = 1000;  // a dispatcher answers within a loop iteration; longer means it is stuck
+constexpr int kTopTimeoutMs = 1000;  // a dispatcher answers within 100 ms (its scan gap) and a loop; longer: stuck
 }  // namespace
 
 Result<nlohmann::json> ctl_flows(Pipeline& p, const std::vector<std::string>& args) {
@@ -28,9 +28,11 @@ Result<nlohmann::json> ctl_flows(Pipeline& p, const std::vector<std::string>& ar
   j["live"] = r->live;
   j["capacity"] = r->capacity;
   j["workers"] = workers;
+  j["scan_ms"] = static_cast<double>(r->scan_ns) / 1e6;
   j["flows"] = nlohmann::json::array();
-  std::string t = fmt::format("flows: {} live of {} ({} worker{}); the {} with the most bytes:\n", r->live,
-                              r->capacity, workers, workers == 1 ? "" : "s", r->flows.size());
+  std::string t = fmt::format("flows: {} live of {} ({} worker{}, scan {:.2f} ms); the {} with the most bytes:\n",
+                              r->live, r->capacity, workers, workers == 1 ? "" : "s",
+                              static_cast<double>(r->scan_ns) / 1e6, r->flows.size());
   t += fmt::format("  {:>14} {:>10}  {:<14} {:>8}  {}\n", "bytes", "packets", "lane", "idle s", "flow");
   for (const auto& f : r->flows) {
     const std::string flow = flow_key_text(f.key);

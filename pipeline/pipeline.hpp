@@ -163,12 +163,13 @@ class Pipeline {
   // This pipeline, then the other workers (add_worker) in order: the order of the snapshot's lanes.
   std::vector<Pipeline*> all_workers();
   // hpr ctl flows top (flows_top.cpp; any thread, one caller at a time): each worker's dispatcher answers at the top
-  // of its next loop with its n largest flows; merged, most bytes first. Errors: kUnavailable when the run is
+  // of its next loop (at most one scan every 100 ms) with its n largest flows; merged, most bytes first. Errors: kUnavailable when the run is
   // stopping or a dispatcher has ended, or when one did not answer within timeout_ms (it is busy).
   // Also returns the live flows and the capacity of all flow tables together.
   struct FlowsTop {
     std::vector<TopFlow> flows;
     uint64_t live = 0, capacity = 0;
+    uint64_t scan_ns = 0;  // the longest scan of a dispatcher
   };
   Result<FlowsTop> flows_top(size_t n, int timeout_ms);
   // Batch size of one lane from its next batch, clamped to [1, its max_batch].
@@ -318,7 +319,8 @@ class Pipeline {
   size_t top_n_ = 0;
   uint64_t top_asked_ = 0, top_answered_ = 0;  // request numbers
   std::vector<TopFlow> top_result_;
-  uint64_t top_live_ = 0;
+  uint64_t top_live_ = 0, top_scan_ns_ = 0;
+  uint64_t top_scanned_ns_ = 0;  // dispatcher-owned: when it last scanned
   std::optional<AtomicFile> log_;  // result log, renamed into place at the end of the run
   uint64_t log_errors_ = 0;
   std::vector<std::string> output_errors_;
