@@ -58,8 +58,8 @@ Result<nlohmann::json> set_weight(Pipeline& p, const SchedulerHooks& sched, cons
         hit.emplace_back(k, i);
     }
   if (hit.empty())
-    return error(Code::kInvalidArgument, "set weight: LANE '{}' is neither a lane's name nor its index (lanes: {})", lane,
-                 names);
+    return error(Code::kInvalidArgument, "set weight: LANE '{}' is neither a lane's name nor its index (lanes: {})",
+                 lane, names);
   // The new weights of each worker touched; refused when one would have no lane left for new flows.
   std::vector<std::vector<float>> next(ws.size());
   std::string was;
@@ -78,7 +78,8 @@ Result<nlohmann::json> set_weight(Pipeline& p, const SchedulerHooks& sched, cons
       if (Status st = ws[k]->set_lane_weights(next[k]); !st.is_ok())
         return error(Code::kInvalidArgument, "set weight: {}", st.message());
   nlohmann::json j;
-  std::string t = "weight " + was + " (new flows from the dispatcher's next burst; a flow moves only once nothing of "
+  std::string t = "weight " + was +
+                  " (new flows from the dispatcher's next burst; a flow moves only once nothing of "
                   "it is in flight)\n";
   for (Pipeline* x : ws) {
     const std::vector<float> now = x->lane_weights();

@@ -104,6 +104,7 @@ std::vector<float> Pipeline::lane_weights() {
 }
 
 Result<Pipeline::FlowsTop> Pipeline::flows_top(size_t n, int timeout_ms) {
+  std::lock_guard<std::mutex> one(top_call_mu_);  // the requests of two callers would share the workers' slots
   const std::vector<Pipeline*> ws = all_workers();
   auto ended = [](Pipeline* w) {
     return w->stop_rx_.load(std::memory_order_relaxed) || w->dispatch_done_.load(std::memory_order_acquire);
@@ -112,7 +113,9 @@ Result<Pipeline::FlowsTop> Pipeline::flows_top(size_t n, int timeout_ms) {
     return error(Code::kUnavailable, "flows top: the run has not started forwarding yet");
   std::vector<uint64_t> asked(ws.size());
   for (size_t i = 0; i < ws.size(); ++i) {
-    if (ended(ws[i])) return error(Code::kUnavailable, "flows top: the run is stopping (stopped, or its input ended): its flow tables are no longer read");
+    if (ended(ws[i]))
+      return error(Code::kUnavailable,
+                   "flows top: the run is stopping (stopped, or its input ended): its flow tables are no longer read");
     std::lock_guard<std::mutex> g(ws[i]->top_mu_);
     ws[i]->top_n_ = n;
     asked[i] = ++ws[i]->top_asked_;
@@ -135,10 +138,12 @@ Result<Pipeline::FlowsTop> Pipeline::flows_top(size_t n, int timeout_ms) {
         }
       }
       if (ended(w))
-        return error(Code::kUnavailable, "flows top: the run is stopping (stopped, or its input ended): its flow tables are no longer read");
+        return error(
+            Code::kUnavailable,
+            "flows top: the run is stopping (stopped, or its input ended): its flow tables are no longer read");
       if (std::chrono::steady_clock::now() >= deadline)
-        return error(Code::kUnavailable, "flows top: worker {}'s dispatcher did not answer within {} ms (busy); try again",
-                     i, timeout_ms);
+        return error(Code::kUnavailable,
+                     "flows top: worker {}'s dispatcher did not answer within {} ms (busy); try again", i, timeout_ms);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }

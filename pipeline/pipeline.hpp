@@ -162,9 +162,10 @@ class Pipeline {
   const std::string& lane_name(size_t lane) const { return lanes_.at(lane)->name(); }
   // This pipeline, then the other workers (add_worker) in order: the order of the snapshot's lanes.
   std::vector<Pipeline*> all_workers();
-  // hpr ctl flows top (flows_top.cpp; any thread, one caller at a time): each worker's dispatcher answers at the top
-  // of its next loop (at most one scan every 100 ms) with its n largest flows; merged, most bytes first. Errors: kUnavailable when the run is
-  // stopping or a dispatcher has ended, or when one did not answer within timeout_ms (it is busy).
+  // hpr ctl flows top (flows_top.cpp; any thread, callers one after the other): each worker's dispatcher answers at
+  // the top of its next loop (at most one scan every 100 ms) with its n largest flows; merged, most bytes first.
+  // Errors: kUnavailable when the run is stopping or a dispatcher has ended, or when one did not answer within
+  // timeout_ms (it is busy).
   // Also returns the live flows and the capacity of all flow tables together.
   struct FlowsTop {
     std::vector<TopFlow> flows;
@@ -314,6 +315,7 @@ class Pipeline {
   std::atomic<bool> weights_dirty_{false};
   // flows top (flows_top.cpp): a request the dispatcher answers at the top of its loop (answer_top).
   void answer_top(uint64_t now);
+  std::mutex top_call_mu_;             // one flows_top() at a time
   std::mutex top_mu_;                  // guards the fields below but top_wanted_
   std::atomic<bool> top_wanted_{false};
   size_t top_n_ = 0;

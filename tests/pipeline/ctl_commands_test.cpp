@@ -2,7 +2,6 @@
 // them, on a pipeline built as `hpr run` builds it: every bad argument answered with an error naming it, flows top
 // answered by the dispatchers of a running pipeline (one worker and two), lane weights set by name and index.
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <thread>
 
@@ -34,7 +33,8 @@ struct Running {
   Summary s;
   std::thread t;
   explicit Running(Pipeline& pl) : p(pl), t([this] { s = p.run(); }) {
-    for (int i = 0; i < 500 && p.snapshot().tx_packets < 2000; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 500 && p.snapshot().tx_packets < 2000; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   Summary stop() {
     p.request_stop();
@@ -54,11 +54,13 @@ TEST_CASE("hpr ctl: bad arguments get an error naming them") {
   CHECK_THAT(err("flows", {}), Catch::Contains("usage: flows top [N]"));
   CHECK_THAT(err("flows", {"bottom"}), Catch::Contains("usage: flows top [N]"));
   CHECK_THAT(err("flows", {"top", "3", "4"}), Catch::Contains("usage"));
-  for (const char* n : {"0", "1001", "x", "-1", "3.5", ""}) CHECK_THAT(err("flows", {"top", n}), Catch::Contains("N '"));
+  for (const char* n : {"0", "1001", "x", "-1", "3.5", ""})
+    CHECK_THAT(err("flows", {"top", n}), Catch::Contains("N '"));
   CHECK_THAT(err("flows", {"top", "3"}), Catch::Contains("has not started"));
   CHECK_THAT(err("set", {}), Catch::Contains("usage: set weight LANE W | set policy GOAL"));
   CHECK_THAT(err("set", {"weight", "native0"}), Catch::Contains("usage: set weight LANE W"));
-  CHECK_THAT(err("set", {"weight", "bogus", "1"}), Catch::Contains("LANE 'bogus'") && Catch::Contains("native0, native1"));
+  CHECK_THAT(err("set", {"weight", "bogus", "1"}),
+             Catch::Contains("LANE 'bogus'") && Catch::Contains("native0, native1"));
   CHECK_THAT(err("set", {"weight", "2", "1"}), Catch::Contains("LANE '2'"));
   for (const char* w : {"-1", "x", "nan", "inf", "1e7", ""})
     CHECK_THAT(err("set", {"weight", "native0", w}), Catch::Contains("W '"));
@@ -80,8 +82,10 @@ TEST_CASE("hpr ctl: bad arguments get an error naming them") {
                                 asked = g + "/" + std::to_string(static_cast<int>(t));
                                 return std::string("ok\n");
                               }};
-    auto hs = cli::control_handler(p, [] { return std::string(); }, sched);
-    CHECK_THAT(message(hs("set", {"weight", "native0", "1"})), Catch::Contains("learning scheduler sets the lane weights"));
+    auto hs = cli::control_handler(
+        p, [] { return std::string(); }, sched);
+    CHECK_THAT(message(hs("set", {"weight", "native0", "1"})),
+               Catch::Contains("learning scheduler sets the lane weights"));
     CHECK(hs("set", {"policy", "latency-target", "50"}).is_ok());
     CHECK(asked == "latency-target/50");
     CHECK_THAT(message(hs("set", {"policy", "latency-target", "-5"})), Catch::Contains("TARGET_US '-5'"));

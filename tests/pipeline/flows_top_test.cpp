@@ -1,8 +1,8 @@
 // hpr ctl flows top's scan (pipeline/flows_top.cpp) on a real FlowTable: known byte counts, order, contents, the
 // flows the table no longer holds, the key as text.
-#include <catch2/catch.hpp>
-
 #include <arpa/inet.h>
+
+#include <catch2/catch.hpp>
 
 #include "pipeline/pipeline.hpp"
 
