@@ -8,7 +8,9 @@
 namespace hpr::cli {
 namespace {
 constexpr size_t kTopDefault = 10, kTopMax = 1000;
-constexpr int kTopTimeoutMs = 1000;  // a dispatcher answers within 100 ms (its scan gap) and a loop; longer: stuck
+// A dispatcher answers within its scan gap (100 ms) and one loop iteration per 16384 ids of its table (a table of
+// 2^24 ids: about a thousand); longer: it is stuck (waiting for room in a lane).
+constexpr int kTopTimeoutMs = 2000;
 }  // namespace
 
 Result<nlohmann::json> ctl_flows(Pipeline& p, const std::vector<std::string>& args) {

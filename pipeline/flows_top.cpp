@@ -1,8 +1,9 @@
 // hpr ctl flows top: the largest flows of each worker's flow table. The table belongs to the dispatcher, so the
 // control thread posts a request (top_wanted_) and the dispatcher scans its own table at the top of its next loop
-// (answer_top, from dispatch_loop) and hands the result back under top_mu_. The scan reads every id once with a heap
-// of n: O(capacity), a few milliseconds for 2^20 ids; a dispatcher scans at most every 100 ms (answer_top), so
-// requests however frequent cost it a few per cent at most.
+// (answer_top, from dispatch_loop, a slice of the table per loop iteration) and hands the result back under top_mu_.
+// The scan reads every id once with a heap of n: O(capacity) in all, a few milliseconds for 2^20 ids, spread over the
+// loop's iterations; a dispatcher starts a scan at most every 100 ms after the last, so requests however frequent
+// cost it a small share of its time.
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
@@ -42,11 +43,11 @@ std::string flow_key_text(const FlowKey& k) {
                      endpoint(k, k.src, k.sport, ports), endpoint(k, k.dst, k.dport, ports));
 }
 
-std::vector<TopFlow> top_flows(const FlowTable& t, size_t n, uint64_t now_ns) {
-  std::vector<TopFlow> heap;  // the n largest so far, the smallest of them at the front
-  if (n == 0) return heap;
-  heap.reserve(n);
-  for (uint32_t id = 0; id < t.capacity(); ++id) {
+void top_flows_scan(const FlowTable& t, size_t n, uint64_t now_ns, uint32_t from, uint32_t to,
+                    std::vector<TopFlow>& heap) {
+  if (n == 0) return;
+  to = std::min(to, t.capacity());
+  for (uint32_t id = from; id < to; ++id) {
     if (!t.live(id)) continue;
     const FlowState& s = t.state(id);
     if (heap.size() == n && s.bytes < heap.front().bytes) continue;  // cheap reject before building an entry
@@ -60,33 +61,49 @@ std::vector<TopFlow> top_flows(const FlowTable& t, size_t n, uint64_t now_ns) {
       std::push_heap(heap.begin(), heap.end(), larger);
     }
   }
-  std::sort_heap(heap.begin(), heap.end(), larger);
+}
+
+void top_flows_sort(std::vector<TopFlow>& heap) { std::sort_heap(heap.begin(), heap.end(), larger); }
+
+std::vector<TopFlow> top_flows(const FlowTable& t, size_t n, uint64_t now_ns) {
+  std::vector<TopFlow> heap;  // the n largest so far, the smallest of them at the front
+  top_flows_scan(t, n, now_ns, 0, t.capacity(), heap);
+  top_flows_sort(heap);
   return heap;
 }
 
-// On the dispatcher's thread (dispatch_loop), when top_wanted_ is set. At most one scan every kTopGapNs: a request
-// sooner waits for it (its caller waits at most its timeout), so that no client can spend more than a few per cent
-// of the dispatcher's time on scans, whatever the table's size (the scan of 2^20 ids takes milliseconds).
+// On the dispatcher's thread (dispatch_loop), while top_wanted_ is set: kTopChunk ids per loop iteration (a fraction of
+// a millisecond), so that a large table's scan never holds up rx for long; the request is answered once the scan has
+// gone round the whole table. A new scan starts at most kTopGapNs after the last one ended: a request sooner waits
+// for it (its caller waits at most its timeout), so that however often clients ask, scans take a small share of the
+// dispatcher's time.
 void Pipeline::answer_top(uint64_t now) {
+  constexpr uint32_t kTopChunk = 16384;
   constexpr uint64_t kTopGapNs = 100'000'000;
-  if (top_scanned_ns_ != 0 && now - top_scanned_ns_ < kTopGapNs) return;
-  size_t n;
-  uint64_t asked;
-  {
+  TopScan& sc = top_scan_;
+  if (!sc.active) {
+    if (top_scanned_ns_ != 0 && now - top_scanned_ns_ < kTopGapNs) return;
     std::lock_guard<std::mutex> g(top_mu_);
-    n = top_n_;
-    asked = top_asked_;
-    top_wanted_.store(false, std::memory_order_relaxed);
+    sc = TopScan{true, top_n_, top_asked_, 0, 0, {}};
+    sc.heap.reserve(sc.n);
   }
-  std::vector<TopFlow> r = top_flows(*flows_, n, now);
-  for (auto& f : r)
-    if (f.lane < lanes_.size()) f.lane_name = lanes_[f.lane]->name();
+  const uint64_t t0 = monotonic_ns();
+  top_flows_scan(*flows_, sc.n, now, sc.next, sc.next + kTopChunk, sc.heap);
+  sc.next = static_cast<uint32_t>(std::min<uint64_t>(uint64_t{sc.next} + kTopChunk, flows_->capacity()));
   top_scanned_ns_ = monotonic_ns();
+  sc.busy_ns += top_scanned_ns_ - t0;
+  if (sc.next < flows_->capacity()) return;
+  top_flows_sort(sc.heap);
+  for (auto& f : sc.heap)
+    if (f.lane < lanes_.size()) f.lane_name = lanes_[f.lane]->name();
+  sc.active = false;
   std::lock_guard<std::mutex> g(top_mu_);
-  top_result_ = std::move(r);
+  top_result_ = std::move(sc.heap);
   top_live_ = flows_->size();
-  top_scan_ns_ = top_scanned_ns_ - now;
-  top_answered_ = asked;
+  top_scan_ns_ = sc.busy_ns;
+  top_answered_ = sc.asked;
+  // A request posted while this scan ran is answered by the next one.
+  top_wanted_.store(top_asked_ != sc.asked, std::memory_order_relaxed);
 }
 
 std::vector<Pipeline*> Pipeline::all_workers() {

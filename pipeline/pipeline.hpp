@@ -43,9 +43,13 @@ struct TopFlow {
   uint8_t lane = 0xff;       // index into the pipeline's lanes; 0xff: none yet
   std::string lane_name;     // filled in by Pipeline::top_flows
 };
-// The n flows of `t` with the most bytes, most first (ties: fewer packets, then lower id). A scan of every id of the
-// table (O(capacity), a bounded heap of n): the dispatcher's cost of one `flows top` request.
+// The n flows of `t` with the most bytes, most first (ties: fewer packets, then the key). A scan of every id of the
+// table (O(capacity), a bounded heap of n): the dispatcher's cost of one `flows top` request. In slices: the ids
+// [from, to) into `heap` (the n largest so far, a heap), then top_flows_sort(heap).
 std::vector<TopFlow> top_flows(const FlowTable& t, size_t n, uint64_t now_ns);
+void top_flows_scan(const FlowTable& t, size_t n, uint64_t now_ns, uint32_t from, uint32_t to,
+                    std::vector<TopFlow>& heap);
+void top_flows_sort(std::vector<TopFlow>& heap);
 // "tcp 10.0.0.1:80 <-> 10.0.0.2:5555", "udp [2001:db8::1]:53 <-> [2001:db8::2]:4000", "proto 47 10.0.0.1 <-> 10.0.0.2".
 std::string flow_key_text(const FlowKey& k);
 
@@ -170,7 +174,7 @@ class Pipeline {
   struct FlowsTop {
     std::vector<TopFlow> flows;
     uint64_t live = 0, capacity = 0;
-    uint64_t scan_ns = 0;  // the longest scan of a dispatcher
+    uint64_t scan_ns = 0;  // the longest scan of a dispatcher (the time in its slices together)
   };
   Result<FlowsTop> flows_top(size_t n, int timeout_ms);
   // Batch size of one lane from its next batch, clamped to [1, its max_batch].
@@ -322,7 +326,15 @@ class Pipeline {
   uint64_t top_asked_ = 0, top_answered_ = 0;  // request numbers
   std::vector<TopFlow> top_result_;
   uint64_t top_live_ = 0, top_scan_ns_ = 0;
-  uint64_t top_scanned_ns_ = 0;  // dispatcher-owned: when it last scanned
+  struct TopScan {  // dispatcher-owned: the scan under way
+    bool active = false;
+    size_t n = 0;
+    uint64_t asked = 0;
+    uint32_t next = 0;  // the next id to read
+    uint64_t busy_ns = 0;
+    std::vector<TopFlow> heap;
+  } top_scan_;
+  uint64_t top_scanned_ns_ = 0;  // dispatcher-owned: when it last scanned a slice
   std::optional<AtomicFile> log_;  // result log, renamed into place at the end of the run
   uint64_t log_errors_ = 0;
   std::vector<std::string> output_errors_;

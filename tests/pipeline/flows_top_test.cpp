@@ -96,3 +96,22 @@ TEST_CASE("flow_key_text: protocol, endpoints, ports where the protocol has them
   CHECK(flow_key_text(k6) == "udp [2001:db8::1]:4000 <-> [2001:db8::2]:53");
   CHECK(flow_key_text(FlowKey{}) == "non-ip");
 }
+
+TEST_CASE("top_flows_scan in slices (as the dispatcher runs it) gives what one scan gives") {
+  auto t = FlowTable::create(4096, 1'000'000'000);
+  REQUIRE(t.is_ok());
+  for (uint16_t i = 0; i < 3000; ++i)
+    add(**t, v4("10.1.0.1", static_cast<uint16_t>(i + 1), "10.2.0.1", 443, 6), (i * 2654435761u) % 5000, i % 7 + 1ull,
+        10, 0);
+  for (size_t n : {1, 10, 1000}) {
+    const auto whole = top_flows(**t, n, 20);
+    std::vector<TopFlow> heap;
+    for (uint32_t from = 0; from < (*t)->capacity(); from += 300) top_flows_scan(**t, n, 20, from, from + 300, heap);
+    top_flows_sort(heap);
+    REQUIRE(heap.size() == whole.size());
+    for (size_t i = 0; i < whole.size(); ++i) {
+      CHECK(heap[i].key == whole[i].key);
+      CHECK(heap[i].bytes == whole[i].bytes);
+    }
+  }
+}
