@@ -2,7 +2,7 @@
 // control thread posts a request (top_wanted_) and the dispatcher scans its own table at the top of its next loop
 // (answer_top, from dispatch_loop, a slice of the table per loop iteration) and hands the result back under top_mu_.
 // The scan reads every id once with a heap of n: O(capacity) in all, a few milliseconds for 2^20 ids, spread over the
-// loop's iterations; a dispatcher starts a scan at most every 100 ms after the last, so requests however frequent
+// loop's iterations; a dispatcher starts a scan no sooner than 100 ms after the last, so requests however frequent
 // cost it a small share of its time.
 #include <arpa/inet.h>
 #include <fmt/format.h>

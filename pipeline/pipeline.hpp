@@ -166,11 +166,11 @@ class Pipeline {
   const std::string& lane_name(size_t lane) const { return lanes_.at(lane)->name(); }
   // This pipeline, then the other workers (add_worker) in order: the order of the snapshot's lanes.
   std::vector<Pipeline*> all_workers();
-  // hpr ctl flows top (flows_top.cpp; any thread, callers one after the other): each worker's dispatcher answers at
-  // the top of its next loop (at most one scan every 100 ms) with its n largest flows; merged, most bytes first.
+  // hpr ctl flows top (flows_top.cpp; any thread, callers one after the other): each worker's dispatcher scans its
+  // table at the top of its loop iterations, a slice each (a scan no sooner than 100 ms after its last), and answers
+  // with its n largest flows; merged, most bytes first, with the live flows and the capacity of all tables together.
   // Errors: kUnavailable when the run is stopping or a dispatcher has ended, or when one did not answer within
   // timeout_ms (it is busy).
-  // Also returns the live flows and the capacity of all flow tables together.
   struct FlowsTop {
     std::vector<TopFlow> flows;
     uint64_t live = 0, capacity = 0;
