@@ -210,6 +210,11 @@ expect 1 "flows: usage: flows top [N]" ctl --ctl "$ctl" flows
 expect 1 "set weight: the learning scheduler sets the lane weights in this run; start hpr run with --static" ctl --ctl "$ctl" set weight native0 1
 "$hpr" ctl --ctl "$ctl" set policy energy >"$tmp/ctl.out" 2>&1 && grep -q "policy throughput -> energy" "$tmp/ctl.out" &&
   echo "ok: hpr ctl set policy energy" || fail "hpr ctl set policy energy: $(cat "$tmp/ctl.out")"
+# The scheduler takes it at its next quantum; its report (refreshed with each status line) then shows the new goal.
+for _ in $(seq 50); do "$hpr" ctl --ctl "$ctl" scheduler 2>&1 | grep -q "learning    policy energy" && break; sleep 0.2; done
+"$hpr" ctl --ctl "$ctl" scheduler >"$tmp/ctl.out" 2>&1 && grep -q "learning    policy energy" "$tmp/ctl.out" &&
+  grep -q "policy throughput -> energy (hpr ctl set policy)" "$tmp/ctl.out" && echo "ok: the learning scheduler runs with policy energy" ||
+  fail "hpr ctl scheduler after set policy energy: $(cat "$tmp/ctl.out")"
 expect 1 "set policy: policy 'fastest' is not one of energy, latency, throughput, latency-target" ctl --ctl "$ctl" set policy fastest
 expect 1 "set policy latency-target: no p99 target" ctl --ctl "$ctl" set policy latency-target
 expect 1 "set: usage: set weight LANE W | set policy GOAL" ctl --ctl "$ctl" set colour blue
