@@ -14,6 +14,8 @@ constexpr const char* kCommands[][2] = {
     {"lanes", "each lane: packets, batches, busy share, state"},
     {"drops", "packets dropped so far, by reason"},
     {"scheduler", "the scheduler's state: policy, setup, what it measured and kept (as at the last status tick)"},
+    {"flows", "flows top [N]: the N flows (1..1000, default 10) with the most bytes: packets, lane, idle time"},
+    {"set", "set weight LANE W: a lane's share of new flows (static weights); set policy GOAL: the scheduler's goal"},
     {"reload", "reload routes|rules|keys [FILE]: the app's tables from FILE (default: the file the run uses), "
                "built beside the running ones and swapped in at a batch boundary; a bad file leaves them in place"},
     {"stop", "end the run as SIGTERM does: rx stops, everything in flight drains, the summary is printed"},
@@ -25,31 +27,37 @@ bool g_json = false;
 
 }  // namespace
 
-ControlServer::Handler control_handler(Pipeline& p, Reloader& reloader, std::function<std::string()> scheduler_text) {
-  return [&p, &reloader, scheduler_text](const std::string& cmd,
-                                         const std::vector<std::string>& args) -> Result<nlohmann::json> {
-    if (cmd == "reload") {
-      if (args.empty() || args.size() > 2)
-        return error(Code::kInvalidArgument, "reload: want routes|rules|keys [FILE] (this run reloads: {})",
-                     fmt::join(reloader.kinds(), ", "));
-      auto r = reloader.reload(args[0], args.size() > 1 ? args[1] : "");
-      if (!r) return r.status();
-      const Pipeline::Replaced& x = r->replaced;
-      return nlohmann::json{{"text", r->text() + "\n"},
-                            {"reload",
-                             {{"what", r->what},
-                              {"file", r->file},
-                              {"generation", x.generation},
-                              {"build_s", x.build_s},
-                              {"upload_s", x.upload_s},
-                              {"swap_s", x.swap_s},
-                              {"total_s", r->total_s},
-                              {"old_freed", x.old_freed},
-                              {"rx_at_swap", x.rx_at_swap},
-                              {"rss_before_kib", r->rss_before_kib},
-                              {"rss_both_kib", x.rss_both_kib},
-                              {"rss_after_kib", r->rss_after_kib}}}};
-    }
+// reload routes|rules|keys [FILE] (pipeline/reload.hpp).
+Result<nlohmann::json> ctl_reload(Reloader& reloader, const std::vector<std::string>& args) {
+  if (args.empty() || args.size() > 2)
+    return error(Code::kInvalidArgument, "reload: want routes|rules|keys [FILE] (this run reloads: {})",
+                 fmt::join(reloader.kinds(), ", "));
+  auto r = reloader.reload(args[0], args.size() > 1 ? args[1] : "");
+  if (!r) return r.status();
+  const Pipeline::Replaced& x = r->replaced;
+  return nlohmann::json{{"text", r->text() + "\n"},
+                        {"reload",
+                         {{"what", r->what},
+                          {"file", r->file},
+                          {"generation", x.generation},
+                          {"build_s", x.build_s},
+                          {"upload_s", x.upload_s},
+                          {"swap_s", x.swap_s},
+                          {"total_s", r->total_s},
+                          {"old_freed", x.old_freed},
+                          {"rx_at_swap", x.rx_at_swap},
+                          {"rss_before_kib", r->rss_before_kib},
+                          {"rss_both_kib", x.rss_both_kib},
+                          {"rss_after_kib", r->rss_after_kib}}}};
+}
+
+ControlServer::Handler control_handler(Pipeline& p, Reloader& reloader, std::function<std::string()> scheduler_text,
+                                       SchedulerHooks sched) {
+  return [&p, &reloader, scheduler_text, sched](const std::string& cmd,
+                                                const std::vector<std::string>& args) -> Result<nlohmann::json> {
+    if (cmd == "flows") return ctl_flows(p, args);
+    if (cmd == "set") return ctl_set(p, sched, args);
+    if (cmd == "reload") return ctl_reload(reloader, args);
     if (!args.empty()) return error(Code::kInvalidArgument, "{}: takes no arguments", cmd);
     if (cmd == "help") {
       nlohmann::json j;
@@ -58,7 +66,11 @@ ControlServer::Handler control_handler(Pipeline& p, Reloader& reloader, std::fun
     }
     if (cmd == "scheduler") {
       std::string t = scheduler_text();
-      return nlohmann::json{{"text", t.empty() ? "static lane weights: no scheduler in this run (--static)\n" : t}};
+      if (t.empty())  // no report yet: a scheduler's first comes with the first status line
+        t = sched.weights_owner.empty() ? "static lane weights: no scheduler in this run (--static)\n"
+                                        : fmt::format("the {} scheduler has not reported yet (it does at each status "
+                                                      "line)\n", sched.weights_owner);
+      return nlohmann::json{{"text", t}};
     }
     if (cmd == "stop") {
       p.request_stop();
@@ -83,7 +95,7 @@ ControlServer::Handler control_handler(Pipeline& p, Reloader& reloader, std::fun
 CLI::App* add_ctl_command(CLI::App& app) {
   auto* c = app.add_subcommand(
       "ctl", "Ask a running `hpr run` through its control socket: help, status, lanes, drops, scheduler, "
-             "reload routes|rules|keys [FILE], stop");
+             "flows top [N], set weight LANE W, set policy GOAL, reload routes|rules|keys [FILE], stop");
   c->add_option("command", g_words, "The command and its arguments")->required();
   c->add_option("--ctl", g_path, "Control socket (default: " + default_control_path() + ")");
   c->add_flag("--json", g_json, "Print the daemon's JSON reply as it is");

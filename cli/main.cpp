@@ -212,12 +212,15 @@ int cmd_run(RunConfig cfg, bool quiet) {
   std::thread hup_reload;  // SIGHUP's reload, apart from the status thread
   std::atomic<bool> hup_busy{false};
   std::unique_ptr<ControlServer> ctl;
+  cli::SchedulerHooks sched_hooks{(*extras)->weights_owner(), [x = (*extras).get()](const std::string& g, double t) {
+                                    return x->request_policy(g, t);
+                                  }};
   if (cfg.ctl_path != "none") {
     const std::string path = cfg.ctl_path.empty() ? default_control_path() : cfg.ctl_path;
     auto server = ControlServer::start(path, cli::control_handler(*c.pipeline, reloader, [&] {
                                          std::lock_guard<std::mutex> l(sched_mu);
                                          return sched_text;
-                                       }),
+                                       }, sched_hooks),
                                        "control.socket (--ctl)", ControlServer::kIdleMs, cli::kSlowCommands);
     if (server) {
       ctl = std::move(*server);

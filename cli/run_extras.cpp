@@ -1,6 +1,7 @@
 #include "cli/run_extras.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -50,6 +51,7 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
     }
     return x;
   }
+  x->policy_ = cfg.adapt_policy;
   auto pol = sched::parse_policy(cfg.adapt_policy);
   if (!pol) return error(Code::kInvalidArgument, "--policy: {}", pol.status().message());
   const std::string traffic = traffic_description(cfg.input);
@@ -101,6 +103,7 @@ bool RunExtras::on_status(Summary& s) {
   s.power_w = ps.watts;
   s.energy_j = ps.energy_j;
   s.power_source = ps.source;
+  take_policy();
   if (adapt_) adapt_->on_quantum(s, ps, now);
   if (learn_) learn_->on_quantum(s, ps, now);
   if (static_csv_)
@@ -112,6 +115,49 @@ bool RunExtras::on_status(Summary& s) {
     return true;
   }
   return false;
+}
+
+Result<std::string> RunExtras::request_policy(const std::string& name, double target_us) {
+  if (!adapt_ && !learn_)
+    return error(Code::kInvalidArgument,
+                 "set policy: this run has no scheduler (--static: fixed lane weights); start hpr run without --static "
+                 "(learning mode) or with --table for a goal to apply");
+  auto p = sched::parse_policy(name);
+  if (!p) return error(Code::kInvalidArgument, "set policy: {}", p.status().message());
+  if (!(target_us >= 0)) return error(Code::kInvalidArgument, "set policy: the latency target must be > 0 microseconds");
+  const double target = target_us > 0 ? target_us : cfg_.adapt_latency_target_us;
+  if (*p == sched::Policy::kLatencyTarget && !(target > 0))
+    return error(Code::kInvalidArgument,
+                 "set policy latency-target: no p99 target: give it (set policy latency-target MICROSECONDS) or start "
+                 "the run with --latency-target-us");
+  if (*p != sched::Policy::kLatencyTarget && target_us > 0)
+    return error(Code::kInvalidArgument, "set policy {}: takes no latency target (only latency-target does)", name);
+  std::lock_guard<std::mutex> g(policy_mu_);
+  const std::string old = policy_;
+  pending_policy_ = *p;
+  pending_target_ns_ = target_us * 1e3;  // 0: keep the run's
+  policy_ = name;
+  return fmt::format("policy {} -> {}{}: the {} scheduler takes it at its next quantum ({})\n", old, name,
+                     *p == sched::Policy::kLatencyTarget ? fmt::format(" (p99 target {} us)", target) : "",
+                     weights_owner(),
+                     adapt_ ? "a first decision under the new goal; the table and its updates are kept"
+                            : "its search starts over from the setup found so far: scores of another goal do not "
+                              "compare");
+}
+
+// On the status thread, before the scheduler's quantum.
+void RunExtras::take_policy() {
+  std::optional<sched::Policy> p;
+  double target_ns = 0;
+  {
+    std::lock_guard<std::mutex> g(policy_mu_);
+    p = pending_policy_;
+    target_ns = pending_target_ns_;
+    pending_policy_.reset();
+  }
+  if (!p) return;
+  Status st = adapt_ ? adapt_->set_policy(*p, target_ns) : learn_ ? learn_->set_policy(*p, target_ns) : Status::ok();
+  if (!st.is_ok()) spdlog::warn("hpr ctl set policy {}: not applied: {}", sched::policy_name(*p), st.message());
 }
 
 void RunExtras::finish(Summary& s) {

@@ -2,6 +2,7 @@
 // The power, adaptive and learning parts of `hpr run` (pipeline/power.hpp, adaptive_control.hpp,
 // learn_control.hpp), kept out of main.cpp.
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -29,8 +30,16 @@ class RunExtras {
   std::string report() const;
   std::string describe() const;  // RunPower::describe() ("power model (model:host-cpu, ...)", notes), adaptive setup
   AdaptiveControl* adaptive() { return adapt_.get(); }
+  // hpr ctl (the control socket's thread). The scheduler that sets the lane weights: "adaptive", "learning", or ""
+  // (static weights: --static).
+  const char* weights_owner() const { return adapt_ ? "adaptive" : learn_ ? "learning" : ""; }
+  // hpr ctl set policy NAME [TARGET_US]: checks the goal (and, for latency-target, the p99 target: TARGET_US, else
+  // --latency-target-us) and hands it to the scheduler, which takes it at its next quantum (on_status). Returns the
+  // reply's text. Errors (kInvalidArgument): no scheduler in this run, an unknown goal, no latency target.
+  Result<std::string> request_policy(const std::string& name, double target_us);
 
  private:
+  void take_policy();  // on_status: a goal hpr ctl asked for
   RunConfig cfg_;
   std::unique_ptr<RunPower> power_;
   std::unique_ptr<AdaptiveControl> adapt_;
@@ -40,6 +49,11 @@ class RunExtras {
   Summary prev_;
   bool have_prev_ = false;
   double last_print_s_ = 0;
+  // A goal asked for by hpr ctl, taken by on_status (the status thread) at the next quantum.
+  std::mutex policy_mu_;
+  std::string policy_;                   // the goal in force or asked for last
+  std::optional<sched::Policy> pending_policy_;
+  double pending_target_ns_ = 0;
 };
 
 }  // namespace hpr::cli

@@ -180,6 +180,21 @@ Status AdaptiveControl::finish() {
   return st;
 }
 
+Status AdaptiveControl::set_policy(sched::Policy p, double latency_target_ns) {
+  sched::AdaptiveParams params = sched_->params();
+  params.policy = p;
+  if (latency_target_ns > 0) params.latency_target_ns = latency_target_ns;
+  auto s = sched::AdaptiveScheduler::create(params, {store_.get()});
+  if (!s) return s.status();
+  log_.push_back(fmt::format("policy {} -> {} (hpr ctl set policy): a first decision under it follows",
+                             sched::policy_name(opt_.params.policy), sched::policy_name(p)));
+  spdlog::info("adapt {}", log_.back());
+  sched_ = std::make_unique<sched::AdaptiveScheduler>(std::move(*s));
+  opt_.params.policy = p;
+  opt_.params.latency_target_ns = params.latency_target_ns;
+  return Status::ok();
+}
+
 void AdaptiveControl::apply(const sched::Decision& d) {
   for (size_t i = 0; i < weights_.size(); ++i) {
     bool used = i < static_cast<size_t>(sched::kMaxDevices) && ((d.device_mask >> i) & 1U);

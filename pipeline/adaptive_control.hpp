@@ -110,6 +110,11 @@ class AdaptiveControl {
   Status finish();
   // One quantum. `s` is a snapshot taken now; `power` the power sample of the same interval.
   void on_quantum(const Summary& s, const PowerSample& power, uint64_t now_ns);
+  // hpr ctl set policy (on the thread that calls on_quantum): the scheduler is made again with the new goal over the
+  // same table (its updates kept), so its next quantum is a first decision under that goal (the Step 3 search starts
+  // over; its device-switch and table-update counts restart). Errors: validate(AdaptiveParams), e.g. latency-target
+  // without a target.
+  Status set_policy(sched::Policy p, double latency_target_ns);
   uint64_t switches() const { return switches_; }
   uint64_t decisions() const { return decisions_; }
   const std::vector<RateStepRecord>& rate_steps() const { return steps_; }

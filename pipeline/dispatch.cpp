@@ -63,6 +63,7 @@ void Pipeline::dispatch_loop() {
       if (worker_dynamic_) update_worker_mode(monotonic_ns());
     }
     uint64_t now = monotonic_ns();
+    if (top_wanted_.load(std::memory_order_acquire)) answer_top(now);  // hpr ctl flows top (flows_top.cpp)
     if (worker_retry_ns_ != 0 && now >= worker_retry_ns_) {
       worker_retry_ns_ = 0;
       update_worker_mode(now);

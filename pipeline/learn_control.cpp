@@ -58,6 +58,29 @@ Result<std::unique_ptr<LearnControl>> LearnControl::create(const LearnOptions& o
   return c;
 }
 
+Status LearnControl::set_policy(sched::Policy p, double latency_target_ns) {
+  sched::BalancerParams params = opt_.params;
+  params.policy = p;
+  if (latency_target_ns > 0) params.latency_target_ns = latency_target_ns;
+  const sched::Setup from = bal_->incumbent();
+  auto b = sched::OnlineBalancer::create(params, from.batch, opt_.batch_searched, from);
+  if (!b) return b.status();
+  const std::string line = fmt::format("policy {} -> {} (hpr ctl set policy): the search starts over from {}",
+                                       sched::policy_name(opt_.params.policy), sched::policy_name(p), from.describe());
+  spdlog::info("learn {}", line);
+  log_.push_back(line);
+  if (log_.size() > kLogKept) {
+    log_.pop_front();
+    ++log_dropped_;
+  }
+  bal_.emplace(std::move(*b));
+  for (size_t i = 0; i < lost_.size(); ++i)
+    if (lost_[i]) bal_->lane_lost(i);
+  opt_.params = params;
+  apply(bal_->setup());
+  return Status::ok();
+}
+
 void LearnControl::apply(const sched::Setup& s) {
   for (size_t i = 0; i < s.batch.size(); ++i)
     if (opt_.batch_searched[i]) pipeline_->set_lane_batch(i, s.batch[i]);

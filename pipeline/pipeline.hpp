@@ -37,6 +37,24 @@
 
 namespace hpr {
 
+// One flow of `hpr ctl flows top` (flows_top.cpp).
+struct TopFlow {
+  FlowKey key;  // canonical (endpoints ordered)
+  uint64_t packets = 0, bytes = 0;
+  uint64_t idle_ns = 0;      // since its last packet
+  uint8_t lane = 0xff;       // index into the pipeline's lanes; 0xff: none yet
+  std::string lane_name;     // filled in by Pipeline::top_flows
+};
+// The n flows of `t` with the most bytes, most first (ties: fewer packets, then the key). A scan of every id of the
+// table (O(capacity), a bounded heap of n): the dispatcher's cost of one `flows top` request. In slices: the ids
+// [from, to) into `heap` (the n largest so far, a heap), then top_flows_sort(heap).
+std::vector<TopFlow> top_flows(const FlowTable& t, size_t n, uint64_t now_ns);
+void top_flows_scan(const FlowTable& t, size_t n, uint64_t now_ns, uint32_t from, uint32_t to,
+                    std::vector<TopFlow>& heap);
+void top_flows_sort(std::vector<TopFlow>& heap);
+// "tcp 10.0.0.1:80 <-> 10.0.0.2:5555", "udp [2001:db8::1]:53 <-> [2001:db8::2]:4000", "proto 47 10.0.0.1 <-> 10.0.0.2".
+std::string flow_key_text(const FlowKey& k);
+
 struct LaneSpec {
   enum class Kind { kNative, kOpenCL } kind = Kind::kNative;
   std::shared_ptr<kernels::AppProgram> program;  // OpenCL: the app built for the device
@@ -146,6 +164,22 @@ class Pipeline {
   // takes a lane out of the choice for new flows. Flows move only when nothing of theirs is in
   // flight, so a change never reorders. Errors: kInvalidArgument for a wrong count or weight < 0.
   Status set_lane_weights(const std::vector<float>& w);
+  // The weights last given to set_lane_weights (those of the lanes' config before any), any thread.
+  std::vector<float> lane_weights();
+  const std::string& lane_name(size_t lane) const { return lanes_.at(lane)->name(); }
+  // This pipeline, then the other workers (add_worker) in order: the order of the snapshot's lanes.
+  std::vector<Pipeline*> all_workers();
+  // hpr ctl flows top (flows_top.cpp; any thread, callers one after the other): each worker's dispatcher scans its
+  // table at the top of its loop iterations, a slice each (a scan no sooner than 100 ms after its last), and answers
+  // with its n largest flows; merged, most bytes first, with the live flows and the capacity of all tables together.
+  // Errors: kUnavailable when the run is stopping or a dispatcher has ended, or when one did not answer within
+  // timeout_ms (it is busy).
+  struct FlowsTop {
+    std::vector<TopFlow> flows;
+    uint64_t live = 0, capacity = 0;
+    uint64_t scan_ns = 0;  // the longest scan of a dispatcher (the time in its slices together)
+  };
+  Result<FlowsTop> flows_top(size_t n, int timeout_ms);
   // Batch size of one lane from its next batch, clamped to [1, its max_batch].
   void set_lane_batch(size_t lane, uint32_t batch) { lanes_.at(lane)->set_batch_size(batch); }
   size_t lane_count() const { return lanes_.size(); }
@@ -315,6 +349,24 @@ class Pipeline {
   std::mutex weights_mu_;
   std::vector<float> pending_weights_;
   std::atomic<bool> weights_dirty_{false};
+  // flows top (flows_top.cpp): a request the dispatcher answers at the top of its loop (answer_top).
+  void answer_top(uint64_t now);
+  std::mutex top_call_mu_;             // one flows_top() at a time
+  std::mutex top_mu_;                  // guards the fields below but top_wanted_
+  std::atomic<bool> top_wanted_{false};
+  size_t top_n_ = 0;
+  uint64_t top_asked_ = 0, top_answered_ = 0;  // request numbers
+  std::vector<TopFlow> top_result_;
+  uint64_t top_live_ = 0, top_scan_ns_ = 0;
+  struct TopScan {  // dispatcher-owned: the scan under way
+    bool active = false;
+    size_t n = 0;
+    uint64_t asked = 0;
+    uint32_t next = 0;  // the next id to read
+    uint64_t busy_ns = 0;
+    std::vector<TopFlow> heap;
+  } top_scan_;
+  uint64_t top_scanned_ns_ = 0;  // dispatcher-owned: when it last scanned a slice
   std::optional<AtomicFile> log_;  // result log, renamed into place at the end of the run
   uint64_t log_errors_ = 0;
   std::vector<std::string> output_errors_;

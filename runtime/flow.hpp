@@ -128,6 +128,8 @@ class FlowTable {
   void prefetch(uint32_t hash) const { __builtin_prefetch(&index_[hash & index_mask_]); }
 
   FlowState& state(uint32_t id) { return state_[id]; }
+  const FlowState& state(uint32_t id) const { return state_[id]; }
+  bool live(uint32_t id) const { return used_[id] != 0; }  // id in [0, capacity) holds a flow now
   const FlowKey& key(uint32_t id) const { return keys_[id]; }
   // Packets of this flow queued or in flight on a lane. Written by the dispatcher (+) and by the
   // egress thread (−), hence atomic.

@@ -11,6 +11,7 @@
 
 #include "hpr/clock.hpp"
 #include "pipeline/adaptive_control.hpp"
+#include "pipeline/learn_control.hpp"
 #include "pipeline/power.hpp"
 #include "pipeline/profile.hpp"
 #include "pipeline/run_config.hpp"
@@ -444,5 +445,53 @@ TEST_CASE("traffic steps parse and refuse bad items, naming the setting") {
     auto r = parse_traffic_steps(bad, 0);
     REQUIRE_FALSE(r.is_ok());
     CHECK_THAT(r.status().message(), Catch::Contains("input.traffic_steps"));
+  }
+}
+
+TEST_CASE("set_policy (hpr ctl set policy): the adaptive and learning schedulers take a new goal; no target refused") {
+  RunConfig c = base(2, false);
+  c.input.gen_packets = 100;
+  auto ctx = prepare_run(c);
+  REQUIRE(ctx.is_ok());
+  Pipeline& p = *(*ctx)->pipeline;
+  SECTION("adaptive: made again over the same table") {
+    auto fp = machine_fingerprint({}, 2, "ipv4", traffic_description(c.input));
+    std::string path = tmp("goal.json");
+    auto w = prof::TableWriter::create(path, fp);
+    REQUIRE(w.is_ok());
+    REQUIRE(w->append(point(0, 64, 20e6, 5)).is_ok());
+    REQUIRE(w->append(point(1, 64, 10e9, 50)).is_ok());
+    REQUIRE(w->finish().is_ok());
+    AdaptiveOptions ao;
+    ao.table_path = path;
+    ao.params.policy = sched::Policy::kEnergyCritical;
+    auto ac = AdaptiveControl::create(ao, fp, p, nullptr);
+    REQUIRE(ac.is_ok());
+    REQUIRE((*ac)->set_policy(sched::Policy::kThroughputCritical, 0).is_ok());
+    CHECK((*ac)->scheduler().params().policy == sched::Policy::kThroughputCritical);
+    CHECK((*ac)->scheduler().params().min_batch == 64);  // the table's batch range, as at the start
+    CHECK_THAT((*ac)->report(), Catch::Contains("policy throughput"));
+    CHECK_THAT((*ac)->log().back(), Catch::Contains("policy energy -> throughput (hpr ctl set policy)"));
+    auto no_target = (*ac)->set_policy(sched::Policy::kLatencyTarget, 0);
+    CHECK(!no_target.is_ok());
+    CHECK((*ac)->scheduler().params().policy == sched::Policy::kThroughputCritical);  // unchanged
+    REQUIRE((*ac)->set_policy(sched::Policy::kLatencyTarget, 5e4).is_ok());
+    CHECK((*ac)->scheduler().params().latency_target_ns == 5e4);
+    fs::remove(path);
+  }
+  SECTION("learning: the search starts over from the setup found so far") {
+    LearnOptions lo;
+    lo.batch_searched = {false, false};
+    lo.batch = 64;
+    lo.params.min_batch = 16;
+    lo.params.max_batch = 256;
+    auto lc = LearnControl::create(lo, p);
+    REQUIRE(lc.is_ok());
+    const sched::Setup before = (*lc)->balancer().incumbent();
+    REQUIRE((*lc)->set_policy(sched::Policy::kEnergyCritical, 0).is_ok());
+    CHECK((*lc)->balancer().incumbent() == before);
+    CHECK_THAT((*lc)->report(), Catch::Contains("policy energy") && Catch::Contains("hpr ctl set policy"));
+    CHECK(!(*lc)->set_policy(sched::Policy::kLatencyTarget, 0).is_ok());
+    CHECK_THAT((*lc)->report(), Catch::Contains("learning    policy energy"));
   }
 }

@@ -186,7 +186,7 @@ grep -q "left out: pthread.*: computes wrong results: packet 1 of" "$tmp/co.log"
 # The control socket (issue 17): hpr ctl asks a running hpr; a second daemon on the same socket is refused; stop ends
 # the run with balanced books; nothing answering is exit 3.
 ctl="$tmp/ctl/hpr.sock"
-"$hpr" run --devices none --packets 0 --duration 60 -q --ctl "$ctl" --routes "$tmp/routes.txt" >"$tmp/ctl.log" 2>&1 &
+"$hpr" run --devices none --native 2 --packets 0 --duration 60 -q --ctl "$ctl" --routes "$tmp/routes.txt" >"$tmp/ctl.log" 2>&1 &
 ctl_pid=$!
 for _ in $(seq 100); do "$hpr" ctl --ctl "$ctl" help >/dev/null 2>&1 && break; sleep 0.2; done
 "$hpr" ctl --ctl "$ctl" status >"$tmp/ctl.out" 2>&1 && grep -q "received" "$tmp/ctl.out" && echo "ok: hpr ctl status" ||
@@ -195,7 +195,7 @@ for _ in $(seq 100); do "$hpr" ctl --ctl "$ctl" help >/dev/null 2>&1 && break; s
   echo "ok: hpr ctl lanes --json" || fail "hpr ctl lanes --json"
 "$hpr" ctl --ctl "$ctl" scheduler >"$tmp/ctl.out" 2>&1 && grep -Eq "learning|static lane weights" "$tmp/ctl.out" &&
   echo "ok: hpr ctl scheduler" || fail "hpr ctl scheduler: $(cat "$tmp/ctl.out")"
-expect 1 "unknown command 'bogus' (known: help, status, lanes, drops, scheduler, reload, stop)" ctl --ctl "$ctl" bogus
+expect 1 "unknown command 'bogus' (known: help, status, lanes, drops, scheduler, flows, set, reload, stop)" ctl --ctl "$ctl" bogus
 # Live reloads: a new table swapped in; bad files and kinds refused with the file (and line) named, the run goes on.
 printf '0.0.0.0/0 2\n10.0.0.0/8 1\n' >"$tmp/routes2.txt"
 printf '0.0.0.0/0 1\n10.0.0.0/40 2\n' >"$tmp/routes-bad.txt"
@@ -212,6 +212,28 @@ expect 1 "reload routes: $tmp/none.txt: No such file or directory" ctl --ctl "$c
 expect 1 "reload routes: $tmp: is a folder, not a file" ctl --ctl "$ctl" reload routes "$tmp"
 expect 1 "the ipv4 app has no rules to reload (it reloads: routes)" ctl --ctl "$ctl" reload rules
 expect 1 "reload: want routes|rules|keys [FILE] (this run reloads: routes)" ctl --ctl "$ctl" reload
+# flows top (each dispatcher answers from its own flow table), as text and JSON; bad N; this run learns its weights
+# (two lanes, no --static): set weight is refused, set policy goes to the learning scheduler.
+"$hpr" ctl --ctl "$ctl" flows top 3 >"$tmp/ctl.out" 2>&1 && grep -q "the 3 with the most bytes" "$tmp/ctl.out" &&
+  [[ $(grep -c " <-> " "$tmp/ctl.out") -eq 3 ]] && echo "ok: hpr ctl flows top 3" || fail "hpr ctl flows top 3: $(cat "$tmp/ctl.out")"
+"$hpr" ctl --ctl "$ctl" flows top 3 --json | python3 -c "
+import json,sys; j=json.load(sys.stdin); f=j['flows']
+assert j['ok'] and len(f)==3 and j['live']>=3 and f[0]['bytes']>=f[1]['bytes']>=f[2]['bytes'] and f[0]['lane'].startswith('native'), j" &&
+  echo "ok: hpr ctl flows top 3 --json" || fail "hpr ctl flows top 3 --json"
+expect 1 "flows top: N '0' is not a whole number in 1..1000" ctl --ctl "$ctl" flows top 0
+expect 1 "flows top: N 'many' is not a whole number in 1..1000" ctl --ctl "$ctl" flows top many
+expect 1 "flows: usage: flows top [N]" ctl --ctl "$ctl" flows
+expect 1 "set weight: the learning scheduler sets the lane weights in this run; start hpr run with --static" ctl --ctl "$ctl" set weight native0 1
+"$hpr" ctl --ctl "$ctl" set policy energy >"$tmp/ctl.out" 2>&1 && grep -q "policy throughput -> energy" "$tmp/ctl.out" &&
+  echo "ok: hpr ctl set policy energy" || fail "hpr ctl set policy energy: $(cat "$tmp/ctl.out")"
+# The scheduler takes it at its next quantum; its report (refreshed with each status line) then shows the new goal.
+for _ in $(seq 50); do "$hpr" ctl --ctl "$ctl" scheduler 2>&1 | grep -q "learning    policy energy" && break; sleep 0.2; done
+"$hpr" ctl --ctl "$ctl" scheduler >"$tmp/ctl.out" 2>&1 && grep -q "learning    policy energy" "$tmp/ctl.out" &&
+  grep -q "policy throughput -> energy (hpr ctl set policy)" "$tmp/ctl.out" && echo "ok: the learning scheduler runs with policy energy" ||
+  fail "hpr ctl scheduler after set policy energy: $(cat "$tmp/ctl.out")"
+expect 1 "set policy: policy 'fastest' is not one of energy, latency, throughput, latency-target" ctl --ctl "$ctl" set policy fastest
+expect 1 "set policy latency-target: no p99 target" ctl --ctl "$ctl" set policy latency-target
+expect 1 "set: usage: set weight LANE W | set policy GOAL" ctl --ctl "$ctl" set colour blue
 expect 3 "control.socket (--ctl) $ctl: another hpr answers on it" run --devices none --packets 10 -q --ctl "$ctl"
 "$hpr" ctl --ctl "$ctl" stop >/dev/null || fail "hpr ctl stop exited $?"
 wait $ctl_pid && grep -q "balanced" "$tmp/ctl.log" && [[ ! -e "$ctl" ]] && echo "ok: hpr ctl stop ends the run, balanced, socket removed" ||
@@ -247,6 +269,28 @@ for app in aes dpi; do
     "$tmp/$app-reload.json" && echo "ok: $app run with reloads: nothing dropped or reordered" || fail "$app reload run: $(head -c 400 "$tmp/$app-reload.json")"
 done
 rm -f "$tmp/huge.rules"
+# set weight in a run with static weights (two lanes): by name and index; all lanes 0, bad W, unknown lane and a goal
+# without a scheduler refused; the run goes on and balances its books.
+"$hpr" run --devices none --native 2 --static --packets 0 --rate-pps 20000 --duration 60 -q --ctl "$ctl" --routes "$tmp/routes.txt" >"$tmp/ctl.log" 2>&1 &
+ctl_pid=$!
+for _ in $(seq 100); do "$hpr" ctl --ctl "$ctl" help >/dev/null 2>&1 && break; sleep 0.2; done
+"$hpr" ctl --ctl "$ctl" set weight native1 0 >"$tmp/ctl.out" 2>&1 && grep -q "weight native1 1 -> 0" "$tmp/ctl.out" &&
+  grep -q "weights: native0 1, native1 0" "$tmp/ctl.out" && echo "ok: hpr ctl set weight native1 0" ||
+  fail "hpr ctl set weight native1 0: $(cat "$tmp/ctl.out")"
+expect 1 "set weight: refused: every lane would have weight 0, so no lane would take a new flow" ctl --ctl "$ctl" set weight 0 0
+"$hpr" ctl --ctl "$ctl" set weight 1 2.5 --json | python3 -c "
+import json,sys; j=json.load(sys.stdin); assert j['ok'] and j['weights']=={'native0': 1, 'native1': 2.5}, j" &&
+  echo "ok: hpr ctl set weight 1 2.5 (by index) --json" || fail "hpr ctl set weight 1 2.5 --json"
+expect 1 "set weight: W 'heavy' is not a number in 0..1e6" ctl --ctl "$ctl" set weight native0 heavy
+expect 1 "set weight: W '-1' is not a number in 0..1e6" ctl --ctl "$ctl" -- set weight native0 -1
+expect 1 "set weight: LANE 'cl0' is neither a lane's name nor its index (lanes: native0, native1)" ctl --ctl "$ctl" set weight cl0 1
+expect 1 "set weight: usage: set weight LANE W" ctl --ctl "$ctl" set weight native0
+expect 1 "set policy: this run has no scheduler (--static: fixed lane weights)" ctl --ctl "$ctl" set policy energy
+"$hpr" ctl --ctl "$ctl" flows top >"$tmp/ctl.out" 2>&1 && grep -q "native" "$tmp/ctl.out" && echo "ok: hpr ctl flows top (default N)" ||
+  fail "hpr ctl flows top: $(cat "$tmp/ctl.out")"
+"$hpr" ctl --ctl "$ctl" stop >/dev/null || fail "hpr ctl stop exited $?"
+wait $ctl_pid && grep -q "balanced" "$tmp/ctl.log" && grep -q "reorders    0" "$tmp/ctl.log" &&
+  echo "ok: the run after hpr ctl set weight and errors goes on, balanced" || fail "run after set weight: $(tail -c 400 "$tmp/ctl.log")"
 # systemd's readiness protocol (Type=notify, packaging/hpr.service): READY=1 before forwarding, STATUS= lines, then
 # STOPPING=1; SIGHUP (systemctl reload) reloads the routes between RELOADING=1 and READY=1, the run goes on.
 python3 - "$tmp/notify.sock" >"$tmp/notify.out" <<'PY' &
