@@ -189,9 +189,12 @@ std::string ControlServer::answer(const Request& req) {
 }
 
 void ControlServer::run_slow(int fd, Request req) {
-  send_all(fd, answer(req) + "\n", 5000);
-  close(fd);
+  const std::string reply = answer(req) + "\n";
+  // Free before the reply leaves: a client that sends the next one as soon as it has this reply is not told "busy"
+  // (the server joins this thread, sending, before it starts another).
   slow_busy_.store(false);
+  send_all(fd, reply, 5000);
+  close(fd);
 }
 
 void ControlServer::serve() {

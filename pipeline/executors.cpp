@@ -282,9 +282,13 @@ class ClExecutor final : public Executor {
     HPR_RETURN_IF_ERROR(same_layout(*app_, *v->app));
     if (lane >= v->programs.size() || !v->programs[lane])
       return error(Code::kInvalidArgument, "the new version has no program for this OpenCL lane");
-    auto k = v->programs[lane]->make_kernel(*v->app);
-    if (!k) return k.status();
-    kernel_ = std::move(*k);
+    if (lane < v->kernels.size() && v->kernels[lane]() != nullptr) {
+      kernel_ = v->kernels[lane];
+    } else {
+      auto k = v->programs[lane]->make_kernel(*v->app);
+      if (!k) return k.status();
+      kernel_ = std::move(*k);
+    }
     prog_ = v->programs[lane];
     app_ = v->app.get();
     version_ = std::move(v);

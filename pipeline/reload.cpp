@@ -1,5 +1,6 @@
 #include "pipeline/reload.hpp"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +38,27 @@ Result<uint64_t> file_bytes(const std::string& path, bool folder_ok) {
   if (access(path.c_str(), R_OK) != 0) return error(Code::kIoError, "{}: {}", path, std::strerror(errno));
   return static_cast<uint64_t>(st.st_size);
 }
+
+// The reload's thread at nice 19 while it builds: where it shares a core with the data path's threads, they get it
+// first (a rebuild at normal priority that shared the dispatcher's core cost packets at a line-rate port). Not
+// SCHED_IDLE: beside busy-polling lanes on every core a reload would never end.
+class LowPriority {
+ public:
+  LowPriority() : tid_(static_cast<id_t>(gettid())) {
+    errno = 0;
+    old_ = getpriority(PRIO_PROCESS, tid_);
+    changed_ = errno == 0 && setpriority(PRIO_PROCESS, tid_, 19) == 0;
+  }
+  ~LowPriority() {
+    // Back where allowed (root, or RLIMIT_NICE); the threads that reload (the socket's, SIGHUP's) end after one anyway.
+    if (changed_) (void)setpriority(PRIO_PROCESS, tid_, old_);
+  }
+
+ private:
+  id_t tid_;
+  int old_ = 0;
+  bool changed_ = false;
+};
 
 }  // namespace
 
@@ -94,6 +116,7 @@ Result<ReloadReport> Reloader::reload(std::string_view what_in, const std::strin
   rep.file = file;
   rep.rss_before_kib = resident_kib();
   const uint64_t t0 = monotonic_ns();
+  const LowPriority low;
   auto r = pipeline_.replace_app([&](const kernels::App& running) { return make(what, file, running); });
   if (!r) return error(r.status().code(), "reload {}: {}", what, r.status().message());
   rep.replaced = *r;

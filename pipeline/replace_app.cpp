@@ -24,8 +24,7 @@ Result<std::shared_ptr<kernels::AppProgram>> program_for(const kernels::AppProgr
 }  // namespace
 
 Result<Pipeline::Replaced> Pipeline::replace_app(const MakeApp& make, int timeout_ms) {
-  std::vector<Pipeline*> all{this};
-  for (auto& w : workers_) all.push_back(w.get());
+  const std::vector<Pipeline*> all = all_workers();
   Replaced r;
   // 1. Build everything beside the running versions; one failure and nothing is swapped.
   std::vector<std::shared_ptr<const AppVersion>> running;
@@ -48,6 +47,7 @@ Result<Pipeline::Replaced> Pipeline::replace_app(const MakeApp& make, int timeou
     v->generation = cur->generation + 1;
     v->app = apps[cur->app.get()];
     for (const auto& prog : cur->programs) {
+      v->kernels.emplace_back();
       if (!prog) {
         v->programs.push_back(nullptr);
         continue;
@@ -60,6 +60,9 @@ Result<Pipeline::Replaced> Pipeline::replace_app(const MakeApp& make, int timeou
         np = std::move(*made);
       }
       v->programs.push_back(np);
+      auto k = np->make_kernel(*v->app);  // each lane a kernel of its own (clSetKernelArg is per kernel)
+      if (!k) return k.status();
+      v->kernels.back() = std::move(*k);
     }
     next.push_back(std::move(v));
   }
@@ -69,23 +72,22 @@ Result<Pipeline::Replaced> Pipeline::replace_app(const MakeApp& make, int timeou
   // 2. Swap, pipeline by pipeline.
   t = monotonic_ns();
   const uint64_t deadline = t + static_cast<uint64_t>(timeout_ms) * 1'000'000;
-  std::vector<std::weak_ptr<const AppVersion>> old(running.begin(), running.end());
-  running.clear();
   for (size_t i = 0; i < all.size(); ++i) {
     auto rx = all[i]->swap_to(next[i], deadline);
     if (!rx) return rx.status();
     r.rx_at_swap.push_back(*rx);
   }
   r.swap_s = seconds_since(t);
-  // 3. The old versions are freed when the last lane and batch let go of them.
+  // 3. Once every lane and batch has let go of the old versions, they are freed here: freeing a 64 MiB table on the
+  // dispatcher's thread stalled rx for milliseconds (and lost packets at half the native rate). Not let go of in
+  // time: the last lane frees it.
   next.clear();
-  apps.clear();
-  progs.clear();
   for (;;) {
-    r.old_freed = std::all_of(old.begin(), old.end(), [](const auto& w) { return w.expired(); });
+    r.old_freed = std::all_of(running.begin(), running.end(), [](const auto& v) { return v.use_count() == 1; });
     if (r.old_freed || monotonic_ns() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  running.clear();
   return r;
 }
 

@@ -143,7 +143,7 @@ class FlowTable {
   template <class F>
   void for_each_live(F&& f) const {
     for (uint32_t id = 0; id < capacity_; ++id)
-      if (used_[id] != 0) f(id, keys_[id]);
+      if (live(id)) f(id, keys_[id]);
   }
 
   uint32_t capacity() const { return capacity_; }

@@ -3,7 +3,8 @@
 `hpr ctl reload routes` replaces it again and again.
 
 1. The native rate: unpaced runs (--packets), median Mpps.
-2. Half of it, offered as a line-rate port (what hpr does not take in time is counted as port_missed): N reloads of
+2. Half of it, offered as a line-rate port (--backpressure off: what hpr does not take in time is counted as
+   port_missed, beyond a pool's worth of backlog): N reloads of
    the full table during the run; reported: every reload's time (build, device upload, swap, total) and resident memory
    (before, both tables alive, after), and the run's books: drops other than no_route (the BGP table does not cover
    every generated address), port_missed and reorders, which must all be 0. A run without reloads beside it.
@@ -14,10 +15,27 @@ Prints a Markdown report (docs/operations.md "Live reloads" keeps the last one).
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import tempfile
 import time
+
+
+def ctl(sock, cmd, args, timeout=300):
+    """One request on the control socket, as `hpr ctl` sends it, without starting a process per reload (a 90 MB
+    binary's start took the cores' time from the data path and showed as packets missed)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+        c.settimeout(timeout)
+        c.connect(sock)
+        c.sendall((json.dumps({"cmd": cmd, "args": args}) + "\n").encode())
+        buf = b""
+        while not buf.endswith(b"\n"):
+            part = c.recv(65536)
+            if not part:
+                break
+            buf += part
+    return json.loads(buf)
 
 
 def summary_of(path):
@@ -25,10 +43,13 @@ def summary_of(path):
         return json.load(f)
 
 
+PREFIX = []  # taskset -c LIST (--cpus)
+
+
 def unpaced_mpps(hpr, extra, packets):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "s.json")
-        subprocess.run([hpr, "run", "--packets", str(packets), "-q", "--summary-json", out, "--state-dir", "none"] + extra,
+        subprocess.run(PREFIX + [hpr, "run", "--packets", str(packets), "-q", "--summary-json", out, "--state-dir", "none"] + extra,
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         s = summary_of(out)
     return s["rx"]["packets"] / s["seconds"] / 1e6
@@ -38,26 +59,34 @@ def run_with_reloads(hpr, extra, rate_pps, reloads, min_s):
     """One paced run (line-rate port) with `reloads` full-table reloads; returns (summary, [reload reports])."""
     with tempfile.TemporaryDirectory() as d:
         out, sock = os.path.join(d, "s.json"), os.path.join(d, "hpr.sock")
-        run = subprocess.Popen([hpr, "run", "--packets", "0", "--rate-pps", str(int(rate_pps)), "-q", "--ctl", sock,
+        run = subprocess.Popen(PREFIX + [hpr, "run", "--packets", "0", "--rate-pps", str(int(rate_pps)),
+                                "--backpressure", "off", "-q", "--ctl", sock,
                                 "--summary-json", out, "--state-dir", "none"] + extra,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(300):
-            if subprocess.run([hpr, "ctl", "--ctl", sock, "help"], capture_output=True).returncode == 0:
-                break
-            time.sleep(0.1)
-        time.sleep(1.0)  # past the start
-        t0 = time.monotonic()
-        reps = []
-        for _ in range(reloads):
-            r = subprocess.run([hpr, "ctl", "--ctl", sock, "reload", "routes", "--json"], capture_output=True, text=True)
-            j = json.loads(r.stdout)
-            if not j.get("ok"):
-                raise SystemExit(f"reload failed: {j}")
-            reps.append(j["reload"])
-        while time.monotonic() - t0 < min_s:
-            time.sleep(0.1)
-        subprocess.run([hpr, "ctl", "--ctl", sock, "stop"], capture_output=True, check=True)
-        run.wait()
+        try:
+            for _ in range(300):
+                try:
+                    if ctl(sock, "help", [], 1).get("ok"):
+                        break
+                except OSError:
+                    pass
+                time.sleep(0.1)
+            time.sleep(1.0)  # past the start
+            t0 = time.monotonic()
+            reps = []
+            for _ in range(reloads):
+                j = ctl(sock, "reload", ["routes"])
+                if not j.get("ok"):
+                    raise SystemExit(f"reload failed: {j}")
+                reps.append(j["reload"])
+            while time.monotonic() - t0 < min_s:
+                time.sleep(0.1)
+            ctl(sock, "stop", [])
+            run.wait()
+        finally:
+            if run.poll() is None:  # a failure above: no run is left behind to skew the next figures
+                run.kill()
+                run.wait()
         return summary_of(out), reps
 
 
@@ -95,18 +124,30 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="full-rate rounds (with and without reloads, interleaved)")
     ap.add_argument("--full-reloads", type=int, default=10, help="reloads per full-rate round")
     ap.add_argument("--devices", action="store_true", help="also step 4 (OpenCL devices beside the native lane)")
+    ap.add_argument("--cpus", help="run hpr under taskset -c CPUS (e.g. 0: the rebuild shares the data path's core)")
+    ap.add_argument("--full-only", action="store_true", help="only steps 1 and 3")
+    ap.add_argument("--devices-only", action="store_true", help="only step 4")
     a = ap.parse_args()
+    if a.cpus:
+        PREFIX.extend(["taskset", "-c", a.cpus])
     native = ["--app", "ipv4", "--devices", "none", "--native", "1"]
+    if a.devices_only:
+        devices_step(a)
+        return
     rates = [unpaced_mpps(a.hpr, native, 3_000_000) for _ in range(3)]
     r0, r0_spread = med_spread(rates)
-    print(f"## Live reloads of the full BGP table (512,621 prefixes), `hpr run --app ipv4 --devices none --native 1`\n")
+    print(f"## Live reloads of the full BGP table (512,621 prefixes), `hpr run --app ipv4 --devices none --native 1`"
+          f"{' under taskset -c ' + a.cpus if a.cpus else ''}\n")
     print(f"native rate (unpaced, 3 runs): {r0:.2f} Mpps median, spread {r0_spread:.1%}\n")
     half = r0 * 1e6 / 2
-    s, reps = run_with_reloads(a.hpr, native, half, a.reloads, 5)
-    base, _ = run_with_reloads(a.hpr, native, half, 0, max(10, sum(r["total_s"] for r in reps)))
-    print(f"### {a.reloads} reloads at half the native rate ({half / 1e6:.2f} Mpps offered, line-rate port)\n")
-    print(reload_table(reps))
-    print(f"\nbooks with reloads: {books(s)}\n\nbooks without (same rate, as long): {books(base)}\n")
+    if a.full_only:
+        a.reloads = 0
+    s, reps = run_with_reloads(a.hpr, native, half, a.reloads, 5) if a.reloads else (None, [])
+    if reps:
+        base, _ = run_with_reloads(a.hpr, native, half, 0, max(10, sum(r["total_s"] for r in reps)))
+        print(f"### {a.reloads} reloads at half the native rate ({half / 1e6:.2f} Mpps offered, line-rate port)\n")
+        print(reload_table(reps))
+        print(f"\nbooks with reloads: {books(s)}\n\nbooks without (same rate, as long): {books(base)}\n")
     print(f"### The packets a reload costs at the full native rate ({r0:.2f} Mpps offered, {a.full_reloads} reloads a round)\n")
     costs = []
     for _ in range(a.rounds):
@@ -121,12 +162,17 @@ def main():
     m = statistics.median(costs)
     print(f"\npackets a reload costs: median {m:.0f} (rounds: {', '.join(f'{c:.0f}' for c in costs)})\n")
     if a.devices:
-        dev = ["--app", "ipv4", "--devices", "all", "--native", "1"]
-        rd, _ = med_spread([unpaced_mpps(a.hpr, dev, 2_000_000) for _ in range(3)])
-        s, reps = run_with_reloads(a.hpr, dev, rd * 1e6 / 2, 20, 5)
-        print(f"### 20 reloads with the OpenCL devices beside the native lane (half of {rd:.2f} Mpps offered)\n")
-        print(reload_table(reps))
-        print(f"\nbooks: {books(s)}\n")
+        devices_step(a)
+
+
+def devices_step(a):
+    dev = ["--app", "ipv4", "--devices", "all", "--native", "1"]
+    rd, _ = med_spread([unpaced_mpps(a.hpr, dev, 2_000_000) for _ in range(3)])
+    s, reps = run_with_reloads(a.hpr, dev, rd * 1e6 / 2, 20, 5)
+    base, _ = run_with_reloads(a.hpr, dev, rd * 1e6 / 2, 0, max(10, sum(r["total_s"] for r in reps)))
+    print(f"### 20 reloads with the OpenCL devices beside the native lane (half of {rd:.2f} Mpps offered)\n")
+    print(reload_table(reps))
+    print(f"\nbooks with reloads: {books(s)}\n\nbooks without (same rate, as long): {books(base)}\n")
 
 
 if __name__ == "__main__":

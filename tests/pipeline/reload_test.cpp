@@ -265,3 +265,80 @@ TEST_CASE("a reload that cannot be built leaves the running app in place") {
   REQUIRE(!late.is_ok());
   CHECK(late.status().message().find("stopping") != std::string::npos);
 }
+
+namespace {
+
+// An app that says which thread destroyed it (the rest is the ipv4 app it wraps).
+std::mutex g_freed_mu;
+std::vector<std::pair<uint32_t, std::thread::id>> g_freed;  // (generation, thread)
+
+class TrackedApp final : public kernels::App {
+ public:
+  TrackedApp(std::shared_ptr<const kernels::App> inner, uint32_t g) : in_(std::move(inner)), g_(g) {}
+  ~TrackedApp() override {
+    std::lock_guard<std::mutex> l(g_freed_mu);
+    g_freed.emplace_back(g_, std::this_thread::get_id());
+  }
+  std::string_view name() const override { return in_->name(); }
+  kernels::Slice slice(const Packet& p) const override { return in_->slice(p); }
+  uint32_t max_slice_bytes() const override { return in_->max_slice_bytes(); }
+  uint32_t result_bytes() const override { return in_->result_bytes(); }
+  bool writes_back() const override { return in_->writes_back(); }
+  std::string kernel_source() const override { return in_->kernel_source(); }
+  std::string_view kernel_name() const override { return in_->kernel_name(); }
+  Result<std::unique_ptr<kernels::DeviceTables>> make_device_tables(const cl::Context& c,
+                                                                    const cl::CommandQueue& q) const override {
+    return in_->make_device_tables(c, q);
+  }
+  void slices_in_place(std::span<const Packet> pkts, kernels::Desc* desc, uint8_t** slices) const override {
+    in_->slices_in_place(pkts, desc, slices);
+  }
+  void run_native(const kernels::BatchView& b) const override { in_->run_native(b); }
+  void finish(std::span<Packet> pkts, const kernels::BatchView& b) const override { in_->finish(pkts, b); }
+
+ private:
+  std::shared_ptr<const kernels::App> in_;
+  uint32_t g_;
+};
+
+}  // namespace
+
+TEST_CASE("the tables a reload replaces are freed by the reloading thread, never on the data path") {
+  const bool in_place = GENERATE(true, false);
+  INFO((in_place ? "in-place worker path" : "threaded lane"));
+  {
+    std::lock_guard<std::mutex> l(g_freed_mu);
+    g_freed.clear();
+  }
+  PipelineConfig pc;
+  pc.backpressure = true;
+  pc.flow_capacity = 1024;
+  pc.status_interval_ns = 0;
+  pc.run_to_completion = in_place;
+  LaneSpec native;
+  native.lane.name = "native0";
+  pc.lanes.push_back(native);
+  NumberedSource src;
+  RecordingSink sink;
+  auto p = Pipeline::create(pc, std::make_shared<TrackedApp>(table(1), 1), src, sink);
+  REQUIRE(p.is_ok());
+  Summary s;
+  std::thread runner([&] { s = (*p)->run(); });
+  for (uint32_t g = 2; g <= 4; ++g) {
+    while (src.stats().rx_packets < 1000 * g) std::this_thread::yield();
+    auto r = (*p)->replace_app([g](const kernels::App&) -> Result<std::shared_ptr<const kernels::App>> {
+      return std::shared_ptr<const kernels::App>(std::make_shared<TrackedApp>(table(g), g));
+    });
+    REQUIRE(r.is_ok());
+    CHECK(r->old_freed);
+  }
+  (*p)->request_stop();
+  runner.join();
+  CHECK(s.dropped == 0);
+  std::lock_guard<std::mutex> l(g_freed_mu);
+  REQUIRE(g_freed.size() == 3);  // generations 1..3; 4 runs to the end
+  for (const auto& [g, who] : g_freed) {
+    INFO("generation " << g);
+    CHECK(who == std::this_thread::get_id());
+  }
+}
