@@ -60,6 +60,19 @@ class LowPriority {
   bool changed_ = false;
 };
 
+// `file` in the app options as the file of `what`; keys: the key file where the run has one, else the master key file.
+void use_file(kernels::AppOptions& o, const std::string& what, const std::string& file) {
+  if (what == "routes") o.routes = file;
+  if (what == "rules") o.rules = file;
+  if (what != "keys") return;
+  if (!o.keys.empty()) {
+    o.keys = file;
+  } else {
+    o.master_key.clear();
+    o.master_key_file = file;
+  }
+}
+
 }  // namespace
 
 uint64_t resident_kib() {
@@ -122,35 +135,18 @@ Result<ReloadReport> Reloader::reload(std::string_view what_in, const std::strin
   rep.replaced = *r;
   rep.total_s = static_cast<double>(monotonic_ns() - t0) / 1e9;
   rep.rss_after_kib = resident_kib();
-  // The next reload without a file (SIGHUP) reads this one again.
-  if (what == "routes") opts_.routes = file;
-  if (what == "rules") opts_.rules = file;
-  if (what == "keys") {
-    if (!opts_.keys.empty()) {
-      opts_.keys = file;
-    } else {
-      opts_.master_key.clear();
-      opts_.master_key_file = file;
-    }
-  }
+  use_file(opts_, what, file);  // the next reload without a file (SIGHUP) reads this one again
   spdlog::info("{}", rep.text());
   return rep;
 }
 
 Result<std::shared_ptr<const kernels::App>> Reloader::make(const std::string& what, const std::string& file,
                                                            const kernels::App& running) const {
-  kernels::AppOptions ao = opts_;
-  if (what == "routes") ao.routes = file;
-  // As at the start: with app.strict_rules a rule that cannot be read refuses the new set (the old one stays);
+  // Rules as at the start: with app.strict_rules a rule that cannot be read refuses the new set (the old one stays);
   // without, it is skipped and named in the log.
-  if (what == "rules") ao.rules = file;
+  kernels::AppOptions ao = opts_;
+  use_file(ao, what, file);
   if (what == "keys") {
-    if (!ao.keys.empty()) {
-      ao.keys = file;
-    } else {
-      ao.master_key.clear();
-      ao.master_key_file = file;
-    }
     for (const auto& [k, v] : running.summary_info())  // the run's key epoch stays
       if (k == "key_epoch") ao.key_epoch = v;
     ao.iv_counter_start = 0;  // the counters go on from the running table's (AesApp::take_over_from)
