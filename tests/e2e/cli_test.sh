@@ -186,7 +186,8 @@ grep -q "left out: pthread.*: computes wrong results: packet 1 of" "$tmp/co.log"
 # The control socket (issue 17): hpr ctl asks a running hpr; a second daemon on the same socket is refused; stop ends
 # the run with balanced books; nothing answering is exit 3.
 ctl="$tmp/ctl/hpr.sock"
-"$hpr" run --devices none --native 2 --packets 0 --duration 60 -q --ctl "$ctl" --routes "$tmp/routes.txt" >"$tmp/ctl.log" 2>&1 &
+# Paced: a reload builds at nice 19, which lanes that poll flat out on both cores (unpaced input, sanitizers) starve.
+"$hpr" run --devices none --native 2 --packets 0 --rate-pps 50000 --duration 600 -q --ctl "$ctl" --routes "$tmp/routes.txt" >"$tmp/ctl.log" 2>&1 &
 ctl_pid=$!
 for _ in $(seq 100); do "$hpr" ctl --ctl "$ctl" help >/dev/null 2>&1 && break; sleep 0.2; done
 "$hpr" ctl --ctl "$ctl" status >"$tmp/ctl.out" 2>&1 && grep -q "received" "$tmp/ctl.out" && echo "ok: hpr ctl status" ||
@@ -249,7 +250,7 @@ printf 'alert tcp any any -> any any (msg:"a"; content:"GET"; sid:1;)\nalert tcp
 truncate -s 600M "$tmp/huge.rules"
 for app in aes dpi; do
   src=(--master-key-file "$tmp/mk1"); [[ $app == dpi ]] && src=(--rules "$tmp/one.rules" --strict-rules)
-  "$hpr" run --app $app "${src[@]}" --devices none --packets 0 --rate-pps 50000 --duration 60 -q --ctl "$ctl" \
+  "$hpr" run --app $app "${src[@]}" --devices none --packets 0 --rate-pps 50000 --duration 600 -q --ctl "$ctl" \
     --state-dir none --summary-json "$tmp/$app-reload.json" >"$tmp/$app-reload.log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do "$hpr" ctl --ctl "$ctl" help >/dev/null 2>&1 && break; sleep 0.2; done
@@ -271,7 +272,7 @@ done
 rm -f "$tmp/huge.rules"
 # set weight in a run with static weights (two lanes): by name and index; all lanes 0, bad W, unknown lane and a goal
 # without a scheduler refused; the run goes on and balances its books.
-"$hpr" run --devices none --native 2 --static --packets 0 --rate-pps 20000 --duration 60 -q --ctl "$ctl" --routes "$tmp/routes.txt" >"$tmp/ctl.log" 2>&1 &
+"$hpr" run --devices none --native 2 --static --packets 0 --rate-pps 20000 --duration 600 -q --ctl "$ctl" --routes "$tmp/routes.txt" >"$tmp/ctl.log" 2>&1 &
 ctl_pid=$!
 for _ in $(seq 100); do "$hpr" ctl --ctl "$ctl" help >/dev/null 2>&1 && break; sleep 0.2; done
 "$hpr" ctl --ctl "$ctl" set weight native1 0 >"$tmp/ctl.out" 2>&1 && grep -q "weight native1 1 -> 0" "$tmp/ctl.out" &&
@@ -306,11 +307,15 @@ while True:
 PY
 ln_pid=$!
 for _ in $(seq 50); do [[ -S "$tmp/notify.sock" ]] && break; sleep 0.1; done
-NOTIFY_SOCKET="$tmp/notify.sock" "$hpr" run --devices none --packets 0 --duration 3 -q --ctl none --routes "$tmp/routes.txt" \
-  >"$tmp/notify-run.log" 2>&1 &
+NOTIFY_SOCKET="$tmp/notify.sock" "$hpr" run --devices none --packets 0 --rate-pps 50000 --duration 120 -q --ctl none \
+  --routes "$tmp/routes.txt" >"$tmp/notify-run.log" 2>&1 &
 run_pid=$!
 for _ in $(seq 50); do grep -q READY=1 "$tmp/notify.out" && break; sleep 0.1; done
 kill -HUP $run_pid
+# The reload happens at the next status tick; then SIGTERM ends the run (systemctl stop).
+for _ in $(seq 600); do grep -q "reloaded routes" "$tmp/notify-run.log" && break; sleep 0.1; done
+sleep 1.2  # a status line after the reload
+kill -TERM $run_pid
 wait $run_pid || fail "run under NOTIFY_SOCKET exited $?: $(tail -c 300 "$tmp/notify-run.log")"
 wait $ln_pid
 if head -1 "$tmp/notify.out" | grep -q "^READY=1" && grep -q "^STATUS=\[" "$tmp/notify.out" &&
