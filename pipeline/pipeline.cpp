@@ -354,15 +354,12 @@ std::function<std::string(const Packet&)> Pipeline::log_prefix() {
 
 // Every lane's lines since the last call, the workers' too (each flow lives on one worker, so its lines stay in order).
 void Pipeline::write_log() {
-  std::vector<Lane*> lanes;
-  for (auto& l : lanes_) lanes.push_back(l.get());
-  for (auto& w : workers_)
-    for (auto& l : w->lanes_) lanes.push_back(l.get());
-  for (Lane* l : lanes) {
-    auto s = l->log_drain();
-    if (!s.empty() && std::fwrite(s.data(), 1, s.size(), log_->file()) != s.size() && log_errors_++ == 0)
-      spdlog::error("app.log (--log) {}: write failed: {}", log_->path(), std::strerror(errno));
-  }
+  for (Pipeline* w : all_workers())
+    for (auto& l : w->lanes_) {
+      auto s = l->log_drain();
+      if (!s.empty() && std::fwrite(s.data(), 1, s.size(), log_->file()) != s.size() && log_errors_++ == 0)
+        spdlog::error("app.log (--log) {}: write failed: {}", log_->path(), std::strerror(errno));
+    }
 }
 
 Summary Pipeline::snapshot() const {

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,6 +14,7 @@
 
 #include "hpr/clock.hpp"
 #include "hpr/data_dir.hpp"
+#include "hpr/resident.hpp"
 #include "kernels/aes/key_source.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
 
@@ -74,13 +74,6 @@ void use_file(kernels::AppOptions& o, const std::string& what, const std::string
 }
 
 }  // namespace
-
-uint64_t resident_kib() {
-  std::ifstream f("/proc/self/status");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtoull(line.c_str() + 6, nullptr, 10);
-  return 0;
-}
 
 std::string ReloadReport::text() const {
   const auto mib = [](uint64_t kib) { return static_cast<double>(kib) / 1024.0; };

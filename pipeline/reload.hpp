@@ -13,9 +13,6 @@
 
 namespace hpr {
 
-// VmRSS of this process, KiB (0 when /proc cannot be read).
-uint64_t resident_kib();
-
 inline constexpr uint64_t kMaxReloadBytes = 512ull << 20;  // a reloaded file (a rule folder: all its *.rules) at most
 
 struct ReloadReport {

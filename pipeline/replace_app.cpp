@@ -4,8 +4,8 @@
 #include <map>
 
 #include "hpr/clock.hpp"
+#include "hpr/resident.hpp"
 #include "pipeline/pipeline.hpp"
-#include "pipeline/reload.hpp"
 
 namespace hpr {
 namespace {

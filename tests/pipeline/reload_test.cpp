@@ -128,6 +128,21 @@ std::shared_ptr<const kernels::App> table(uint32_t g) {
   return std::shared_ptr<const kernels::App>(std::move(*a));
 }
 
+// Backpressure (nothing may be lost in the test's own ports), one native lane; `in_place`: run to completion with it
+// alone, which is the in-place worker path.
+PipelineConfig native_config(bool in_place, uint32_t batch = 256) {
+  PipelineConfig pc;
+  pc.backpressure = true;
+  pc.flow_capacity = 1024;
+  pc.status_interval_ns = 0;
+  pc.run_to_completion = in_place;
+  LaneSpec native;
+  native.lane.name = "native0";
+  native.lane.batch_size = batch;
+  pc.lanes.push_back(native);
+  return pc;
+}
+
 enum class Mode { kInPlace, kThreaded, kDevices };
 
 // Under the sanitizers (CI's hardening runs) each 32 MiB table takes a second to build: 20 reloads there.
@@ -139,15 +154,7 @@ constexpr uint32_t kReloads = 100;
 
 void reload_while_forwarding(Mode mode) {
   auto first = table(1);
-  PipelineConfig pc;
-  pc.backpressure = true;
-  pc.flow_capacity = 1024;
-  pc.status_interval_ns = 0;
-  pc.run_to_completion = mode == Mode::kInPlace;
-  LaneSpec native;
-  native.lane.name = "native0";
-  native.lane.batch_size = 32;
-  pc.lanes.push_back(native);
+  PipelineConfig pc = native_config(mode == Mode::kInPlace, 32);
   if (mode == Mode::kDevices) {
     auto devs = discover_devices();
     REQUIRE(devs.is_ok());
@@ -235,13 +242,7 @@ TEST_CASE("100 route reloads with OpenCL lanes beside a native one: the devices 
 
 TEST_CASE("a reload that cannot be built leaves the running app in place") {
   auto first = table(1);
-  PipelineConfig pc;
-  pc.backpressure = true;
-  pc.flow_capacity = 1024;
-  pc.status_interval_ns = 0;
-  LaneSpec native;
-  native.lane.name = "native0";
-  pc.lanes.push_back(native);
+  PipelineConfig pc = native_config(false);
   NumberedSource src;
   RecordingSink sink;
   auto p = Pipeline::create(pc, first, src, sink);
@@ -310,14 +311,7 @@ TEST_CASE("the tables a reload replaces are freed by the reloading thread, never
     std::lock_guard<std::mutex> l(g_freed_mu);
     g_freed.clear();
   }
-  PipelineConfig pc;
-  pc.backpressure = true;
-  pc.flow_capacity = 1024;
-  pc.status_interval_ns = 0;
-  pc.run_to_completion = in_place;
-  LaneSpec native;
-  native.lane.name = "native0";
-  pc.lanes.push_back(native);
+  PipelineConfig pc = native_config(in_place);
   NumberedSource src;
   RecordingSink sink;
   auto p = Pipeline::create(pc, std::make_shared<TrackedApp>(table(1), 1), src, sink);
