@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/ctl_cmd.hpp"
+#include "cli/run_extras.hpp"
 
 namespace hpr::cli {
 namespace {
@@ -95,9 +96,7 @@ Result<nlohmann::json> set_policy(const SchedulerHooks& sched, const std::vector
     return error(Code::kInvalidArgument,
                  "set policy: usage: set policy throughput|latency|energy|latency-target [TARGET_US]");
   if (!sched.set_policy)
-    return error(Code::kInvalidArgument,
-                 "set policy: this run has no scheduler (--static: fixed lane weights); start hpr run without --static "
-                 "(learning mode) or with --table for a goal to apply");
+    return error(Code::kInvalidArgument, "{}", RunExtras::kNoScheduler);
   double target_us = 0;
   if (args.size() == 3) {
     const auto t = number(args[2]);

@@ -119,9 +119,7 @@ bool RunExtras::on_status(Summary& s) {
 
 Result<std::string> RunExtras::request_policy(const std::string& name, double target_us) {
   if (!adapt_ && !learn_)
-    return error(Code::kInvalidArgument,
-                 "set policy: this run has no scheduler (--static: fixed lane weights); start hpr run without --static "
-                 "(learning mode) or with --table for a goal to apply");
+    return error(Code::kInvalidArgument, "{}", kNoScheduler);
   auto p = sched::parse_policy(name);
   if (!p) return error(Code::kInvalidArgument, "set policy: {}", p.status().message());
   if (!(target_us >= 0)) return error(Code::kInvalidArgument, "set policy: the latency target must be > 0 microseconds");

@@ -37,6 +37,9 @@ class RunExtras {
   // --latency-target-us) and hands it to the scheduler, which takes it at its next quantum (on_status). Returns the
   // reply's text. Errors (kInvalidArgument): no scheduler in this run, an unknown goal, no latency target.
   Result<std::string> request_policy(const std::string& name, double target_us);
+  static constexpr const char* kNoScheduler =
+      "set policy: this run has no scheduler (--static: fixed lane weights); start hpr run without --static "
+      "(learning mode) or with --table for a goal to apply";
 
  private:
   void take_policy();  // on_status: a goal hpr ctl asked for
