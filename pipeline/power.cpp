@@ -69,20 +69,23 @@ std::unique_ptr<RunPower> RunPower::create(const PowerConfig& cfg, const std::ve
   if (cfg.use_nvml) {
     bool any = false;
     for (const auto& l : lanes) any = any || l.vendor.find("NVIDIA") != std::string::npos;
-    if (any) {
-      auto probe = prof::probe_nvml();
-      if (!probe.available) rp->notes_.push_back("nvml: " + probe.reason);
-      size_t next = 0;
-      for (size_t i = 0; i < lanes.size() && probe.available; ++i) {
-        if (covered[i] || lanes[i].vendor.find("NVIDIA") == std::string::npos || next >= probe.meters.size()) continue;
-        Meter m{.meter = std::move(probe.meters[next++])};
-        for (size_t j = i; j < lanes.size(); ++j)
-          if (!covered[j] && device_key(lanes[j]) == device_key(lanes[i])) {
-            m.lanes.push_back(j);
-            covered[j] = true;
-          }
-        rp->meters_.push_back(std::move(m));
-      }
+    auto probe = prof::probe_nvml(cfg.nvml_library.c_str());
+    if (!probe.available && any) rp->notes_.push_back("nvml: " + probe.reason);
+    size_t next = 0;
+    for (size_t i = 0; i < lanes.size() && probe.available; ++i) {
+      if (covered[i] || lanes[i].vendor.find("NVIDIA") == std::string::npos || next >= probe.meters.size()) continue;
+      Meter m{.meter = std::move(probe.meters[next++])};
+      for (size_t j = i; j < lanes.size(); ++j)
+        if (!covered[j] && device_key(lanes[j]) == device_key(lanes[i])) {
+          m.lanes.push_back(j);
+          covered[j] = true;
+        }
+      rp->meters_.push_back(std::move(m));
+    }
+    for (; next < probe.meters.size(); ++next) {  // GPUs without a lane: their power is the machine's too
+      rp->notes_.push_back("nvml: " + probe.meters[next]->name() + " has no lane here and is metered all the same "
+                           "(its idle power counts in every run, with or without a lane on it)");
+      rp->meters_.push_back(Meter{.meter = std::move(probe.meters[next])});
     }
   }
   // The rest: one model per piece of hardware (pipeline/power_groups.hpp), its note saying what it covers.
@@ -152,6 +155,12 @@ PowerSample RunPower::sample(const std::vector<double>& lane_util, uint64_t now_
   if (dt > 0) last_w_ = joules / dt;
   last_ns_ = std::max(last_ns_, now_ns);
   return {last_w_, energy_j_, source_};
+}
+
+uint64_t RunPower::min_window_ns() const {
+  uint64_t p = 0;
+  for (const auto& m : meters_) p = std::max(p, m.meter->update_period_ns());
+  return 3 * p;
 }
 
 std::vector<std::string> RunPower::meter_names() const {

@@ -4,7 +4,9 @@
 //   * CPU lanes (native lanes and OpenCL devices of kind cpu): the RAPL package domain(s) under `rapl_root` when
 //     they can be read (shared by every CPU lane: counted once);
 //   * NVIDIA GPU lanes (vendor contains "NVIDIA"): an NVML meter when libnvidia-ml loads (one per GPU — per
-//     distinct PowerLane::device — in order);
+//     distinct PowerLane::device — in order). Every other GPU NVML reports is metered too, with no lane: an H200
+//     draws 83 W idle and ~120 W once a context is open, so runs with and without a GPU lane compare only when
+//     both count it (docs/gpu/nvidia-h200/);
 //   * otherwise a model (profiler/power/power_meter.hpp, default_model_power(kind) for the constants), one per
 //     piece of hardware, not per lane (pipeline/power_groups.hpp): all CPU lanes share one host-CPU model (idle
 //     once, dynamic × the share of the host's cores their utilisations keep busy), lanes of one GPU share that
@@ -25,6 +27,7 @@ struct PowerConfig {
   std::string rapl_root = "/sys/class/powercap";  // [power] rapl_root
   bool use_rapl = true;                           // [power] rapl
   bool use_nvml = true;                           // [power] nvml
+  std::string nvml_library = "libnvidia-ml.so.1";  // tests: a fake one
   uint32_t host_cores = 0;  // cores of the host CPU package for the model; 0: std::thread::hardware_concurrency()
 };
 
@@ -60,6 +63,9 @@ class RunPower {
   std::vector<std::string> meter_names() const;
   // "power model (model:host-cpu)" and one "\n  power note: ..." per note, for the start of a run.
   std::string describe() const;
+  // The shortest window whose power is a measurement: 3 updates of the slowest-moving meter (NVML's energy counter
+  // on an H200: 3 x 100 ms); 0 while none is known (every meter moves continuously, or too few reads yet).
+  uint64_t min_window_ns() const;
   double energy_j() const { return energy_j_; }
   double last_watts() const { return last_w_; }
   // Reads that failed (a meter that stopped answering); each streak is logged once, and its end.

@@ -202,7 +202,9 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
       case Phase::kMeasure: {
         ++status_samples;
         double waited = static_cast<double>(now - phase_ns) / 1e9;
-        if (waited < quantum_s || status_samples < 2) break;
+        // A power meter whose counter moves in steps (NVML: every 100 ms or so) needs a window of several.
+        const double window_s = std::max(quantum_s, static_cast<double>(power->min_window_ns()) / 1e9);
+        if (waited < window_s || status_samples < 2) break;
         IntervalStats m = interval_stats(base, s);
         // Slow devices: extend the window until every lane of the set completed two batches (at most 25 quanta).
         bool enough = true;

@@ -170,6 +170,39 @@ Result<std::unique_ptr<PowerMeter>> open_rapl(const RaplDomain& d) {
 
 }  // namespace hpr::prof
 
+// ---------------------------------------------------------------- A counter updated now and then
+
+namespace hpr::prof {
+
+uint64_t SteppedEnergy::update(uint64_t now_ns, uint64_t counter_uj) {
+  if (changes_.empty() || counter_uj > changes_.back().uj) {
+    // The update came between the previous read and this one: its middle is the best guess of when.
+    const uint64_t when = changes_.empty() ? now_ns : prev_read_ns_ + (now_ns - std::min(now_ns, prev_read_ns_)) / 2;
+    changes_.push_back({when, counter_uj});
+    if (changes_.size() > kRateSpan + 1) changes_.erase(changes_.begin());
+  }
+  prev_read_ns_ = now_ns;
+  const Point& last = changes_.back();
+  double rate = seed_uj_per_ns_;
+  if (changes_.size() >= 3) {  // the first change after the start may cover part of an update only
+    const Point& first = changes_[1];
+    if (last.ns > first.ns) rate = static_cast<double>(last.uj - first.uj) / static_cast<double>(last.ns - first.ns);
+  }
+  const uint64_t gap = std::min(now_ns - std::min(now_ns, last.ns), max_gap_ns_);
+  out_uj_ = std::max(out_uj_, last.uj + static_cast<uint64_t>(rate * static_cast<double>(gap)));
+  return out_uj_;
+}
+
+uint64_t SteppedEnergy::period_ns() const {
+  if (changes_.size() < 4) return 0;  // the first change may cover part of an update only
+  std::vector<uint64_t> gaps;
+  for (size_t i = 2; i < changes_.size(); ++i) gaps.push_back(changes_[i].ns - changes_[i - 1].ns);
+  std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
+  return gaps[gaps.size() / 2];
+}
+
+}  // namespace hpr::prof
+
 // ---------------------------------------------------------------- NVML
 
 // Types and prototypes: the CUDA toolkit's nvml.h where it is installed (CMake adds its include directory when
@@ -245,6 +278,7 @@ class NvmlMeter final : public PowerMeter {
       : api_(std::move(api)), dev_(dev), name_(fmt::format("nvml:{}:{}", index, gpu)), energy_(energy_counter) {}
   PowerSource source() const override { return PowerSource::kNvml; }
   const std::string& name() const override { return name_; }
+  uint64_t update_period_ns() const override { return energy_ ? stepped_.period_ns() : 0; }
 
   Result<PowerReading> read(uint64_t now_ns) override {
     PowerReading r;
@@ -256,8 +290,12 @@ class NvmlMeter final : public PowerMeter {
       if (rc != kNvmlSuccess)
         return error(Code::kUnavailable, "{}: nvmlDeviceGetTotalEnergyConsumption: {}", name_, api_->err(rc));
       uint64_t uj = mj * 1000ULL;
-      if (!started_) base_uj_ = uj;
-      total_uj_ = uj - base_uj_;
+      if (!started_) {
+        base_uj_ = uj;
+        unsigned mw = 0;  // the rate until the counter has moved twice
+        if (api_->power_usage(dev_, &mw) == kNvmlSuccess) stepped_.seed_watts(mw / 1e3);
+      }
+      total_uj_ = stepped_.update(now_ns, uj - base_uj_);
     } else {
       unsigned mw = 0;
       nvmlReturn_t rc = api_->power_usage(dev_, &mw);
@@ -283,6 +321,7 @@ class NvmlMeter final : public PowerMeter {
   nvmlDevice_t dev_;
   std::string name_;
   bool energy_;
+  SteppedEnergy stepped_;  // the counter moves about every 100 ms (H200), reads come every 40 ms
   bool started_ = false;
   uint64_t base_uj_ = 0, total_uj_ = 0, prev_uj_ = 0, prev_ns_ = 0;
   double acc_uj_ = 0, prev_mw_ = 0;

@@ -8,6 +8,7 @@
 //   * "model" — idle_w + dynamic_w × utilisation per device, from the configuration (defaults below).
 // Readings are cumulative energy since the meter was opened plus the average power since the previous read;
 // time is passed in (now_ns). Control-plane code: readings do file I/O; not for the packet path.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -36,6 +37,9 @@ class PowerMeter {
   virtual const std::string& name() const = 0;  // "rapl:package-0", "nvml:0:NVIDIA H100", "model:cpu"
   // Errors: kIoError / kUnavailable when the counter cannot be read (message names the file or call).
   virtual Result<PowerReading> read(uint64_t now_ns) = 0;
+  // How often the counter behind the meter moves, as seen so far (0: continuously, or not known yet). Power over
+  // a window of a few of these is a measurement; over a shorter one, mostly the counter's steps.
+  virtual uint64_t update_period_ns() const { return 0; }
 };
 
 // ---- RAPL (powercap sysfs) ----
@@ -61,6 +65,35 @@ uint64_t rapl_delta_uj(uint64_t prev_uj, uint64_t cur_uj, uint64_t max_range_uj)
 // Opens a domain's energy_uj. Errors: kUnavailable when it cannot be read (since Linux 5.10 it is root-only:
 // the message says so), kInvalidArgument when its content is not a number.
 Result<std::unique_ptr<PowerMeter>> open_rapl(const RaplDomain& d);
+
+// ---- A counter the device updates now and then ----
+// NVML's total-energy counter on an H200 (driver 580) moves about every 100 ms. Read every 40 ms quantum, a window
+// saw either no change or a whole update (8 W or 300 W in turn at a real 130 W), and `hpr profile`'s median of
+// such windows put a GPU lane at 9 W (docs/gpu/nvidia-h200/). An update is taken to have happened midway between
+// the read that saw it and the one before; from there the energy is carried on at the rate of the last updates
+// (over up to kRateSpan of them; before that, the seed rate), for at most `max_gap_ns`. It never runs backwards:
+// an update below the estimate holds the output until the counter passes it. Over a run the total is the
+// counter's, within about one update's worth of energy.
+class SteppedEnergy {
+ public:
+  static constexpr size_t kRateSpan = 8;
+  explicit SteppedEnergy(uint64_t max_gap_ns = 1'000'000'000) : max_gap_ns_(max_gap_ns) {}
+  void seed_watts(double w) { seed_uj_per_ns_ = std::max(0.0, w) * 1e-3; }  // 1 W = 1e-3 uJ per ns
+  // `counter_uj`: the raw cumulative counter at now_ns (non-decreasing); returns the smoothed cumulative energy.
+  uint64_t update(uint64_t now_ns, uint64_t counter_uj);
+  // The median time between the updates seen (0 before three).
+  uint64_t period_ns() const;
+
+ private:
+  struct Point {
+    uint64_t ns, uj;
+  };
+  uint64_t max_gap_ns_;
+  double seed_uj_per_ns_ = 0;
+  std::vector<Point> changes_;  // the last kRateSpan + 1 updates seen (their estimated time), oldest first
+  uint64_t prev_read_ns_ = 0;
+  uint64_t out_uj_ = 0;
+};
 
 // ---- NVML (dlopen) ----
 struct NvmlProbe {

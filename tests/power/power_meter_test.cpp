@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -138,14 +139,19 @@ TEST_CASE("NVML present (a fake libnvidia-ml): one meter per GPU, energy counter
   CHECK(p.meters[0]->name() == "nvml:0:Fake GPU 0");
   CHECK(p.meters[1]->name() == "nvml:1:Fake GPU 1");
   for (auto& m : p.meters) CHECK(m->source() == PowerSource::kNvml);
-  // GPU 0: the total-energy counter (+50 J per read), counted from the first read.
+  // GPU 0: the total-energy counter (+50 J per read), counted from the first read. Each update is taken to be
+  // midway between reads and carried on from there (SteppedEnergy): at the power usage (100 W) until the counter
+  // has moved twice, then at the counter's own rate (50 J a second).
   auto a0 = p.meters[0]->read(1'000'000'000);
   auto a1 = p.meters[0]->read(2'000'000'000);
+  auto a2 = p.meters[0]->read(3'000'000'000);
   REQUIRE(a0.is_ok());
   REQUIRE(a1.is_ok());
+  REQUIRE(a2.is_ok());
   CHECK(a0->energy_uj == 0);
-  CHECK(a1->energy_uj == 50'000'000);
-  CHECK(a1->watts == Approx(50));
+  CHECK(a1->energy_uj == 50'000'000 + 50'000'000);   // 50 J at 1.5 s, then 0.5 s at 100 W
+  CHECK(a2->energy_uj == 100'000'000 + 25'000'000);  // 100 J at 2.5 s, then 0.5 s at 50 W
+  CHECK(a1->watts == Approx(100));
   CHECK(a1->source == PowerSource::kNvml);
   // GPU 1: no counter ("not supported"), 100 W integrated by trapezoids over 2 s.
   auto b0 = p.meters[1]->read(1'000'000'000);
@@ -154,6 +160,65 @@ TEST_CASE("NVML present (a fake libnvidia-ml): one meter per GPU, energy counter
   REQUIRE(b1.is_ok());
   CHECK(b1->energy_uj == 200'000'000);
   CHECK(b1->watts == Approx(100));
+}
+
+// The device's counter as NVML showed it on an H200: it moves every 100 ms by what the GPU drew since (integer mJ);
+// hpr reads it every 43 ms (a 40 ms quantum and the loop's lateness).
+namespace {
+struct SteppedGpu {
+  double watts;
+  uint64_t counter_uj = 0, last_update_ns = 0;
+  uint64_t at(uint64_t now_ns, const std::vector<std::pair<uint64_t, double>>& profile) {
+    while (now_ns >= last_update_ns + 100'000'000) {
+      last_update_ns += 100'000'000;
+      for (const auto& [from, w] : profile)
+        if (last_update_ns >= from) watts = w;
+      counter_uj += static_cast<uint64_t>(watts * 100) * 1000;  // W x 0.1 s, in mJ, as uJ
+    }
+    return counter_uj;
+  }
+};
+}  // namespace
+
+TEST_CASE("SteppedEnergy: a counter updated every 100 ms, read every 43 ms, over windows of 3 updates") {
+  // 130 W for 3 s, then 300 W. The reads jitter as the status loop's do (43 ms +- 5).
+  const std::vector<std::pair<uint64_t, double>> profile = {{0, 130.0}, {3'000'000'000, 300.0}};
+  SteppedGpu gpu{.watts = 130};
+  SteppedEnergy raw_like(0), smooth;  // max_gap 0: never carried on, as the raw counter
+  smooth.seed_watts(83);              // nvmlDeviceGetPowerUsage at the start (idle)
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> jitter(-5, 5);
+  std::vector<uint64_t> t_reads;
+  std::vector<uint64_t> raw, sm;
+  for (uint64_t t = 0; t <= 6'000'000'000; t += static_cast<uint64_t>(43 + jitter(rng)) * 1'000'000) {
+    const uint64_t c = gpu.at(t, profile);
+    t_reads.push_back(t);
+    raw.push_back(raw_like.update(t, c));
+    sm.push_back(smooth.update(t, c));
+  }
+  CHECK(smooth.period_ns() == Approx(100e6).epsilon(0.25));
+  // Windows of two reads (about 86 ms): the raw counter gives 0 W in some (no update) and 2x in others.
+  size_t zero = 0;
+  for (size_t i = 2; i < raw.size(); i += 2) zero += raw[i] == raw[i - 2];
+  CHECK(zero > 0);
+  // Windows of at least 300 ms (RunPower::min_window_ns), away from the step: within 15 % of the power drawn.
+  size_t windows = 0;
+  for (size_t i = 0; i < t_reads.size(); ++i) {
+    size_t j = i;
+    while (j < t_reads.size() && t_reads[j] - t_reads[i] < 300'000'000) ++j;
+    if (j == t_reads.size()) break;
+    const uint64_t a = t_reads[i], b = t_reads[j];
+    if (a < 500'000'000 || (b > 2'900'000'000 && a < 3'500'000'000)) continue;
+    const double want = b < 3'000'000'000 ? 130 : 300;
+    const double w = static_cast<double>(sm[j] - sm[i]) / (static_cast<double>(b - a) / 1e3);
+    INFO("window " << a / 1e6 << ".." << b / 1e6 << " ms: " << w << " W, drawn " << want << " W");
+    CHECK(w == Approx(want).epsilon(0.15));
+    ++windows;
+  }
+  CHECK(windows > 50);
+  // Never backwards, and over the run the total is the counter's within one update (300 W x 100 ms).
+  for (size_t i = 1; i < sm.size(); ++i) REQUIRE(sm[i] >= sm[i - 1]);
+  CHECK(static_cast<double>(sm.back()) / 1e6 == Approx(static_cast<double>(gpu.counter_uj) / 1e6).margin(30));
 }
 
 TEST_CASE("NVML declarations come from the toolkit's nvml.h when CMake found it") {

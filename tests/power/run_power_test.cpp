@@ -124,6 +124,28 @@ TEST_CASE("run power: readable RAPL covers every CPU lane once; the model only t
   fs::remove_all(root);
 }
 
+TEST_CASE("run power: NVML meters the GPU of an NVIDIA lane and every other GPU too, lane or not (fake NVML)") {
+  const PowerConfig nvml{.rapl_root = "/nonexistent/powercap", .nvml_library = HPR_FAKE_NVML, .host_cores = 2};
+  // A native lane only: both fake GPUs are metered (with no lane), the host is modelled.
+  auto native = RunPower::create(nvml, power_lanes({}, 1), 0);
+  CHECK(native->source() == "mixed: nvml+model");
+  CHECK(native->meter_names() == std::vector<std::string>{"nvml:0:Fake GPU 0", "nvml:1:Fake GPU 1", "model:host-cpu"});
+  CHECK(has_note(*native, "nvml:1:Fake GPU 1 has no lane here and is metered all the same"));
+  // An NVIDIA lane takes the first GPU; the second is metered all the same.
+  std::vector<DeviceInfo> devs(1);
+  devs[0].name = "Fake GPU 0";
+  devs[0].vendor = "NVIDIA Corporation";
+  devs[0].kind = DeviceKind::kDiscreteGpu;
+  auto gpu = RunPower::create(nvml, power_lanes(devs, 1), 0);
+  CHECK(gpu->meter_names() == native->meter_names());
+  CHECK_FALSE(has_note(*gpu, "nvml:0:Fake GPU 0 has no lane"));
+  CHECK(has_note(*gpu, "nvml:1:Fake GPU 1 has no lane here"));
+  // No NVML: no note unless a lane is NVIDIA's.
+  const PowerConfig absent{.rapl_root = "/nonexistent/powercap", .nvml_library = "libnvidia-ml-absent.so.1"};
+  CHECK_FALSE(has_note(*RunPower::create(absent, power_lanes({}, 1), 0), "nvml:"));
+  CHECK(has_note(*RunPower::create(absent, power_lanes(devs, 1), 0), "nvml: NVML not available"));
+}
+
 TEST_CASE("run power: the host threads (dispatch, egress) are CPU lanes of the host model, after the lanes") {
   auto lanes = add_host_threads(power_lanes({}, 1));
   REQUIRE(lanes.size() == 3);
