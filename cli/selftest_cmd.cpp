@@ -24,7 +24,7 @@ struct Options {
   std::vector<std::string> apps = kernels::app_names();
   std::vector<std::string> devices = {"all"};
   std::vector<std::string> kinds;  // NAME=KIND
-  uint32_t packets = 4096, per_file = 64, batch = 0;
+  uint32_t packets = 4096, per_file = 64, batch = 0, in_flight = 2;
   double min_ms = 150;
   std::string captures, routes, rules;
   bool json = false;
@@ -41,6 +41,7 @@ struct Row {
   double mpps = 0, gbps = 0, spread = 0;
   double pass_ns = 0;                // median time of one pass over the sample
   std::optional<double> copy_share;  // discrete devices: copy time / batch time
+  std::optional<double> link_gbps;   // discrete devices: one batch's bytes, in and out, over their copy time
   std::string memory;                // "in place", "mapped", "copied"
   std::string power;                 // rapl | nvml | model
 };
@@ -122,7 +123,8 @@ uint32_t batch_for(const Engine& e, uint32_t packets) {
 std::string power_source_of(const Engine& e) {
   PowerLane l{.name = e.name, .kind = e.kind, .vendor = e.vendor, .cores = e.info ? e.info->compute_units : 1,
               .device = e.name};
-  auto p = RunPower::create(PowerConfig{}, {l}, monotonic_ns());
+  // The lane's own source: other GPUs, which a run meters too (pipeline/power.hpp), are not this lane's.
+  auto p = RunPower::create(PowerConfig{.use_nvml = e.vendor.find("NVIDIA") != std::string::npos}, {l}, monotonic_ns());
   return p->source();
 }
 
@@ -164,7 +166,7 @@ std::vector<Row> run_app(const std::string& name, const std::vector<Engine>& eng
   std::optional<EngineOutput> ref;
   for (const auto& e : engines) {
     Row r = row_for(e);
-    const ExecutorConfig ec{.max_batch = r.batch, .in_flight = 2};
+    const ExecutorConfig ec{.max_batch = r.batch, .in_flight = g_opt.in_flight};
     std::unique_ptr<Executor> ex;
     std::shared_ptr<kernels::AppProgram> prog;
     if (!e.info) {
@@ -211,8 +213,10 @@ std::vector<Row> run_app(const std::string& name, const std::vector<Engine>& eng
       const size_t in = sizeof(kernels::Desc) * n + hb.pkts.size();
       const size_t out_b = size_t{n} * app.result_bytes() + (app.writes_back() ? hb.pkts.size() : 0);
       const double batches = std::ceil(static_cast<double>(s.pkts.size()) / n);
-      if (auto c = copy_ns(*prog, std::max<size_t>(in, 16), std::max<size_t>(out_b, 16)); c)
+      if (auto c = copy_ns(*prog, std::max<size_t>(in, 16), std::max<size_t>(out_b, 16)); c) {
         r.copy_share = std::min(1.0, *c / (r.pass_ns / batches));
+        r.link_gbps = static_cast<double>(in + out_b) * 8 / *c;
+      }
     }
     if (r.result == "FAIL" || r.result == "ERROR") rc = std::max(rc, 1);
     rows.push_back(r);
@@ -247,6 +251,8 @@ nlohmann::json to_json(const std::vector<Row>& rows, const CheckSample& s, doubl
                         {"result", r.result}, {"batch", r.batch},    {"memory", r.memory}, {"power_source", r.power}};
     if (r.mpps > 0) x.update({{"mpps", r.mpps}, {"gbps", r.gbps}, {"spread", r.spread}});
     if (r.copy_share) x["copy_share"] = *r.copy_share;
+    if (r.link_gbps) x["link_gbps"] = *r.link_gbps;
+    if (r.result != "ref") x["in_flight"] = g_opt.in_flight;
     if (!r.detail.empty()) x[r.result == "FAIL" ? "first_difference" : "error"] = r.detail;
     j["results"].push_back(x);
   }
@@ -271,6 +277,10 @@ CLI::App* add_selftest_command(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--batch", o.batch, "Batch size (0: 1024, 8192 on discrete devices; at most --packets)")
       ->check(CLI::Range(0u, 1u << 16));
+  c->add_option("--in-flight", o.in_flight,
+                "OpenCL batches outstanding at once (1: no copy of one batch overlaps another's kernel)")
+      ->check(CLI::Range(1u, 8u))
+      ->capture_default_str();
   c->add_option("--min-ms", o.min_ms, "Timing per engine and app, ms (at least 3 passes over the sample)")
       ->check(CLI::Range(0.0, 60000.0))
       ->capture_default_str();

@@ -166,6 +166,13 @@ if [[ $rc -eq 1 ]] && grep -q "^FAIL md5 on cl.*pthread.*: packet 1 of 512 (.*):
   echo "ok: a device with wrong results fails selftest"
 else fail "selftest with corrupt results: exit $rc: $(tail -c 600 "$tmp/st2.log")"; fi
 expect 2 "--apps: unknown app 'nat'" selftest --apps nat
+expect 2 "--in-flight" selftest --in-flight 0
+# A discrete device (--kind) with one batch in flight: its copies are timed (copy share, the link's rate).
+st --apps md5 --devices pthread --kind pthread=dgpu --in-flight 1 --batch 128 --json >"$tmp/st1.json" 2>"$tmp/st1.err" ||
+  fail "selftest --in-flight 1 exited $?: $(tail -c 300 "$tmp/st1.err")"
+python3 -c "import json,sys; r=[x for x in json.load(open(sys.argv[1]))['results'] if x['result']=='PASS']; \
+assert len(r)==1 and r[0]['in_flight']==1 and r[0]['link_gbps']>0 and 0<r[0]['copy_share']<=1, r" "$tmp/st1.json" &&
+  echo "ok: selftest --in-flight 1 on a discrete device times its copies" || fail "selftest --in-flight: $(head -c 600 "$tmp/st1.json")"
 expect 2 "--devices: no OpenCL device matches 'TeslaV100'" selftest --devices TeslaV100
 st --apps aes --devices none --json >"$tmp/st.json" 2>"$tmp/st.err" || fail "selftest --json exited $?: $(cat "$tmp/st.err")"
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); r=j['results']; assert len(r)==1 and r[0]['result']=='ref' and r[0]['power_source']=='model', r" \
