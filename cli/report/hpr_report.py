@@ -538,7 +538,12 @@ def analyse_app(app, adir):
     table = load_table(os.path.join(adir, "table.json"))
     rows = flatten(table)
     names = lane_names(table)
-    sources = sorted(set(r["source"] for r in rows))
+    runs = {"adaptive": read_quanta(os.path.join(adir, "adaptive.csv")),
+            "all_lanes": read_quanta(os.path.join(adir, "all_lanes.csv"))}
+    # The runs' quanta name the whole source ("mixed: nvml+model"); a table point names one (a mix with the model
+    # is "model" there).
+    sources = sorted({q["power_source"] for k in runs for q in runs[k] if q.get("power_source")}) or \
+        sorted(set(r["source"] for r in rows))
     source = "/".join(sources)
     front = pareto_front(rows)
     write_csv(os.path.join(adir, "points.csv"), rows, POINT_COLS)
@@ -547,8 +552,6 @@ def analyse_app(app, adir):
     plot_efficiency(plt, app, rows, source, os.path.join(adir, "efficiency.png"))
     plot_pareto(plt, app, rows, front, source, os.path.join(adir, "pareto.png"))
 
-    runs = {"adaptive": read_quanta(os.path.join(adir, "adaptive.csv")),
-            "all_lanes": read_quanta(os.path.join(adir, "all_lanes.csv"))}
     steps = plan["steps"]
     best_rows, start, table_rows = [], 0.0, []
     for i, st in enumerate(steps):
@@ -586,8 +589,9 @@ def section(app, plan, table, rows, front, table_rows, source):
     fp = table.get("fingerprint", {})
     L.append(f"Lanes: {', '.join(lane_names(table))}. Traffic: {fp.get('traffic', '?')}, mean frame "
              f"{plan['frame_bytes']:.0f} bytes. Power source: **{source}**"
-             + (" (a model: no sensor on this machine; energy figures are model estimates)" if "model" in source
-                else "") + ".")
+             + (" (a model: no sensor on this machine; energy figures are model estimates)" if source == "model"
+                else " (the lanes without a sensor are modelled: their part of each figure is an estimate)"
+                if "model" in source else "") + ".")
     L.append("")
     solo = [r for r in rows if r["size"] == 1]
     if solo:
