@@ -11,7 +11,9 @@
 #    devices.json, selftest.json, profile-APP.json, report/ (report.md, plots, CSVs), summary.md, run.log.
 # Each step's failure is named in one line and the rest goes on; the exit status is the number of failed steps.
 # Environment: GPU_APPS (default "ipv4 md5 aes dpi"), GPU_BUDGET_S, GPU_REPORT_S, GPU_DEVICES (hpr --devices;
-# default all), GPU_MAX_BATCH (default 65536). About 20 minutes with the defaults.
+# default all), GPU_MIN_BATCH / GPU_MAX_BATCH (default 64 / 65536), GPU_SELFTEST_BATCHES (default "256 1024 4096 16384 65536"),
+# GPU_SERIAL_BATCHES (selftest with one batch in flight; default "1024 8192 65536"), GPU_REPORT_ARGS (more hpr report
+# options, e.g. "--steps 0.3,0.8 --step-s 2"). About 20 minutes with the defaults.
 set -u
 self=$(readlink -f "${BASH_SOURCE[0]}")
 case "$self" in
@@ -27,8 +29,20 @@ budget=${GPU_BUDGET_S:-150}
 report_s=${GPU_REPORT_S:-300}
 devices=${GPU_DEVICES:-all}
 max_batch=${GPU_MAX_BATCH:-65536}
-# The python hpr report runs (cli/report_cmd.cpp): HPR_PYTHON, else Debian's, else the first on PATH.
+min_batch=${GPU_MIN_BATCH:-64}
+# The python hpr report runs (cli/report_cmd.cpp): HPR_PYTHON, else the first of Debian's and the one on PATH that
+# has matplotlib (a CUDA image's /usr/bin/python3 often lacks it; its venv's has it), else Debian's.
+if [ -z "${HPR_PYTHON:-}" ]; then
+  for c in /usr/bin/python3 "$(command -v python3)"; do
+    [ -x "$c" ] && "$c" -c 'import matplotlib' 2>/dev/null && { export HPR_PYTHON=$c; break; }
+  done
+fi
 py=${HPR_PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3)}
+report_args=${GPU_REPORT_ARGS:-}
+batches=${GPU_SELFTEST_BATCHES:-256 1024 4096 16384 65536}
+serial_batches=${GPU_SERIAL_BATCHES:-1024 8192 65536}
+# aes needs a key: FIPS-197's test key (the one hpr selftest uses), never a user's, unless one is given.
+export HPR_MASTER_KEY=${HPR_MASTER_KEY:-2b7e151628aed2a6abf7158809cf4f3c}
 failed=0
 fail() { echo "gpu-run: FAILED: $*" >&2; failed=$((failed + 1)); }
 
@@ -92,16 +106,22 @@ if "$hpr" --help 2>/dev/null | grep -Eq '^ +selftest\b'; then
   step "selftest" "$out/selftest.json" "$hpr" selftest --json
   # Mpps, Gbit/s and the copy share of the time against batch size, every device beside the native lane, on the
   # same sample of real captures (docs/selftest.md).
-  for b in 256 1024 4096 16384 65536; do
+  for b in $batches; do
     step "selftest batch $b" "$out/selftest-batch-$b.json" "$hpr" selftest --json --batch "$b" --packets 65536 \
       --per-file 4096 --min-ms 300
+  done
+  # The same with one batch in flight: no batch's copies overlap another's kernel. The rate with two against it
+  # is what the overlap buys (summary.md).
+  for b in $serial_batches; do
+    step "selftest batch $b, 1 in flight" "$out/selftest-serial-$b.json" "$hpr" selftest --json --batch "$b" \
+      --packets 65536 --per-file 4096 --min-ms 300 --in-flight 1
   done
 else
   echo "gpu-run: selftest: this hpr has no selftest subcommand; skipped"
 fi
 tables=()
 for app in $apps; do
-  if step "profile $app" "" "$hpr" profile --app "$app" --devices "$devices" --min-batch 64 --max-batch "$max_batch" \
+  if step "profile $app" "" "$hpr" profile --app "$app" --devices "$devices" --min-batch "$min_batch" --max-batch "$max_batch" \
       --budget-s "$budget" -q -o "$out/profile-$app.json"; then
     tables+=(--table "$app=$out/profile-$app.json")
   elif [ -s "$out/profile-$app.json" ]; then
@@ -110,50 +130,14 @@ for app in $apps; do
 done
 if "$py" -c 'import matplotlib' 2>/dev/null; then
   step "report" "" "$hpr" report --app "$(echo $apps | tr ' ' ,)" --devices "$devices" --max-batch "$max_batch" \
-    --budget-s "$report_s" -q -o "$out/report" "${tables[@]}"
+    --budget-s "$report_s" -q -o "$out/report" $report_args "${tables[@]}"
 else
   echo "gpu-run: report: $py has no matplotlib (apt-get install python3-matplotlib, or HPR_PYTHON); no plots, skipped"
 fi
 
 # ---- 3. The figures asked for, from the report's points (throughput against batch per lane set, power)
-if [ -d "$out/report" ]; then
-  step "summary" "$out/summary.md" "$py" - "$out/report" $apps <<'EOF'
-import csv, os, sys
-root, apps = sys.argv[1], sys.argv[2:]
-print("# GPU run summary\n")
-print("Per app: the best Gbit/s per lane set and batch size (report/APP/points.csv), the smallest batch at which a")
-print("set with an OpenCL device beats the native lane alone, and power at the best point.")
-print("Mpps and the share of time in copies against batch size: selftest-batch-*.json (table below the profile's);")
-print("report.md has the plots, the Pareto front and the steps.\n")
-import glob, json
-runs = sorted(glob.glob(os.path.join(os.path.dirname(root), "selftest-batch-*.json")))
-if runs:
-    print("## selftest: Mpps, Gbit/s and copy share by batch (median pass over the sample)\n")
-    print("| app | engine | batch | result | Mpps | Gbit/s | memory / copy share | power |\n|---|---|---|---|---|---|---|---|")
-    rows = []
-    for f in runs:
-        for r in json.load(open(f)).get("results", []):
-            rows.append(r)
-    for r in sorted(rows, key=lambda r: (r["app"], r["engine"], r["batch"])):
-        mem = f"copy {100 * r['copy_share']:.0f}%" if "copy_share" in r else r.get("memory", "")
-        print(f"| {r['app']} | {r['engine']} | {r['batch']} | {r['result']} | {r.get('mpps', 0):.3f} | "
-              f"{r.get('gbps', 0):.2f} | {mem} | {r.get('power_source', '')} |")
-    print()
-for app in apps:
-    p = os.path.join(root, app, "points.csv")
-    if not os.path.exists(p):
-        print(f"## {app}\n\nno points ({p} missing)\n"); continue
-    rows = list(csv.DictReader(open(p)))
-    print(f"## {app}\n\n| lanes | split | batch | Gbit/s | power W | J/Mbit | source |\n|---|---|---|---|---|---|---|")
-    for r in sorted(rows, key=lambda r: (r["set"], r["split"], int(r["batch"]))):
-        print(f"| {r['set']} | {r['split']} | {r['batch']} | {float(r['gbps']):.3f} | {float(r['power_w']):.1f} | "
-              f"{float(r['j_per_mbit']):.5f} | {r['source']} |")
-    native = max((float(r["gbps"]) for r in rows if r["set"].startswith("native") and "+" not in r["set"]), default=0)
-    dev = sorted((int(r["batch"]), r["set"]) for r in rows if not r["set"].startswith("native")
-                 and float(r["gbps"]) > native)
-    print(f"\nnative alone: {native:.3f} Gbit/s; " + (f"first beaten at batch {dev[0][0]} by {dev[0][1]}\n"
-          if dev else "no set with an OpenCL device beats it\n"))
-EOF
+if ls "$out"/selftest-batch-*.json >/dev/null 2>&1 || [ -d "$out/report" ]; then
+  step "summary" "$out/summary.md" "$py" "$bundle/bench/gpu-summary.py" "$out" $apps
 fi
 echo "gpu-run: done, $failed step(s) failed; results in $out"
 exit "$failed"
