@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <optional>
 #include <random>
 
@@ -157,6 +158,31 @@ Result<std::vector<int>> worker_cores(const RunConfig& c) {
   return cores;
 }
 
+// PoCL's CPU device runs work-groups on a thread pool of its own, one thread per core unless told otherwise: beside
+// hpr's own busy threads that makes more pollers than cores, and they take turns. The budget gives PoCL the cores
+// hpr's threads leave (at least one) through its environment (POCL_MAX_PTHREAD_COUNT; PoCL 5 reads
+// POCL_CPU_MAX_CU_NUM), before the first OpenCL call of the process starts it; a count the user set is kept.
+// Returns what the start line prints. hpr's busy threads: one under run to completion; else the dispatcher, egress,
+// each native lane and each device lane (one assumed for lanes.devices = all).
+std::string budget_pocl_threads(const RunConfig& c, size_t cores) {
+  if (c.devices.size() == 1 && c.devices[0] == "none") return "";
+  const size_t device_lanes = c.devices.size() == 1 && c.devices[0] == "all" ? 1 : c.devices.size();
+  const size_t busy = c.run_to_completion ? 1 : 2 + c.native_lanes + device_lanes;
+  const std::string what = c.run_to_completion ? "1 (run to completion)"
+                                               : fmt::format("{} (dispatcher, egress, {} native, {} device lane{})",
+                                                             busy, c.native_lanes, device_lanes,
+                                                             device_lanes == 1 ? "" : "s");
+  for (const char* v : {"POCL_MAX_PTHREAD_COUNT", "POCL_CPU_MAX_CU_NUM"})
+    if (const char* set = std::getenv(v); set != nullptr && *set != '\0')
+      return fmt::format("core budget: {} cores; hpr's busy threads {}; PoCL CPU threads {} (set by {})", cores, what,
+                         set, v);
+  const std::string n = std::to_string(cores > busy ? cores - busy : 1);
+  setenv("POCL_MAX_PTHREAD_COUNT", n.c_str(), 0);
+  setenv("POCL_CPU_MAX_CU_NUM", n.c_str(), 0);
+  return fmt::format("core budget: {} cores; hpr's busy threads {}; PoCL CPU threads {} (the cores left{})", cores,
+                     what, n, cores > busy ? "" : ", at least one: more busy threads than cores, they take turns");
+}
+
 // [[neighbour]] → the ipv4 app's rewrite table; each output port's MAC from ports.macs or the port itself.
 Status set_neighbours(const RunConfig& c, RunContext& ctx) {
   if (c.neighbours.empty()) return Status::ok();
@@ -209,6 +235,9 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   ctx->app = std::move(*app);
   ctx->app_options = ao;
 
+  // The PoCL thread budget before the first OpenCL call (choose_devices) starts PoCL.
+  const size_t budget_cores = c.cores.empty() ? allowed_cores().size() : c.cores.size();
+  const std::string pocl_budget = c.workers > 1 ? std::string() : budget_pocl_threads(c, budget_cores);
   // Devices first: a configuration that names a device that does not exist starts nothing.
   auto chosen_r = choose_devices(c.devices, c.kinds, "lanes.devices");
   if (!chosen_r) return chosen_r.status();
@@ -226,6 +255,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     ctx->budget = fmt::format("{} on core{} {}", workers > 1 ? fmt::format("workers {}", workers) : "worker",
                               cores.size() > 1 ? "s" : "", fmt::join(cores, ","));
   }
+  if (!pocl_budget.empty()) ctx->budget += (ctx->budget.empty() ? "" : "; ") + pocl_budget;
   auto rx = make_worker_ports(c, true, workers);
   if (!rx) return rx.status();
   auto tx = make_worker_ports(c, false, workers);

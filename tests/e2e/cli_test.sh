@@ -190,6 +190,14 @@ grep -q "OCL_ICD_VENDORS=$tmp/none.icd: no such file" "$tmp/dv.err" && grep -q "
 HPR_FAULT_CL=corrupt:1@pthread "$hpr" run --app md5 --packets 2000 -q >"$tmp/co.log" 2>&1 || fail "run with a corrupt device exited $?"
 grep -q "left out: pthread.*: computes wrong results: packet 1 of" "$tmp/co.log" && grep -q "balanced" "$tmp/co.log" &&
   echo "ok: hpr run leaves a device with wrong results out" || fail "corrupt device in hpr run: $(tail -c 600 "$tmp/co.log")"
+# The core budget (issue 12): PoCL's CPU threads get the cores hpr's busy threads leave, at least one; a count the
+# user set is kept; a run without devices says nothing of PoCL.
+grep -qE "core budget: [0-9]+ cores; hpr's busy threads [0-9]+ .*; PoCL CPU threads [0-9]+ \(the cores left" "$tmp/co.log" &&
+  echo "ok: the core budget gives PoCL the cores left" || fail "core budget: $(grep -i budget "$tmp/co.log")"
+POCL_MAX_PTHREAD_COUNT=3 "$hpr" run --app md5 --packets 2000 --devices pthread -q >"$tmp/pb.log" 2>&1 || fail "run with POCL_MAX_PTHREAD_COUNT exited $?"
+"$hpr" run --app md5 --packets 2000 --devices none -q >"$tmp/pn.log" 2>&1 || fail "run without devices exited $?"
+grep -q "PoCL CPU threads 3 (set by POCL_MAX_PTHREAD_COUNT)" "$tmp/pb.log" && ! grep -q "PoCL" "$tmp/pn.log" &&
+  echo "ok: a PoCL thread count the user set is kept" || fail "POCL_MAX_PTHREAD_COUNT: $(grep -i budget "$tmp/pb.log" "$tmp/pn.log")"
 # The control socket (issue 17): hpr ctl asks a running hpr; a second daemon on the same socket is refused; stop ends
 # the run with balanced books; nothing answering is exit 3.
 ctl="$tmp/ctl/hpr.sock"
