@@ -27,7 +27,7 @@ struct Options {
   uint32_t packets = 4096, per_file = 64, batch = 0, in_flight = 2;
   double min_ms = 150;
   std::string captures, routes, rules;
-  bool json = false;
+  bool json = false, fill = false;
 };
 Options g_opt;
 CLI::App* g_cmd = nullptr;
@@ -284,6 +284,9 @@ CLI::App* add_selftest_command(CLI::App& app) {
   c->add_option("--min-ms", o.min_ms, "Timing per engine and app, ms (at least 3 passes over the sample)")
       ->check(CLI::Range(0.0, 60000.0))
       ->capture_default_str();
+  c->add_flag("--fill", o.fill,
+              "Where the captures hold fewer frames than --packets, repeat them in order up to --packets (for "
+              "batches larger than the captures at hand)");
   c->add_option("--captures", o.captures, "Folder of captures for the sample (default: $HPR_DATA_DIR/pcap/ndpi)");
   c->add_option("--routes", o.routes, "ipv4: route table (default: the bundled RouteViews table)");
   c->add_option("--rules", o.rules, "dpi: rule file or folder (default: the bundled ET Open rules)");
@@ -326,7 +329,7 @@ int run_selftest_command() {
   }
   for (auto& e : engines) e.power = power_source_of(e);
   const std::string dir = o.captures.empty() ? data_path("pcap/ndpi") : o.captures;
-  const CheckSample s = load_check_sample(dir, o.packets, o.per_file, kDefaultMaxFrame);
+  const CheckSample s = load_check_sample(dir, o.packets, o.per_file, kDefaultMaxFrame, o.fill);
   if (!o.json) {
     fmt::print("hpr selftest: {} ({:.2f} MB); {} OpenCL device(s){}\n", s.source, s.frame_bytes / 1e6, devs->size(),
                devs->empty() && (o.devices.size() != 1 || o.devices[0] != "none")

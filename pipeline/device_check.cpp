@@ -71,7 +71,8 @@ void CheckSample::start_flows(const kernels::App& app) const {
   for (const auto& [id, key] : flows) app.flow_started(id, key);
 }
 
-CheckSample load_check_sample(const std::string& dir, uint32_t max_packets, uint32_t per_file, uint32_t max_frame) {
+CheckSample load_check_sample(const std::string& dir, uint32_t max_packets, uint32_t per_file, uint32_t max_frame,
+                              bool fill) {
   CheckSample s;
   uint32_t files = 0;
   std::error_code ec;
@@ -99,6 +100,14 @@ CheckSample load_check_sample(const std::string& dir, uint32_t max_packets, uint
     s.source = fmt::format("{} synthetic packets (no capture under {})", s.frames.size(), dir);
   } else {
     s.source = fmt::format("{} packets of {} captures under {}", s.frames.size(), files, dir);
+    if (fill && s.frames.size() < max_packets) {  // the same frames again, in order: later packets of the same flows
+      const size_t distinct = s.frames.size();
+      for (size_t k = 0; s.frames.size() < max_packets; ++k) {
+        s.frames.push_back(s.frames[k % distinct]);
+        s.origin.push_back(fmt::format("{} (repeat {})", s.origin[k % distinct], k / distinct + 2));
+      }
+      s.source = fmt::format("{} packets ({} of {} captures under {}, repeated)", s.frames.size(), distinct, files, dir);
+    }
   }
   // Flow ids and sequence numbers as the dispatcher gives them (one FlowTable, no expiry).
   auto table = FlowTable::create(1u << 16, ~uint64_t{0} / 2);

@@ -35,8 +35,10 @@ struct CheckSample {
 // The first frames of the captures under `dir` (files in name order, up to `per_file` frames from each so that
 // many files are represented, until `max_packets`), frames longer than `max_frame` left out. Without a
 // readable capture there: `max_packets` synthetic IPv4/IPv6 TCP/UDP frames of 60..1,514 bytes (`source` says
-// which). Never fails.
-CheckSample load_check_sample(const std::string& dir, uint32_t max_packets, uint32_t per_file, uint32_t max_frame);
+// which). `fill`: where the captures hold fewer frames than `max_packets`, the same frames again in order until
+// `max_packets` (later packets of the same flows), for batches larger than the captures at hand. Never fails.
+CheckSample load_check_sample(const std::string& dir, uint32_t max_packets, uint32_t per_file, uint32_t max_frame,
+                              bool fill = false);
 
 // What one engine made of the sample: frames after the app, packets with their verdicts, result bytes.
 struct EngineOutput {

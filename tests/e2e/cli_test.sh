@@ -167,6 +167,11 @@ if [[ $rc -eq 1 ]] && grep -q "^FAIL md5 on cl.*pthread.*: packet 1 of 512 (.*):
 else fail "selftest with corrupt results: exit $rc: $(tail -c 600 "$tmp/st2.log")"; fi
 expect 2 "--apps: unknown app 'nat'" selftest --apps nat
 expect 2 "--in-flight" selftest --in-flight 0
+# --fill: fewer frames in the captures than --packets → the same frames again up to --packets, and still equal.
+"$hpr" selftest --min-ms 5 --apps md5,aes --packets 3000 --per-file 2 --fill --json >"$tmp/stf.json" 2>"$tmp/stf.err" || fail "selftest --fill exited $?"
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); s=j['sample']; \
+assert s['packets']==3000 and 'repeated' in s['source'] and all(r['result'] in ('ref','PASS') for r in j['results']), j" \
+  "$tmp/stf.json" && echo "ok: selftest --fill repeats the captures up to --packets" || fail "selftest --fill: $(head -c 400 "$tmp/stf.json")"
 # A discrete device (--kind) with one batch in flight: its copies are timed (copy share, the link's rate).
 st --apps md5 --devices pthread --kind pthread=dgpu --in-flight 1 --batch 128 --json >"$tmp/st1.json" 2>"$tmp/st1.err" ||
   fail "selftest --in-flight 1 exited $?: $(tail -c 300 "$tmp/st1.err")"
