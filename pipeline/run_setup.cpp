@@ -172,13 +172,15 @@ std::string budget_pocl_threads(const RunConfig& c, size_t cores) {
                                                : fmt::format("{} (dispatcher, egress, {} native, {} device lane{})",
                                                              busy, c.native_lanes, device_lanes,
                                                              device_lanes == 1 ? "" : "s");
+  static std::string set_here;  // PoCL reads it once per process: a later run in this process keeps the first count
   for (const char* v : {"POCL_MAX_PTHREAD_COUNT", "POCL_CPU_MAX_CU_NUM"})
     if (const char* set = std::getenv(v); set != nullptr && *set != '\0')
-      return fmt::format("core budget: {} cores; hpr's busy threads {}; PoCL CPU threads {} (set by {})", cores, what,
-                         set, v);
+      return fmt::format("core budget: {} cores; hpr's busy threads {}; PoCL CPU threads {} ({})", cores, what, set,
+                         set == set_here ? "set by this process's first run" : fmt::format("set by {}", v));
   const std::string n = std::to_string(cores > busy ? cores - busy : 1);
   setenv("POCL_MAX_PTHREAD_COUNT", n.c_str(), 0);
   setenv("POCL_CPU_MAX_CU_NUM", n.c_str(), 0);
+  set_here = n;
   return fmt::format("core budget: {} cores; hpr's busy threads {}; PoCL CPU threads {} (the cores left{})", cores,
                      what, n, cores > busy ? "" : ", at least one: more busy threads than cores, they take turns");
 }
@@ -242,6 +244,9 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   auto chosen_r = choose_devices(c.devices, c.kinds, "lanes.devices");
   if (!chosen_r) return chosen_r.status();
   const std::vector<DeviceInfo> chosen = std::move(*chosen_r);
+  const bool pocl_chosen = std::any_of(chosen.begin(), chosen.end(), [](const DeviceInfo& d) {
+    return d.kind == DeviceKind::kCpu && d.platform.find("Portable Computing Language") != std::string::npos;
+  });
 
   bool needs_dpdk = c.input.kind == "dpdk" || c.output.kind == "dpdk" ||
                     std::any_of(c.more_outputs.begin(), c.more_outputs.end(), [](auto& e) { return e.kind == "dpdk"; });
@@ -255,7 +260,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     ctx->budget = fmt::format("{} on core{} {}", workers > 1 ? fmt::format("workers {}", workers) : "worker",
                               cores.size() > 1 ? "s" : "", fmt::join(cores, ","));
   }
-  if (!pocl_budget.empty()) ctx->budget += (ctx->budget.empty() ? "" : "; ") + pocl_budget;
+  if (!pocl_budget.empty() && pocl_chosen) ctx->budget += (ctx->budget.empty() ? "" : "; ") + pocl_budget;
   auto rx = make_worker_ports(c, true, workers);
   if (!rx) return rx.status();
   auto tx = make_worker_ports(c, false, workers);
