@@ -1,10 +1,13 @@
-# Optional dependencies (issue 14): HPR_WITH_DPDK, HPR_WITH_HYPERSCAN, HPR_WITH_PROMETHEUS, each
+# Optional dependencies (issue 14): HPR_WITH_DPDK, HPR_WITH_HYPERSCAN, HPR_WITH_PROMETHEUS, HPR_WITH_IPSEC_MB, each
 #   AUTO (default): on when found, off otherwise;  ON: required, configuring fails without it;  OFF: not used.
 # Each sets HPR_HAVE_<NAME> (0/1), given to the code in hpr/build_features.hpp (target hpr_build_features). Off:
 #   DPDK        dpdk: ports refuse with a message (runtime/ports/dpdk_port_none.cpp); its tests and benchmarks are
 #               not built.
 #   Hyperscan   the DPI peer (kernels/dpi/hs_peer.hpp) and the tests and benchmarks that use it are not built.
 #   prometheus  --prometheus refuses with a message (pipeline/telemetry_none.cpp).
+#   ipsec-mb    Intel's multi-buffer crypto library (intel-ipsec-mb.h, libIPSec_MB; Debian libipsec-mb-dev, amd64
+#               only): the AES-128-CBC peer (bench/crypto/ipsec_mb_peer.hpp); off, crypto_bench skips it and says so
+#               and its test is not built.
 # The OpenCL headers and ICD loader: Debian's (ocl-icd-opencl-dev, opencl-c-headers, opencl-clhpp-headers) first,
 # else the CUDA Toolkit's ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda); CL/opencl.hpp must be found in either.
 
@@ -50,6 +53,24 @@ if(NOT _mode STREQUAL "OFF")
   pkg_check_modules(HS QUIET IMPORTED_TARGET libhs)
 endif()
 hpr_dep_settle(HPR_WITH_HYPERSCAN HYPERSCAN "${HS_FOUND}" "Hyperscan (pkg-config libhs; Debian: libhyperscan-dev)")
+
+hpr_dep_mode(HPR_WITH_IPSEC_MB _mode)
+if(NOT _mode STREQUAL "OFF")
+  find_path(IPSEC_MB_INCLUDE_DIR intel-ipsec-mb.h)
+  find_library(IPSEC_MB_LIBRARY IPSec_MB)
+endif()
+if(IPSEC_MB_INCLUDE_DIR AND IPSEC_MB_LIBRARY)
+  set(_imb_found TRUE)
+  if(NOT TARGET hpr::ipsec_mb)
+    add_library(hpr::ipsec_mb UNKNOWN IMPORTED)
+    set_target_properties(hpr::ipsec_mb PROPERTIES IMPORTED_LOCATION "${IPSEC_MB_LIBRARY}"
+      INTERFACE_INCLUDE_DIRECTORIES "${IPSEC_MB_INCLUDE_DIR}")
+  endif()
+else()
+  set(_imb_found FALSE)
+endif()
+hpr_dep_settle(HPR_WITH_IPSEC_MB IPSEC_MB "${_imb_found}"
+               "intel-ipsec-mb (intel-ipsec-mb.h and libIPSec_MB; Debian amd64: libipsec-mb-dev)")
 
 hpr_dep_mode(HPR_WITH_PROMETHEUS _mode)
 if(NOT _mode STREQUAL "OFF")
@@ -102,7 +123,7 @@ target_include_directories(hpr_build_features INTERFACE ${PROJECT_BINARY_DIR}/ge
 # One line, printed once everything is configured (hpr_dep_summary at the end of the top-level CMakeLists).
 function(hpr_dep_summary)
   set(parts)
-  foreach(p DPDK:DPDK HYPERSCAN:Hyperscan PROMETHEUS:prometheus-cpp)
+  foreach(p DPDK:DPDK HYPERSCAN:Hyperscan PROMETHEUS:prometheus-cpp IPSEC_MB:intel-ipsec-mb)
     string(REPLACE ":" ";" p "${p}")
     list(GET p 0 var)
     list(GET p 1 name)

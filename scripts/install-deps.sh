@@ -17,7 +17,9 @@ BUILD_PKGS=(
   clang libclang-rt-14-dev  # libFuzzer targets and the hardening CI (scripts/fuzz.sh)
 )
 # Intel's Compute Runtime exists for amd64 only; it drives Intel integrated GPUs.
-if [ "$(dpkg --print-architecture)" = amd64 ]; then BUILD_PKGS+=(intel-opencl-icd); fi
+# Intel's multi-buffer crypto library (the AES-128-CBC peer of crypto_bench; optional, HPR_WITH_IPSEC_MB) is amd64
+# only too.
+if [ "$(dpkg --print-architecture)" = amd64 ]; then BUILD_PKGS+=(intel-opencl-icd libipsec-mb-dev); fi
 
 missing=()
 for p in "${BUILD_PKGS[@]}"; do
