@@ -3,8 +3,14 @@
 // 75% 1,514 B; §4). "Packet size" is the slice each packet contributes (bytes hashed / encrypted).
 // Per configuration: one warm-up batch, then at least --runs batches and --min-ms of time; the batch
 // latency median / p99 and spread ((p90-p10)/median) come from those; Gbit/s and Mpps from the median.
-// The OpenSSL peer (bench/crypto/evp_peers.hpp) runs in the same process on the same gathered bytes.
-// Usage: crypto_bench [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick]
+// The OpenSSL peer (bench/crypto/evp_peers.hpp) and, where the build has it, the intel-ipsec-mb peer
+// (bench/crypto/ipsec_mb_peer.hpp) run in the same process on the same gathered bytes.
+// --peers: AES only, interleaved rounds (bench/crypto/aes_rounds.hpp): per round hpr native, intel-ipsec-mb and
+//   OpenSSL one after the other, ratios per round, then median and spread; writes crypto_peers.csv.
+// --callgrind NAME: one configuration, no timing, collection on only around --iters batches (run it under
+//   valgrind --tool=callgrind --collect-atstart=no); prints the bytes, for instructions per byte.
+// Usage: crypto_bench [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick] [--imb-arch A]
+//                     [--peers [--rounds N] [--batch N]] [--callgrind NAME --size 64|1514|mix --batch N --iters N]
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/crypto/aes_rounds.hpp"
 #include "bench/crypto/evp_peers.hpp"
 #include "hpr/clock.hpp"
 #include "hpr/stats.hpp"
@@ -23,6 +30,8 @@ using namespace hpr;
 using namespace hpr::kernels;
 
 namespace {
+
+const char* size_names[] = {"64", "1514", "mix"};
 
 struct Batch {
   std::vector<Desc> desc;
@@ -57,20 +66,6 @@ struct Row {
   double gbps, mpps, ratio = 0;
 };
 
-Summary time_batches(const std::function<void()>& fn, int min_runs, double min_ms, uint64_t& runs) {
-  fn();  // warm-up
-  std::vector<double> ns;
-  uint64_t t0 = monotonic_ns();
-  while (static_cast<int>(ns.size()) < min_runs || (monotonic_ns() - t0) < min_ms * 1e6) {
-    uint64_t a = monotonic_ns();
-    fn();
-    ns.push_back(static_cast<double>(monotonic_ns() - a));
-    if (ns.size() >= 2000) break;
-  }
-  runs = ns.size();
-  return summarize(ns);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,6 +73,10 @@ int main(int argc, char** argv) {
   int min_runs = 5;
   double min_ms = 150;
   uint32_t max_batch = 65536;
+  std::string imb_arch = "auto", callgrind, cg_size = "1514";
+  bool peers = false;
+  int rounds = 9, iters = 20;
+  uint32_t batch = 256;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -86,13 +85,21 @@ int main(int argc, char** argv) {
     else if (a == "--min-ms") min_ms = std::stod(next());
     else if (a == "--max-batch") max_batch = static_cast<uint32_t>(std::stoul(next()));
     else if (a == "--quick") { min_ms = 20; max_batch = 4096; }
-    else { std::fprintf(stderr, "usage: %s [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick]\n", argv[0]); return 2; }
+    else if (a == "--imb-arch") imb_arch = next();
+    else if (a == "--peers") peers = true;
+    else if (a == "--rounds") rounds = std::stoi(next());
+    else if (a == "--batch") batch = static_cast<uint32_t>(std::stoul(next()));
+    else if (a == "--callgrind") callgrind = next();
+    else if (a == "--size") cg_size = next();
+    else if (a == "--iters") iters = std::stoi(next());
+    else {
+      std::fprintf(stderr, "usage: %s [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick] [--imb-arch A] "
+                   "[--peers [--rounds N] [--batch N]] [--callgrind NAME --size 64|1514|mix --batch N --iters N]\n", argv[0]);
+      return 2;
+    }
   }
+  std::printf("cpu: %s\n", bench::cpu_line().c_str());
   std::filesystem::create_directories(out_dir);
-  const std::string csv_path = out_dir + "/crypto_bench.csv";
-  FILE* csv = std::fopen(csv_path.c_str(), "w");
-  if (!csv) { std::fprintf(stderr, "cannot write %s\n", csv_path.c_str()); return 1; }
-  std::fprintf(csv, "app,impl,packet_size,batch,runs,bytes_per_batch,median_ns,p1_ns,p99_ns,spread,gbps,mpps,ratio_openssl\n");
 
   const aes::Key master{0x2b, 0x7e, 0x15, 0x16};
   auto keys = std::make_shared<aes::KeyTable>(kFlows);
@@ -100,8 +107,27 @@ int main(int argc, char** argv) {
     (void)keys->set_key(f, aes::derive_conn_key(master, keys->epoch(), aes::tuple_of(aes::numbered_flow(f))));
   bench::EvpMd5 evp_md5;
   bench::EvpAes evp_aes(master, *keys, kFlows);
-  const char* size_names[] = {"64", "1514", "mix"};
-
+  bench::AesContestants aes_peers(*keys, imb_arch);  // hpr native, intel-ipsec-mb (if built and it starts), OpenSSL
+  aes_peers.add_openssl(evp_aes);
+  if (!callgrind.empty()) {
+    int sk = cg_size == "64" ? 0 : cg_size == "1514" ? 1 : 2;
+    std::mt19937 rng(batch * 3 + sk);
+    Batch b = make_batch(batch, sk, rng);
+    return aes_peers.callgrind(callgrind, b.view(), b.bytes, iters);
+  }
+  if (peers) {
+    std::vector<bench::RoundBatch> batches;
+    for (int sk = 0; sk < 3; ++sk) {
+      std::mt19937 rng(batch * 3 + sk);
+      Batch b = make_batch(batch, sk, rng);
+      batches.push_back({size_names[sk], std::move(b.desc), std::move(b.pkts), std::move(b.out), b.bytes});
+    }
+    return aes_peers.rounds(batches, rounds, min_runs, min_ms, out_dir + "/crypto_peers.csv");
+  }
+  const std::string csv_path = out_dir + "/crypto_bench.csv";
+  FILE* csv = std::fopen(csv_path.c_str(), "w");
+  if (!csv) { std::fprintf(stderr, "cannot write %s\n", csv_path.c_str()); return 1; }
+  std::fprintf(csv, "app,impl,packet_size,batch,runs,bytes_per_batch,median_ns,p1_ns,p99_ns,spread,gbps,mpps,ratio_openssl\n");
   std::printf("%-4s %-9s %-5s %6s %9s %9s %10s %10s %7s %6s\n", "app", "impl", "size", "batch", "Gbit/s", "Mpps",
               "lat_med_us", "lat_p99_us", "spread", "x_ossl");
   for (int sk = 0; sk < 3; ++sk) {
@@ -111,7 +137,7 @@ int main(int argc, char** argv) {
       std::vector<Row> rows;
       auto add = [&](const char* app, std::string impl, const std::function<void()>& fn) {
         Row r{app, std::move(impl), size_names[sk], n, {}, 0, 0, 0};
-        r.lat = time_batches(fn, min_runs, min_ms, r.runs);
+        r.lat = bench::time_batches(fn, min_runs, min_ms, r.runs);
         r.gbps = static_cast<double>(b.bytes) * 8 / r.lat.median;
         r.mpps = n / r.lat.median * 1e3;
         rows.push_back(r);
@@ -123,6 +149,7 @@ int main(int argc, char** argv) {
       for (auto impl : {aes::Impl::kScalar, aes::Impl::kAesni, aes::Impl::kAesniX8, aes::Impl::kVaesX16})
         if (aes::impl_supported(impl))
           add("aes", std::string(aes::impl_name(impl)), [&, impl] { aes::aes_batch(b.view(), *keys, aes::IvMode::kDerived, impl); });
+      if (aes_peers.imb()) add("aes", "ipsec_mb", [&] { aes_peers.imb()->run(b.view()); });
       for (auto& r : rows) {
         for (auto& peer : rows)
           if (peer.app == r.app && peer.impl == "openssl") r.ratio = r.gbps / peer.gbps;
