@@ -45,14 +45,19 @@ inline std::string cpu_line() {
   std::string model = "?";
   std::ifstream f("/proc/cpuinfo");
   for (std::string l; std::getline(f, l);)
-    if (l.rfind("model name", 0) == 0) { model = l.substr(l.find(':') + 2); break; }
+    if (l.rfind("model name", 0) == 0) {
+      model = l.substr(l.find(':') + 2);
+      break;
+    }
   std::string s = model + " |";
   __builtin_cpu_init();
-#define HPR_FEATURE(x) if (__builtin_cpu_supports(x)) s += " " x;
-  HPR_FEATURE("aes") HPR_FEATURE("vaes") HPR_FEATURE("vpclmulqdq") HPR_FEATURE("avx") HPR_FEATURE("avx2")
-  HPR_FEATURE("avx512f") HPR_FEATURE("avx512bw") HPR_FEATURE("avx512vl")
+#define HPR_FEATURE(x) \
+  if (__builtin_cpu_supports(x)) s += " " x;
+  HPR_FEATURE("aes")
+  HPR_FEATURE("vaes") HPR_FEATURE("vpclmulqdq") HPR_FEATURE("avx") HPR_FEATURE("avx2") HPR_FEATURE("avx512f")
+      HPR_FEATURE("avx512bw") HPR_FEATURE("avx512vl")
 #undef HPR_FEATURE
-  return s;
+          return s;
 }
 
 struct RoundBatch {
@@ -76,12 +81,15 @@ class AesContestants {
     std::function<void(const kernels::BatchView&)> run;
   };
 
-  AesContestants(const kernels::aes::KeyTable& keys, const std::string& imb_arch) {
+  // imb_check_args: IMB_SUBMIT_JOB (true) or IMB_SUBMIT_JOB_NOCHECK.
+  AesContestants(const kernels::aes::KeyTable& keys, const std::string& imb_arch, bool imb_check_args = true) {
     namespace aes = kernels::aes;
-    const aes::Impl best = aes::impl_supported(aes::Impl::kVaesX16) ? aes::Impl::kVaesX16
+    const aes::Impl best = aes::impl_supported(aes::Impl::kVaesX16)   ? aes::Impl::kVaesX16
                            : aes::impl_supported(aes::Impl::kAesniX8) ? aes::Impl::kAesniX8
-                                                                     : aes::Impl::kScalar;
-    auto hpr = [&keys](aes::Impl i) { return [&keys, i](const kernels::BatchView& b) { aes::aes_batch(b, keys, aes::IvMode::kDerived, i); }; };
+                                                                      : aes::Impl::kScalar;
+    auto hpr = [&keys](aes::Impl i) {
+      return [&keys, i](const kernels::BatchView& b) { aes::aes_batch(b, keys, aes::IvMode::kDerived, i); };
+    };
     cs_.push_back({"hpr_" + std::string(aes::impl_name(best)), true, hpr(best)});
     if (best != aes::Impl::kAesniX8 && aes::impl_supported(aes::Impl::kAesniX8))
       cs_.push_back({"hpr_aesni_x8", true, hpr(aes::Impl::kAesniX8)});
@@ -92,33 +100,46 @@ class AesContestants {
       std::printf("intel-ipsec-mb %s: %s: peer skipped\n", ImbAes::version().c_str(), err.c_str());
       return;
     }
-    std::printf("intel-ipsec-mb %s: arch %s (asked %s), features: %s\n", ImbAes::version().c_str(),
-                imb_->arch().c_str(), imb_arch.c_str(), imb_->features().c_str());
+    imb_->set_check_args(imb_check_args);
+    std::printf("intel-ipsec-mb %s: arch %s (asked %s), %s, features: %s\n", ImbAes::version().c_str(),
+                imb_->arch().c_str(), imb_arch.c_str(), imb_check_args ? "IMB_SUBMIT_JOB" : "IMB_SUBMIT_JOB_NOCHECK",
+                imb_->features().c_str());
     cs_.push_back({"imb_" + imb_->arch(), false, [this](const kernels::BatchView& b) { imb_->run(b); }});
     if (imb_arch == "auto" && imb_->arch() == "avx512") {  // the AVX2 manager beside it: no VAES, no zmm
       imb2_ = ImbAes::create(keys, "avx2", &err);
       if (imb2_) {
-        std::printf("intel-ipsec-mb avx2 beside it: arch %s, features: %s\n", imb2_->arch().c_str(), imb2_->features().c_str());
+        imb2_->set_check_args(imb_check_args);
+        std::printf("intel-ipsec-mb avx2 beside it: arch %s, features: %s\n", imb2_->arch().c_str(),
+                    imb2_->features().c_str());
         cs_.push_back({"imb_avx2", false, [this](const kernels::BatchView& b) { imb2_->run(b); }});
       }
     }
 #else
     (void)imb_arch;
-    std::printf("intel-ipsec-mb: not in this build (HPR_WITH_IPSEC_MB=OFF or the library was not found): peer skipped\n");
+    (void)imb_check_args;
+    std::printf(
+        "intel-ipsec-mb: not in this build (HPR_WITH_IPSEC_MB=OFF or the library was not found): peer skipped\n");
 #endif
   }
-  void add_openssl(EvpAes& evp) { cs_.push_back({"openssl", false, [&evp](const kernels::BatchView& b) { evp.run(b); }}); }
+  void add_openssl(EvpAes& evp) {
+    cs_.push_back({"openssl", false, [&evp](const kernels::BatchView& b) { evp.run(b); }});
+  }
 
 #if HPR_HAVE_IPSEC_MB
   ImbAes* imb() const { return imb_.get(); }
 #else
-  struct NoPeer { void run(const kernels::BatchView&) {} };
+  struct NoPeer {
+    void run(const kernels::BatchView&) {}
+  };
   NoPeer* imb() const { return nullptr; }
 #endif
 
   int rounds(std::vector<RoundBatch>& batches, int rounds, int min_runs, double min_ms, const std::string& csv_path) {
     FILE* csv = std::fopen(csv_path.c_str(), "w");
-    if (!csv) { std::fprintf(stderr, "cannot write %s\n", csv_path.c_str()); return 1; }
+    if (!csv) {
+      std::fprintf(stderr, "cannot write %s\n", csv_path.c_str());
+      return 1;
+    }
     std::fprintf(csv, "size,batch,round,impl,runs,median_ns,gbps\n");
     const size_t n = cs_.size();
     for (auto& b : batches) {

@@ -10,6 +10,7 @@
 // --callgrind NAME: one configuration, no timing, collection on only around --iters batches (run it under
 //   valgrind --tool=callgrind --collect-atstart=no); prints the bytes, for instructions per byte.
 // Usage: crypto_bench [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick] [--imb-arch A]
+//                     [--imb-nocheck]
 //                     [--peers [--rounds N] [--batch N]] [--callgrind NAME --size 64|1514|mix --batch N --iters N]
 #include <cstdio>
 #include <cstring>
@@ -74,7 +75,7 @@ int main(int argc, char** argv) {
   double min_ms = 150;
   uint32_t max_batch = 65536;
   std::string imb_arch = "auto", callgrind, cg_size = "1514";
-  bool peers = false;
+  bool peers = false, imb_check = true;
   int rounds = 9, iters = 20;
   uint32_t batch = 256;
   for (int i = 1; i < argc; ++i) {
@@ -87,14 +88,18 @@ int main(int argc, char** argv) {
     else if (a == "--quick") { min_ms = 20; max_batch = 4096; }
     else if (a == "--imb-arch") imb_arch = next();
     else if (a == "--peers") peers = true;
+    else if (a == "--imb-nocheck") imb_check = false;
     else if (a == "--rounds") rounds = std::stoi(next());
     else if (a == "--batch") batch = static_cast<uint32_t>(std::stoul(next()));
     else if (a == "--callgrind") callgrind = next();
     else if (a == "--size") cg_size = next();
     else if (a == "--iters") iters = std::stoi(next());
     else {
-      std::fprintf(stderr, "usage: %s [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick] [--imb-arch A] "
-                   "[--peers [--rounds N] [--batch N]] [--callgrind NAME --size 64|1514|mix --batch N --iters N]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick] [--imb-arch A] "
+                   "[--imb-nocheck] [--peers [--rounds N] [--batch N]] "
+                   "[--callgrind NAME --size 64|1514|mix --batch N --iters N]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -107,7 +112,8 @@ int main(int argc, char** argv) {
     (void)keys->set_key(f, aes::derive_conn_key(master, keys->epoch(), aes::tuple_of(aes::numbered_flow(f))));
   bench::EvpMd5 evp_md5;
   bench::EvpAes evp_aes(master, *keys, kFlows);
-  bench::AesContestants aes_peers(*keys, imb_arch);  // hpr native, intel-ipsec-mb (if built and it starts), OpenSSL
+  // hpr native, intel-ipsec-mb (if built and it starts), OpenSSL
+  bench::AesContestants aes_peers(*keys, imb_arch, imb_check);
   aes_peers.add_openssl(evp_aes);
   if (!callgrind.empty()) {
     int sk = cg_size == "64" ? 0 : cg_size == "1514" ? 1 : 2;

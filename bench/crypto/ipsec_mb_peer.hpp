@@ -38,11 +38,16 @@ class ImbAes {
       *error = "intel-ipsec-mb: alloc_mb_mgr failed";
       return nullptr;
     }
-    if (arch == "auto") init_mb_mgr_auto(mgr, nullptr);
-    else if (arch == "sse") init_mb_mgr_sse(mgr);
-    else if (arch == "avx") init_mb_mgr_avx(mgr);
-    else if (arch == "avx2") init_mb_mgr_avx2(mgr);
-    else if (arch == "avx512") init_mb_mgr_avx512(mgr);
+    if (arch == "auto")
+      init_mb_mgr_auto(mgr, nullptr);
+    else if (arch == "sse")
+      init_mb_mgr_sse(mgr);
+    else if (arch == "avx")
+      init_mb_mgr_avx(mgr);
+    else if (arch == "avx2")
+      init_mb_mgr_avx2(mgr);
+    else if (arch == "avx512")
+      init_mb_mgr_avx512(mgr);
     else {
       free_mb_mgr(mgr);
       *error = "intel-ipsec-mb: unknown arch '" + arch + "' (want auto, sse, avx, avx2 or avx512)";
@@ -84,10 +89,15 @@ class ImbAes {
       const aes::KeySlot* s = table_.slot(d.flow);
       uint8_t* data = b.slice(i);
       uint32_t m = d.len;
-      if (s == nullptr) r = aes::kKeyMissing;
-      else if (mode == aes::IvMode::kCarried && m < 16) r = m == 0 ? aes::kEmpty : aes::kShort;
+      if (s == nullptr)
+        r = aes::kKeyMissing;
+      else if (mode == aes::IvMode::kCarried && m < 16)
+        r = m == 0 ? aes::kEmpty : aes::kShort;
       else {
-        if (mode == aes::IvMode::kCarried) { data += 16; m -= 16; }
+        if (mode == aes::IvMode::kCarried) {
+          data += 16;
+          m -= 16;
+        }
         r = m == 0 ? aes::kEmpty : m < 16 ? aes::kShort : aes::kEncrypted;
       }
       uint32_t v = r;
@@ -150,26 +160,40 @@ class ImbAes {
   // The arch the manager runs ("avx512", ...) and the CPU features it uses ("aesni vaes avx512 ...").
   std::string arch() const {
     switch (mgr_->used_arch) {
-      case IMB_ARCH_NOAESNI: return "noaesni";
-      case IMB_ARCH_SSE: return "sse";
-      case IMB_ARCH_AVX: return "avx";
-      case IMB_ARCH_AVX2: return "avx2";
-      case IMB_ARCH_AVX512: return "avx512";
-      default: return "none";
+      case IMB_ARCH_NOAESNI:
+        return "noaesni";
+      case IMB_ARCH_SSE:
+        return "sse";
+      case IMB_ARCH_AVX:
+        return "avx";
+      case IMB_ARCH_AVX2:
+        return "avx2";
+      case IMB_ARCH_AVX512:
+        return "avx512";
+      default:
+        return "none";
     }
   }
   std::string features() const {
-    static const std::pair<uint64_t, const char*> kNames[] = {
-        {IMB_FEATURE_AESNI, "aesni"}, {IMB_FEATURE_VAES, "vaes"}, {IMB_FEATURE_AVX, "avx"},
-        {IMB_FEATURE_AVX2, "avx2"}, {IMB_FEATURE_AVX512F, "avx512f"}, {IMB_FEATURE_AVX512BW, "avx512bw"},
-        {IMB_FEATURE_AVX512VL, "avx512vl"}, {IMB_FEATURE_VPCLMULQDQ, "vpclmulqdq"}, {IMB_FEATURE_GFNI, "gfni"},
-        {IMB_FEATURE_SHANI, "shani"}, {IMB_FEATURE_AESNI_EMU, "aesni_emu"}};
+    static const std::pair<uint64_t, const char*> kNames[] = {{IMB_FEATURE_AESNI, "aesni"},
+                                                              {IMB_FEATURE_VAES, "vaes"},
+                                                              {IMB_FEATURE_AVX, "avx"},
+                                                              {IMB_FEATURE_AVX2, "avx2"},
+                                                              {IMB_FEATURE_AVX512F, "avx512f"},
+                                                              {IMB_FEATURE_AVX512BW, "avx512bw"},
+                                                              {IMB_FEATURE_AVX512VL, "avx512vl"},
+                                                              {IMB_FEATURE_VPCLMULQDQ, "vpclmulqdq"},
+                                                              {IMB_FEATURE_GFNI, "gfni"},
+                                                              {IMB_FEATURE_SHANI, "shani"},
+                                                              {IMB_FEATURE_AESNI_EMU, "aesni_emu"}};
     std::string s;
     for (const auto& [bit, name] : kNames)
       if (mgr_->features & bit) s += (s.empty() ? "" : " ") + std::string(name);
     return s;
   }
   static std::string version() { return imb_get_version_str(); }
+  // IMB_SUBMIT_JOB (default: the library checks each job's arguments) or IMB_SUBMIT_JOB_NOCHECK.
+  void set_check_args(bool on) { check_args_ = on; }
 
  private:
   struct alignas(16) Sched {
@@ -207,7 +231,7 @@ class ImbAes {
     j->iv_len_in_bytes = 16;
     j->auth_tag_output = nullptr;
     j->auth_tag_output_len_in_bytes = 0;
-    check(IMB_SUBMIT_JOB(mgr_));
+    check(check_args_ ? IMB_SUBMIT_JOB(mgr_) : IMB_SUBMIT_JOB_NOCHECK(mgr_));
   }
   void flush() {
     while (IMB_JOB* j = IMB_FLUSH_JOB(mgr_)) check(j);
@@ -221,6 +245,7 @@ class ImbAes {
   std::unique_ptr<Sched[]> sched_;
   std::vector<Pkt> pk_;
   uint32_t failed_ = 0;
+  bool check_args_ = true;
 };
 
 }  // namespace hpr::bench
