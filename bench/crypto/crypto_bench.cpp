@@ -10,7 +10,7 @@
 // --callgrind NAME: one configuration, no timing, collection on only around --iters batches (run it under
 //   valgrind --tool=callgrind --collect-atstart=no); prints the bytes, for instructions per byte.
 // Usage: crypto_bench [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick] [--imb-arch A]
-//                     [--imb-nocheck]
+//                     [--imb-check]
 //                     [--peers [--rounds N] [--batch N]] [--callgrind NAME --size 64|1514|mix --batch N --iters N]
 #include <cstdio>
 #include <cstring>
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   double min_ms = 150;
   uint32_t max_batch = 65536;
   std::string imb_arch = "auto", callgrind, cg_size = "1514";
-  bool peers = false, imb_check = true;
+  bool peers = false, imb_check = false;
   int rounds = 9, iters = 20;
   uint32_t batch = 256;
   for (int i = 1; i < argc; ++i) {
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
     else if (a == "--quick") { min_ms = 20; max_batch = 4096; }
     else if (a == "--imb-arch") imb_arch = next();
     else if (a == "--peers") peers = true;
-    else if (a == "--imb-nocheck") imb_check = false;
+    else if (a == "--imb-check") imb_check = true;
     else if (a == "--rounds") rounds = std::stoi(next());
     else if (a == "--batch") batch = static_cast<uint32_t>(std::stoul(next()));
     else if (a == "--callgrind") callgrind = next();
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick] [--imb-arch A] "
-                   "[--imb-nocheck] [--peers [--rounds N] [--batch N]] "
+                   "[--imb-check] [--peers [--rounds N] [--batch N]] "
                    "[--callgrind NAME --size 64|1514|mix --batch N --iters N]\n",
                    argv[0]);
       return 2;

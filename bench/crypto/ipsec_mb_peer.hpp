@@ -1,7 +1,7 @@
 #pragma once
 // intel-ipsec-mb (Intel's Multi-Buffer Crypto for IPsec library) as the peer of the AES-128-CBC app: the packet
 // rule of docs/crypto.md on a batch (BatchView::slice, in place), computed through the library's multi-buffer job
-// API (alloc_mb_mgr, init_mb_mgr_*, IMB_AES_KEYEXP_128, IMB_GET_NEXT_JOB / IMB_SUBMIT_JOB / IMB_FLUSH_JOB,
+// API (alloc_mb_mgr, init_mb_mgr_*, IMB_AES_KEYEXP_128, IMB_GET_NEXT_JOB / IMB_SUBMIT_JOB_NOCHECK / IMB_FLUSH_JOB,
 // IMB_CIPHER_CBC, encrypt, IMB_ORDER_CIPHER_HASH, IMB_AUTH_NULL, 16-byte keys). Used by crypto_bench and
 // tests/crypto/ipsec_mb_test.cpp; only built with HPR_HAVE_IPSEC_MB.
 //
@@ -192,7 +192,8 @@ class ImbAes {
     return s;
   }
   static std::string version() { return imb_get_version_str(); }
-  // IMB_SUBMIT_JOB (default: the library checks each job's arguments) or IMB_SUBMIT_JOB_NOCHECK.
+  // IMB_SUBMIT_JOB_NOCHECK (default, as DPDK's aesni_mb PMD and the library's ipsec_perf submit outside debug
+  // builds) or IMB_SUBMIT_JOB (the library checks each job's arguments first).
   void set_check_args(bool on) { check_args_ = on; }
 
  private:
@@ -245,7 +246,7 @@ class ImbAes {
   std::unique_ptr<Sched[]> sched_;
   std::vector<Pkt> pk_;
   uint32_t failed_ = 0;
-  bool check_args_ = true;
+  bool check_args_ = false;
 };
 
 }  // namespace hpr::bench
