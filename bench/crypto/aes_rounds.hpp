@@ -1,10 +1,11 @@
 #pragma once
 // crypto_bench's AES-128-CBC contestants on the same batches: hpr native (kAuto, and AES-NI x8 where kAuto is
 // another path), intel-ipsec-mb (the arch asked for, and AVX2 beside AVX-512), OpenSSL EVP.
-//   rounds():    interleaved rounds; in each round every contestant times the batch (one warm-up batch, then at
-//                least min_runs batches and min_ms; Gbit/s from the median batch), the order rotating each round;
-//                then per contestant median Gbit/s and spread (max - min) / median over the rounds, and per pair
-//                hpr / peer the per-round ratios' median and min-max. Raw rounds to a CSV.
+//   rounds():    first checks that every contestant turns a copy of each batch into hpr's ciphertext (else no
+//                figures); then interleaved rounds: in each round every contestant times the batch (one warm-up
+//                batch, then at least min_runs batches and min_ms; Gbit/s from the median batch), the order rotating
+//                each round; then per contestant median Gbit/s and spread (max - min) / median over the rounds, and
+//                per pair hpr / peer the per-round ratios' median and min-max. Raw rounds to a CSV.
 //   callgrind(): one contestant, `iters` batches inside cg_region() (valgrind --tool=callgrind
 //                --collect-atstart=no --toggle-collect='*cg_region*'), for instructions per byte.
 #include <algorithm>
@@ -54,10 +55,11 @@ inline std::string cpu_line() {
 #define HPR_FEATURE(x) \
   if (__builtin_cpu_supports(x)) s += " " x;
   HPR_FEATURE("aes")
-  HPR_FEATURE("vaes") HPR_FEATURE("vpclmulqdq") HPR_FEATURE("avx") HPR_FEATURE("avx2") HPR_FEATURE("avx512f")
-      HPR_FEATURE("avx512bw") HPR_FEATURE("avx512vl")
+  HPR_FEATURE("vaes")
+  HPR_FEATURE("vpclmulqdq")
+  HPR_FEATURE("avx") HPR_FEATURE("avx2") HPR_FEATURE("avx512f") HPR_FEATURE("avx512bw") HPR_FEATURE("avx512vl")
 #undef HPR_FEATURE
-          return s;
+      return s;
 }
 
 struct RoundBatch {
@@ -143,6 +145,7 @@ class AesContestants {
     std::fprintf(csv, "size,batch,round,impl,runs,median_ns,gbps\n");
     const size_t n = cs_.size();
     for (auto& b : batches) {
+      if (!same_bytes(b)) return 1;
       std::vector<std::vector<double>> g(n);  // Gbit/s per contestant per round
       for (int r = 0; r < rounds; ++r) {
         for (size_t k = 0; k < n; ++k) {
@@ -179,6 +182,24 @@ class AesContestants {
     std::fclose(csv);
     std::printf("wrote %s\n", csv_path.c_str());
     return 0;
+  }
+
+  // Every contestant turns a copy of the batch into the same ciphertext as the first (hpr kAuto); says so.
+  bool same_bytes(RoundBatch& b) {
+    std::vector<uint8_t> want;
+    for (auto& c : cs_) {
+      RoundBatch copy{b.size, b.desc, b.pkts, b.out, b.bytes};
+      c.run(copy.view());
+      if (want.empty())
+        want = std::move(copy.pkts);
+      else if (copy.pkts != want) {
+        std::fprintf(stderr, "size %s: %s's bytes differ from %s's: not the same function, no figures\n",
+                     b.size.c_str(), c.name.c_str(), cs_[0].name.c_str());
+        return false;
+      }
+    }
+    std::printf("size %s: every contestant's ciphertext == %s's\n", b.size.c_str(), cs_[0].name.c_str());
+    return true;
   }
 
   int callgrind(const std::string& name, const kernels::BatchView& b, uint64_t bytes, int iters) {
