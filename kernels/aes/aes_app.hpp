@@ -55,6 +55,8 @@ enum class IvMode : uint8_t { kDerived, kCarried };
 enum class Impl : uint8_t { kAuto, kScalar, kAesni, kAesniX8, kVaesX16 };
 bool impl_supported(Impl impl);
 std::string_view impl_name(Impl impl);
+// The impl kAuto runs on this CPU (never kAuto).
+Impl auto_impl();
 
 // FIPS-197 §5.2 key expansion. kScalar: S-box table; any other impl: AESKEYGENASSIST where the CPU has
 // AES-NI (~10x faster; the same bytes, tested). kAuto picks AES-NI when present.

@@ -259,81 +259,140 @@ void batch_single(const BatchView& b, const KeyTable& keys, IvMode iv, CbcFn cbc
 }
 
 // ------------------------------------------------------------------ multi-buffer lane scheduler
-// L lanes; each walks segments: [IV block (derived mode)] [full data blocks, in place] [padded tail].
-// Runs of `min(left)` blocks go to the SIMD engine with no per-block bookkeeping; lanes are refilled
-// from the batch as they finish, so packets of mixed sizes share the lanes.
+// L lanes, each running one packet's full data blocks in place as one CBC stream. Runs of `min(left)`
+// blocks go to the SIMD engine with no per-block bookkeeping; a lane that finishes is refilled from the
+// batch, so packets of mixed sizes share the lanes. The engine returns each time a lane finishes, so the
+// work around it is kept to one return per packet:
+//   * derived IVs are computed kQ packets ahead, independent single blocks 8 at a time (ecb_x8), not as a
+//     one-block segment of the lane (which cost a return of its own, with the lanes out of step on a mix);
+//   * CS2 tails are queued when a lane's data ends (the padded tail xor the last ciphertext block) and
+//     encrypted kQ at a time, then swapped, again not as a lane segment;
+//   * packets of >= kLongBytes go first, the rest after, so the lanes drain at the end of the batch on
+//     short packets instead of idling beside one long one.
+// Every packet is planned (and its result written) exactly once; the bytes are those of the packet rule.
+constexpr uint32_t kLongBytes = 256;
+
+// Independent blocks, each under its own key, in place: blk[i] = AES_{rk[i]}(blk[i]).
+HPR_AESNI void ecb_x8(const RoundKeys* const* rk, uint8_t* const* blk, int n) {
+  for (int g = 0; g < n; g += 8) {
+    const int m = n - g < 8 ? n - g : 8;
+    __m128i x[8];
+    const __m128i* k[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      const int j = g + (i < m ? i : 0);
+      k[i] = reinterpret_cast<const __m128i*>(rk[j]->bytes);
+      x[i] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[j])), _mm_load_si128(k[i]));
+    }
+#pragma GCC unroll 9
+    for (int r = 1; r < 10; ++r)
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) x[i] = _mm_aesenc_si128(x[i], _mm_load_si128(k[i] + r));
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) x[i] = _mm_aesenclast_si128(x[i], _mm_load_si128(k[i] + 10));
+    for (int i = 0; i < m; ++i) _mm_storeu_si128(reinterpret_cast<__m128i*>(blk[g + i]), x[i]);
+  }
+}
+
 template <int L>
 struct Lanes {
-  enum Seg : uint8_t { kIv, kData, kTail, kIdle };
-  alignas(32) uint8_t chain[L][16];
-  alignas(32) uint8_t buf[L][16];    // counter block or padded tail
-  alignas(32) uint8_t dummy[L][16];  // idle lanes spin here
+  static constexpr int kQ = 16;      // packets planned (IVs derived) ahead; tails encrypted together
+  alignas(64) uint8_t chain[L][16];  // CBC chaining value; after the engine, the last ciphertext block
+  alignas(64) uint8_t dummy[L][16];  // idle lanes spin here
   uint8_t* p[L];
   uint32_t stride[L];
   uint32_t left[L];
-  Seg seg[L];
+  bool busy[L];
   Job job[L];
+  Job ready[kQ];                     // planned; ctr holds the IV
+  int nready = 0, rpos = 0;
+  Job tails[kQ];
+  alignas(16) uint8_t tbuf[kQ][16];  // (padded tail) xor C(n-1), then its ciphertext Cn
+  int ntails = 0;
   const BatchView& b;
   const KeyTable& keys;
   IvMode iv;
   uint32_t next = 0;
+  int pass = 0;                      // 0: packets of >= kLongBytes, 1: the rest
   int active = 0;
 
   Lanes(const BatchView& batch, const KeyTable& k, IvMode mode) : b(batch), keys(k), iv(mode) {}
 
-  // Returns true when lane l got a new stream; `set_key(l, rk)` lets the engine lay out the keys.
-  template <class SetKey>
-  void load(int l, SetKey&& set_key) {
-    while (next < b.n) {
-      uint32_t i = next++;
+  bool take(uint32_t& i) {
+    for (; pass < 2; ++pass, next = 0)
+      while (next < b.n) {
+        const uint32_t j = next++;
+        if ((b.desc[j].len >= kLongBytes) == (pass == 0)) {
+          i = j;
+          return true;
+        }
+      }
+    return false;
+  }
+  // Plans up to kQ packets (writing every result) and derives the IVs of those to encrypt.
+  void fill() {
+    nready = rpos = 0;
+    const RoundKeys* rk[kQ];
+    uint8_t* blk[kQ];
+    int nd = 0;
+    uint32_t i;
+    while (nready < kQ && take(i)) {
       const Desc& d = b.desc[i];
-      Job j;
+      Job& j = ready[nready];
       PacketResult r = plan(keys, iv, d.flow, d.seq, b.slice(i), d.len, j);
       put_result(b, i, r);
       if (r != kEncrypted) continue;
-      job[l] = j;
-      set_key(l, *j.rk);
-      ++active;
       if (j.derived) {
-        std::memset(chain[l], 0, 16);
-        std::memcpy(buf[l], j.ctr, 16);
-        p[l] = buf[l];
-        left[l] = 1;
-        stride[l] = 16;
-        seg[l] = kIv;
+        rk[nd] = j.rk;
+        blk[nd++] = j.ctr;
       } else {
-        std::memcpy(chain[l], j.data - 16, 16);
-        start_data(l);
+        std::memcpy(j.ctr, j.data - 16, 16);
       }
+      ++nready;
+    }
+    if (nd > 0) ecb_x8(rk, blk, nd);
+  }
+  template <class SetKey>
+  void load(int l, SetKey&& set_key) {
+    if (rpos == nready) fill();
+    if (rpos == nready) {
+      busy[l] = false;
+      p[l] = dummy[l];
+      stride[l] = 0;
+      left[l] = UINT32_MAX;
       return;
     }
-    seg[l] = kIdle;
-    p[l] = dummy[l];
-    stride[l] = 0;
-    left[l] = UINT32_MAX;
-  }
-  void start_data(int l) {
+    job[l] = ready[rpos++];
+    set_key(l, *job[l].rk);
+    std::memcpy(chain[l], job[l].ctr, 16);
     p[l] = job[l].data;
     left[l] = job[l].full;
     stride[l] = 16;
-    seg[l] = kData;
+    busy[l] = true;
+    ++active;
   }
+  void flush_tails() {
+    const RoundKeys* rk[kQ];
+    uint8_t* blk[kQ];
+    for (int t = 0; t < ntails; ++t) {
+      rk[t] = tails[t].rk;
+      blk[t] = tbuf[t];
+    }
+    ecb_x8(rk, blk, ntails);
+    for (int t = 0; t < ntails; ++t) cs2_swap(tails[t], tbuf[t]);
+    ntails = 0;
+  }
+  // Lane l's data blocks are done (chain[l] = C(n-1)): queue its CS2 tail, refill it.
   template <class SetKey>
-  void advance(int l, SetKey&& set_key) {
-    switch (seg[l]) {
-      case kIv: start_data(l); return;
-      case kData:
-        if (job[l].tail != 0) {
-          std::memset(buf[l], 0, 16);
-          std::memcpy(buf[l], job[l].data + 16 * job[l].full, job[l].tail);
-          p[l] = buf[l];
-          left[l] = 1;
-          seg[l] = kTail;
-          return;
-        }
-        break;
-      case kTail: cs2_swap(job[l], buf[l]); break;
-      case kIdle: return;
+  void finish(int l, SetKey&& set_key) {
+    const Job& j = job[l];
+    if (j.tail != 0) {
+      uint8_t* t = tbuf[ntails];
+      std::memset(t, 0, 16);
+      std::memcpy(t, j.data + 16 * j.full, j.tail);
+      for (int k = 0; k < 16; ++k) t[k] ^= chain[l][k];
+      tails[ntails++] = j;
+      if (ntails == kQ) flush_tails();
     }
     --active;
     load(l, set_key);
@@ -343,14 +402,15 @@ struct Lanes {
     for (int l = 0; l < L; ++l) load(l, set_key);
     while (active > 0) {
       uint32_t r = UINT32_MAX;
-      for (int l = 0; l < L; ++l) if (left[l] < r) r = left[l];
+      for (int l = 0; l < L; ++l) r = left[l] < r ? left[l] : r;
       engine(r);
       for (int l = 0; l < L; ++l) {
-        if (seg[l] == kIdle) continue;
+        if (!busy[l]) continue;
         left[l] -= r;
-        if (left[l] == 0) advance(l, set_key);
+        if (left[l] == 0) finish(l, set_key);
       }
     }
+    flush_tails();
   }
 };
 
@@ -439,6 +499,8 @@ Impl resolve(Impl impl) {
 }
 
 }  // namespace
+
+Impl auto_impl() { return resolve(Impl::kAuto); }
 
 bool impl_supported(Impl impl) {
   switch (impl) {

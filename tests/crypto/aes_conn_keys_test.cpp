@@ -159,8 +159,11 @@ TEST_CASE("aes conn keys: the worked example of docs/crypto.md (known answer)") 
   std::vector<uint8_t> pt(kPlain.begin(), kPlain.end());
   test::Packets ps;
   ps.add(pt, 0, kSeq);
-  for (Impl impl : {Impl::kScalar, Impl::kAesni, Impl::kAesniX8, Impl::kVaesX16}) {
-    if (!impl_supported(impl)) continue;
+  for (Impl impl : test::kAesImpls) {
+    if (!impl_supported(impl)) {
+      WARN("aes impl " << impl_name(impl) << " skipped: this CPU lacks its features");
+      continue;
+    }
     INFO(impl_name(impl));
     auto b = kernels::gather(**app, ps.fix());
     aes_batch(b.view(), dynamic_cast<const AesApp&>(**app).keys(), IvMode::kDerived, impl);

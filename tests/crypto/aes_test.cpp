@@ -21,8 +21,10 @@ Key to_key(const std::vector<uint8_t>& v) {
 }
 std::vector<Impl> impls() {
   std::vector<Impl> v;
-  for (Impl i : {Impl::kScalar, Impl::kAesni, Impl::kAesniX8, Impl::kVaesX16})
+  for (Impl i : test::kAesImpls) {
     if (impl_supported(i)) v.push_back(i);
+    else WARN("aes impl " << impl_name(i) << " skipped: this CPU lacks its features");
+  }
   return v;
 }
 uint32_t result(const kernels::HostBatch& b, size_t i) {
@@ -165,6 +167,42 @@ TEST_CASE("aes: multi-buffer == scalar on mixed batches of every small size") {
         INFO(impl_name(impl) << " n " << n);
         REQUIRE(b.pkts == ref.pkts);
         REQUIRE(b.out == ref.out);
+      }
+    }
+  }
+}
+
+// The lane scheduler: batches larger than every lane count (8, 16, 32), packets all of one length (the lanes in
+// step), mixes (out of step: refill, long packets first, IVs planned ahead, CS2 tails queued and flushed), and
+// keyless or empty packets between them.
+TEST_CASE("aes: multi-buffer == scalar on large batches: one length, the 64/1514 mix, lengths 0..100, random") {
+  std::mt19937 rng(512);
+  auto keys = test::numbered_keys(40, Key{}, 32);  // flows 32..39 have no key
+  std::vector<std::pair<std::string, std::function<size_t(uint32_t)>>> shapes = {
+      {"64 B", [](uint32_t) { return size_t{64}; }},
+      {"1514 B", [](uint32_t) { return size_t{1514}; }},
+      {"17 B", [](uint32_t) { return size_t{17}; }},
+      {"mix", [&](uint32_t) { return rng() % 4 == 0 ? size_t{64} : size_t{1514}; }},
+      {"0..100", [](uint32_t i) { return size_t{i % 101}; }},
+      {"random", [&](uint32_t) { return size_t{rng() % 2000}; }},
+  };
+  for (IvMode mode : {IvMode::kDerived, IvMode::kCarried}) {
+    const size_t extra = mode == IvMode::kCarried ? 16 : 0;
+    for (auto& [name, len_of] : shapes) {
+      for (uint32_t n : {31u, 32u, 33u, 64u, 257u, 1000u}) {
+        test::Packets ps;
+        for (uint32_t i = 0; i < n; ++i) ps.add(test::random_bytes(rng, len_of(i) + extra), rng() % 42, rng());
+        auto& pkts = ps.fix();
+        AesApp app(keys, {.iv = mode});
+        auto ref = kernels::gather(app, pkts);
+        aes_batch(ref.view(), *keys, mode, Impl::kScalar);
+        for (Impl impl : impls()) {
+          auto b = kernels::gather(app, pkts);
+          aes_batch(b.view(), *keys, mode, impl);
+          INFO(impl_name(impl) << " " << name << " n " << n << (mode == IvMode::kDerived ? " derived" : " carried"));
+          REQUIRE(b.pkts == ref.pkts);
+          REQUIRE(b.out == ref.out);
+        }
       }
     }
   }

@@ -42,10 +42,21 @@ std::vector<std::pair<std::string, std::unique_ptr<bench::ImbAes>>> peers(const 
   return v;
 }
 
-// Native (kScalar and kAuto) and every peer on copies of the same gathered batch: equal results and bytes.
+// Native (kScalar, every other impl the CPU has, and kAuto) and every peer on copies of the same gathered batch: equal results and bytes.
 void check_equal(const AesApp& app, const KeyTable& keys, const std::vector<Packet>& pkts, IvMode mode) {
   auto want = kernels::gather(app, pkts);
   aes_batch(want.view(), keys, mode, Impl::kScalar);
+  for (Impl impl : test::kAesImpls) {
+    if (!impl_supported(impl)) {
+      WARN("aes impl " << impl_name(impl) << " skipped: this CPU lacks its features");
+      continue;
+    }
+    INFO("native " << impl_name(impl));
+    auto fast = kernels::gather(app, pkts);
+    aes_batch(fast.view(), keys, mode, impl);
+    REQUIRE(fast.pkts == want.pkts);
+    REQUIRE(fast.out == want.out);
+  }
   auto fast = kernels::gather(app, pkts);
   aes_batch(fast.view(), keys, mode, Impl::kAuto);
   REQUIRE(fast.pkts == want.pkts);
