@@ -31,7 +31,8 @@
 // Native paths (aes_ref.cpp): kScalar (table AES, no AES-NI), kAesni (AES-NI, one packet at a time,
 // like OpenSSL's EVP), kAesniX8 (multi-buffer: 8 independent CBC streams interleaved so that eight
 // aesenc are in flight, hiding the aesenc latency that bounds a single CBC-encrypt stream), kVaesX16
-// (VAES on ymm: 16 streams, two per register). kAuto picks the fastest the CPU has.
+// (VAES on ymm: 16 streams, two per register), kVaes512X16 / kVaes512X32 (VAES on zmm, AVX512F: four
+// streams per register, 16 or 32 streams). kAuto picks the fastest the CPU has (docs/crypto.md).
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -52,7 +53,7 @@ namespace hpr::kernels::aes {
 enum PacketResult : uint32_t { kEncrypted = 0, kShort = 1, kKeyMissing = 2, kEmpty = 3 };
 
 enum class IvMode : uint8_t { kDerived, kCarried };
-enum class Impl : uint8_t { kAuto, kScalar, kAesni, kAesniX8, kVaesX16 };
+enum class Impl : uint8_t { kAuto, kScalar, kAesni, kAesniX8, kVaesX16, kVaes512X16, kVaes512X32 };
 bool impl_supported(Impl impl);
 std::string_view impl_name(Impl impl);
 // The impl kAuto runs on this CPU (never kAuto).

@@ -38,8 +38,8 @@ inline std::string hex(const uint8_t* p, size_t n) {
 // Every native AES impl but kAuto; tests run those impl_supported() says this CPU has and skip the others
 // with a message.
 inline constexpr kernels::aes::Impl kAesImpls[] = {
-    kernels::aes::Impl::kScalar, kernels::aes::Impl::kAesni, kernels::aes::Impl::kAesniX8,
-    kernels::aes::Impl::kVaesX16};
+    kernels::aes::Impl::kScalar,  kernels::aes::Impl::kAesni,      kernels::aes::Impl::kAesniX8,
+    kernels::aes::Impl::kVaesX16, kernels::aes::Impl::kVaes512X16, kernels::aes::Impl::kVaes512X32};
 
 // The key of connection numbered_flow(f) (key_derive.hpp) under `master` and `epoch`.
 inline kernels::aes::Key numbered_key(const kernels::aes::Key& master, const kernels::aes::KeyEpoch& epoch,
