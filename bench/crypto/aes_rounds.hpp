@@ -86,15 +86,13 @@ class AesContestants {
   // imb_check_args: IMB_SUBMIT_JOB (true) or IMB_SUBMIT_JOB_NOCHECK (false, the default).
   AesContestants(const kernels::aes::KeyTable& keys, const std::string& imb_arch, bool imb_check_args = false) {
     namespace aes = kernels::aes;
-    const aes::Impl best = aes::impl_supported(aes::Impl::kVaesX16)   ? aes::Impl::kVaesX16
-                           : aes::impl_supported(aes::Impl::kAesniX8) ? aes::Impl::kAesniX8
-                                                                      : aes::Impl::kScalar;
+    const aes::Impl best = aes::auto_impl();
     auto hpr = [&keys](aes::Impl i) {
       return [&keys, i](const kernels::BatchView& b) { aes::aes_batch(b, keys, aes::IvMode::kDerived, i); };
     };
-    cs_.push_back({"hpr_" + std::string(aes::impl_name(best)), true, hpr(best)});
-    if (best != aes::Impl::kAesniX8 && aes::impl_supported(aes::Impl::kAesniX8))
-      cs_.push_back({"hpr_aesni_x8", true, hpr(aes::Impl::kAesniX8)});
+    cs_.push_back({"hpr_" + std::string(aes::impl_name(best)), true, hpr(best)});  // kAuto's pick first
+    for (aes::Impl i : {aes::Impl::kVaes512X32, aes::Impl::kVaes512X16, aes::Impl::kVaesX16, aes::Impl::kAesniX8})
+      if (i != best && aes::impl_supported(i)) cs_.push_back({"hpr_" + std::string(aes::impl_name(i)), true, hpr(i)});
 #if HPR_HAVE_IPSEC_MB
     std::string err;
     imb_ = ImbAes::create(keys, imb_arch, &err);

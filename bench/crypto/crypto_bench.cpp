@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
   FILE* csv = std::fopen(csv_path.c_str(), "w");
   if (!csv) { std::fprintf(stderr, "cannot write %s\n", csv_path.c_str()); return 1; }
   std::fprintf(csv, "app,impl,packet_size,batch,runs,bytes_per_batch,median_ns,p1_ns,p99_ns,spread,gbps,mpps,ratio_openssl\n");
-  std::printf("%-4s %-9s %-5s %6s %9s %9s %10s %10s %7s %6s\n", "app", "impl", "size", "batch", "Gbit/s", "Mpps",
+  std::printf("%-4s %-11s %-5s %6s %9s %9s %10s %10s %7s %6s\n", "app", "impl", "size", "batch", "Gbit/s", "Mpps",
               "lat_med_us", "lat_p99_us", "spread", "x_ossl");
   for (int sk = 0; sk < 3; ++sk) {
     for (uint32_t n = 64; n <= max_batch; n *= 4) {
@@ -152,14 +152,15 @@ int main(int argc, char** argv) {
       for (auto impl : {md5::Impl::kScalar, md5::Impl::kAvx2})
         if (md5::impl_supported(impl)) add("md5", std::string(md5::impl_name(impl)), [&, impl] { md5::md5_batch(b.view(), impl); });
       add("aes", "openssl", [&] { evp_aes.run(b.view()); });
-      for (auto impl : {aes::Impl::kScalar, aes::Impl::kAesni, aes::Impl::kAesniX8, aes::Impl::kVaesX16})
+      for (auto impl : {aes::Impl::kScalar, aes::Impl::kAesni, aes::Impl::kAesniX8, aes::Impl::kVaesX16,
+                        aes::Impl::kVaes512X16, aes::Impl::kVaes512X32})
         if (aes::impl_supported(impl))
           add("aes", std::string(aes::impl_name(impl)), [&, impl] { aes::aes_batch(b.view(), *keys, aes::IvMode::kDerived, impl); });
       if (aes_peers.imb()) add("aes", "ipsec_mb", [&] { aes_peers.imb()->run(b.view()); });
       for (auto& r : rows) {
         for (auto& peer : rows)
           if (peer.app == r.app && peer.impl == "openssl") r.ratio = r.gbps / peer.gbps;
-        std::printf("%-4s %-9s %-5s %6u %9.2f %9.3f %10.1f %10.1f %7.3f %6.2f\n", r.app.c_str(), r.impl.c_str(),
+        std::printf("%-4s %-11s %-5s %6u %9.2f %9.3f %10.1f %10.1f %7.3f %6.2f\n", r.app.c_str(), r.impl.c_str(),
                     r.size.c_str(), r.batch, r.gbps, r.mpps, r.lat.median / 1e3, r.lat.p99 / 1e3, r.lat.spread, r.ratio);
         std::fprintf(csv, "%s,%s,%s,%u,%lu,%lu,%.0f,%.0f,%.0f,%.4f,%.4f,%.4f,%.4f\n", r.app.c_str(), r.impl.c_str(),
                      r.size.c_str(), r.batch, static_cast<unsigned long>(r.runs), static_cast<unsigned long>(b.bytes),
