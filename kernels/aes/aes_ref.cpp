@@ -300,6 +300,19 @@ HPR_AESNI void ecb_x8(const RoundKeys* const* rk, uint8_t* const* blk, int n) {
   }
 }
 
+// out = (the `tail` bytes at p, zero padded) xor chain, 0 < tail < 16, with 16-byte loads and one store: the
+// 16 bytes ending at the tail's end lie in the packet (m > 16), and a pshufb moves the tail down and zeroes
+// the rest.
+HPR_AESNI void pad_tail(const uint8_t* p, uint32_t tail, const uint8_t chain[16], uint8_t out[16]) {
+  static constexpr uint8_t kIdx[32] = {0,    1,    2,    3,    4,    5,    6,    7,    8,    9,    10,
+                                       11,   12,   13,   14,   15,   0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+                                       0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80};
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + tail - 16));
+  const __m128i idx = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIdx + 16 - tail));
+  const __m128i t = _mm_xor_si128(_mm_shuffle_epi8(v, idx), _mm_loadu_si128(reinterpret_cast<const __m128i*>(chain)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), t);
+}
+
 template <int L>
 struct Lanes {
   static constexpr int kQ = 16;      // packets planned (IVs derived) ahead; tails encrypted together
@@ -368,9 +381,10 @@ struct Lanes {
       left[l] = UINT32_MAX;
       return;
     }
-    job[l] = ready[rpos++];
-    set_key(l, *job[l].rk);
-    std::memcpy(chain[l], job[l].ctr, 16);
+    const Job& j = ready[rpos++];
+    std::memcpy(chain[l], j.ctr, 16);  // from the queue, not from the fresh copy (a store-forwarding stall)
+    job[l] = j;
+    set_key(l, *j.rk);
     p[l] = job[l].data;
     left[l] = job[l].full;
     stride[l] = 16;
@@ -393,10 +407,7 @@ struct Lanes {
   void finish(int l, SetKey&& set_key) {
     const Job& j = job[l];
     if (j.tail != 0) {
-      uint8_t* t = tbuf[ntails];
-      std::memset(t, 0, 16);
-      std::memcpy(t, j.data + 16 * j.full, j.tail);
-      for (int k = 0; k < 16; ++k) t[k] ^= chain[l][k];
+      pad_tail(j.data + 16 * j.full, j.tail, chain[l], tbuf[ntails]);
       tails[ntails++] = j;
       if (ntails == kQ) flush_tails();
     }
@@ -658,9 +669,12 @@ void cbc_cs2_decrypt(const Key& key, const uint8_t iv[16], const uint8_t* in, ui
 }
 
 void iv_input(const KeyEpoch& epoch, uint64_t counter, uint32_t seq, uint8_t out[16]) {
-  const uint64_t words[2] = {counter, seq};  // le64(counter) || le64(seq) on the little-endian hosts we build for
+  // le64(counter) || le64(seq) on the little-endian hosts we build for; xor in words, then one 16-byte
+  // store (byte stores here stalled the 16-byte load of the block that follows).
+  uint64_t e[2];
+  std::memcpy(e, epoch.data(), 16);
+  const uint64_t words[2] = {counter ^ e[0], uint64_t{seq} ^ e[1]};
   std::memcpy(out, words, 16);
-  for (uint32_t i = 0; i < 16; ++i) out[i] ^= epoch[i];
 }
 
 std::array<uint8_t, 16> derive_iv(const RoundKeys& rk, const KeyEpoch& epoch, uint64_t counter, uint32_t seq) {
