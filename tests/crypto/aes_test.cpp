@@ -14,11 +14,6 @@ using namespace hpr::kernels;
 using namespace hpr::kernels::aes;
 
 namespace {
-Key to_key(const std::vector<uint8_t>& v) {
-  Key k{};
-  std::memcpy(k.data(), v.data(), 16);
-  return k;
-}
 std::vector<Impl> impls() {
   std::vector<Impl> v;
   for (Impl i : test::kAesImpls) {
@@ -26,6 +21,20 @@ std::vector<Impl> impls() {
     else WARN("aes impl " << impl_name(i) << " skipped: this CPU lacks its features");
   }
   return v;
+}
+// Every impl this CPU has turns the packets into the bytes and results of kScalar.
+void require_impls_equal_scalar(std::vector<Packet>& pkts, const std::shared_ptr<KeyTable>& keys, IvMode mode,
+                                const std::string& what) {
+  AesApp app(keys, {.iv = mode});
+  auto ref = kernels::gather(app, pkts);
+  aes_batch(ref.view(), *keys, mode, Impl::kScalar);
+  for (Impl impl : impls()) {
+    auto b = kernels::gather(app, pkts);
+    aes_batch(b.view(), *keys, mode, impl);
+    INFO(impl_name(impl) << " " << what);
+    REQUIRE(b.pkts == ref.pkts);
+    REQUIRE(b.out == ref.out);
+  }
 }
 uint32_t result(const kernels::HostBatch& b, size_t i) {
   uint32_t r;
@@ -35,7 +44,7 @@ uint32_t result(const kernels::HostBatch& b, size_t i) {
 }  // namespace
 
 TEST_CASE("aes: FIPS-197 key expansion and block (Appendix C.1)") {
-  Key k = to_key(test::unhex("000102030405060708090a0b0c0d0e0f"));
+  Key k = test::to_key(test::unhex("000102030405060708090a0b0c0d0e0f"));
   RoundKeys rk = expand_key(k);
   CHECK(test::hex(rk.bytes + 160, 16) == "13111d7fe3944a17f307a78b4d2b30c5");
   auto pt = test::unhex("00112233445566778899aabbccddeeff");
@@ -50,7 +59,7 @@ TEST_CASE("aes: all 588 NIST CAVS AES-128-CBC vectors, encrypt and decrypt, ever
   size_t enc = 0, dec = 0;
   for (const auto& v : vs) {
     INFO(v.file << " COUNT " << v.count << (v.encrypt ? " encrypt" : " decrypt"));
-    Key key = to_key(v.key);
+    Key key = test::to_key(v.key);
     RoundKeys rk = expand_key(key);
     std::vector<uint8_t> buf(v.pt.size());
     for (Impl impl : {Impl::kScalar, Impl::kAesni}) {
@@ -73,7 +82,7 @@ TEST_CASE("aes: all 588 NIST CAVS AES-128-CBC vectors, encrypt and decrypt, ever
   auto keys = std::make_shared<KeyTable>(static_cast<uint32_t>(vs.size()));
   test::Packets ps;
   for (size_t i = 0; i < vs.size(); ++i) {
-    REQUIRE(keys->set_key(static_cast<uint32_t>(i), to_key(vs[i].key)).is_ok());
+    REQUIRE(keys->set_key(static_cast<uint32_t>(i), test::to_key(vs[i].key)).is_ok());
     std::vector<uint8_t> payload = vs[i].iv;
     const auto& pt = vs[i].encrypt ? vs[i].pt : vs[i].pt;  // decrypt vectors: encrypt their plaintext too
     payload.insert(payload.end(), pt.begin(), pt.end());
@@ -96,7 +105,7 @@ TEST_CASE("aes: all 588 NIST CAVS AES-128-CBC vectors, encrypt and decrypt, ever
 
 TEST_CASE("aes: random packets 0..1514 bytes equal OpenSSL EVP (CBC, CBC-CTS CS2 tails), every impl") {
   std::mt19937 rng(7);
-  const Key master = to_key(test::unhex("2b7e151628aed2a6abf7158809cf4f3c"));
+  const Key master = test::to_key(test::unhex("2b7e151628aed2a6abf7158809cf4f3c"));
   constexpr uint32_t kFlows = 64;
   const KeyEpoch epoch = {0xe0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xef};
   auto keys = test::numbered_keys(kFlows, master, kFlows, epoch);
@@ -157,17 +166,7 @@ TEST_CASE("aes: multi-buffer == scalar on mixed batches of every small size") {
         size_t len = rng() % 4 == 0 ? rng() % 40 : rng() % 1515;
         ps.add(test::random_bytes(rng, len), rng() % 40, rng());
       }
-      auto& pkts = ps.fix();
-      AesApp app(keys, {.iv = mode});
-      auto ref = kernels::gather(app, pkts);
-      aes_batch(ref.view(), *keys, mode, Impl::kScalar);
-      for (Impl impl : impls()) {
-        auto b = kernels::gather(app, pkts);
-        aes_batch(b.view(), *keys, mode, impl);
-        INFO(impl_name(impl) << " n " << n);
-        REQUIRE(b.pkts == ref.pkts);
-        REQUIRE(b.out == ref.out);
-      }
+      require_impls_equal_scalar(ps.fix(), keys, mode, "n " + std::to_string(n));
     }
   }
 }
@@ -192,17 +191,8 @@ TEST_CASE("aes: multi-buffer == scalar on large batches: one length, the 64/1514
       for (uint32_t n : {31u, 32u, 33u, 64u, 257u, 1000u}) {
         test::Packets ps;
         for (uint32_t i = 0; i < n; ++i) ps.add(test::random_bytes(rng, len_of(i) + extra), rng() % 42, rng());
-        auto& pkts = ps.fix();
-        AesApp app(keys, {.iv = mode});
-        auto ref = kernels::gather(app, pkts);
-        aes_batch(ref.view(), *keys, mode, Impl::kScalar);
-        for (Impl impl : impls()) {
-          auto b = kernels::gather(app, pkts);
-          aes_batch(b.view(), *keys, mode, impl);
-          INFO(impl_name(impl) << " " << name << " n " << n << (mode == IvMode::kDerived ? " derived" : " carried"));
-          REQUIRE(b.pkts == ref.pkts);
-          REQUIRE(b.out == ref.out);
-        }
+        require_impls_equal_scalar(ps.fix(), keys, mode,
+                                   name + " n " + std::to_string(n) + (mode == IvMode::kDerived ? " derived" : " carried"));
       }
     }
   }
@@ -300,7 +290,7 @@ TEST_CASE("aes: key files: both line forms, comments, install through a resolver
   CHECK(t.has_key(2));
   CHECK(t.has_key(3));
   CHECK(t.key_count() == 3);
-  CHECK(std::memcmp(t.slot(7)->rk.bytes, expand_key(to_key(test::unhex("000102030405060708090a0b0c0d0e0f"))).bytes,
+  CHECK(std::memcmp(t.slot(7)->rk.bytes, expand_key(test::to_key(test::unhex("000102030405060708090a0b0c0d0e0f"))).bytes,
                     176) == 0);
 
   KeyTable small(4);
@@ -351,7 +341,7 @@ TEST_CASE("aes: key expansion with AES-NI equals the table expansion") {
 }
 
 TEST_CASE("aes: derived IV matches the documented formula") {
-  Key k = to_key(test::unhex("2b7e151628aed2a6abf7158809cf4f3c"));
+  Key k = test::to_key(test::unhex("2b7e151628aed2a6abf7158809cf4f3c"));
   RoundKeys rk = expand_key(k);
   const KeyEpoch epoch = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
   for (uint32_t seq : {0u, 9u, 0x7fffffffu, 0x80000000u, 0xffffffffu}) {

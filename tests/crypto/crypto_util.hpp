@@ -5,7 +5,9 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -19,7 +21,10 @@
 #include "kernels/app.hpp"
 #include "kernels/device_batch.hpp"
 #include "kernels/runner.hpp"
+#include "runtime/flow.hpp"
 #include "runtime/packet.hpp"
+#include "runtime/parser.hpp"
+#include "runtime/pcap_file.hpp"
 
 namespace hpr::test {
 
@@ -33,6 +38,54 @@ inline std::string hex(const uint8_t* p, size_t n) {
   std::string s;
   for (size_t i = 0; i < n; ++i) { s += d[p[i] >> 4]; s += d[p[i] & 15]; }
   return s;
+}
+
+inline kernels::aes::Key to_key(const std::vector<uint8_t>& v) {
+  kernels::aes::Key k{};
+  std::memcpy(k.data(), v.data(), 16);
+  return k;
+}
+
+// The nDPI captures under $HPR_DATA_DIR/pcap/ndpi (.pcap and .pcapng), in name order.
+inline std::vector<std::string> ndpi_capture_files() {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(data_path("pcap/ndpi")))
+    if (e.path().extension() == ".pcap" || e.path().extension() == ".pcapng") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Every frame of `files`, parsed, with flow ids and sequence numbers from `table` as the dispatcher gives them; each
+// new flow is announced to `app` (aes: its key). `frames` holds the bytes `pkts` point into. Returns the files read
+// (a file that cannot be read stops there: the caller's REQUIRE names it through `error`).
+inline size_t load_capture_packets(const std::vector<std::string>& files, FlowTable& table, const kernels::App& app,
+                                   std::vector<std::vector<uint8_t>>& frames, std::vector<Packet>& pkts,
+                                   std::string* error) {
+  size_t read = 0;
+  for (const auto& f : files) {
+    auto cap = load_capture(f);
+    if (!cap) {
+      *error = f + ": " + cap.status().message();
+      return read;
+    }
+    ++read;
+    for (auto& fr : cap->frames) frames.push_back(std::move(fr));
+    for (size_t i = pkts.size(); i < frames.size(); ++i) {
+      Packet p;
+      p.data = frames[i].data();
+      p.len = static_cast<uint16_t>(frames[i].size());
+      parse(p);
+      if (p.drop == DropReason::kNone) {
+        FlowKey k = flow_key(p).canonical();
+        bool inserted = false;
+        p.flow_id = table.lookup_or_insert(k, flow_hash_symmetric(k), 0, &inserted);
+        if (inserted) app.flow_started(p.flow_id, k);
+        if (p.flow_id != kNoFlow) p.seq = table.state(p.flow_id).next_seq++;
+      }
+      pkts.push_back(p);
+    }
+  }
+  return read;
 }
 
 // Every native AES impl but kAuto; tests run those impl_supported() says this CPU has and skip the others

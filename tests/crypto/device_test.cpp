@@ -110,11 +110,7 @@ TEST_CASE("device: aes kernel encrypts all NIST CAVS encrypt vectors (IV carried
 }
 
 TEST_CASE("device: md5 and aes kernels == native on every nDPI capture") {
-  namespace fs = std::filesystem;
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(data_path("pcap/ndpi")))
-    if (e.path().extension() == ".pcap" || e.path().extension() == ".pcapng") files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
+  const std::vector<std::string> files = test::ndpi_capture_files();
   REQUIRE(files.size() > 200);
   // Flow ids from one real FlowTable, each connection's key derived from the master key and the epoch when
   // it starts (as the dispatcher does); then no key for every fifth id, so some flows hit kKeyMissing.
@@ -130,28 +126,9 @@ TEST_CASE("device: md5 and aes kernels == native on every nDPI capture") {
   // on PoCL since launches use a fixed work-group size (kernels/runner.cpp).
   std::vector<std::vector<uint8_t>> frames;
   std::vector<Packet> pkts;
-  size_t files_read = 0;
-  for (const auto& f : files) {
-    auto cap = load_capture(f);
-    INFO(f << ": " << cap.status().message());
-    REQUIRE(cap.is_ok());
-    ++files_read;
-    for (auto& fr : cap->frames) frames.push_back(std::move(fr));
-    for (size_t i = pkts.size(); i < frames.size(); ++i) {
-      Packet p;
-      p.data = frames[i].data();
-      p.len = static_cast<uint16_t>(frames[i].size());
-      parse(p);
-      if (p.drop == DropReason::kNone) {
-        FlowKey k = flow_key(p).canonical();
-        bool inserted = false;
-        p.flow_id = (*table)->lookup_or_insert(k, flow_hash_symmetric(k), 0, &inserted);
-        if (inserted) aes_app.flow_started(p.flow_id, k);
-        if (p.flow_id != kNoFlow) p.seq = (*table)->state(p.flow_id).next_seq++;
-      }
-      pkts.push_back(p);
-    }
-  }
+  std::string error;
+  const size_t files_read = test::load_capture_packets(files, **table, aes_app, frames, pkts, &error);
+  INFO(error);
   CHECK(files_read == files.size());
   REQUIRE((*table)->full_events() == 0);
   CHECK(keys->table->key_count() == (*table)->size());

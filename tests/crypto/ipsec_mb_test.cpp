@@ -20,12 +20,6 @@ using namespace hpr::kernels::aes;
 
 namespace {
 
-Key to_key(const std::vector<uint8_t>& v) {
-  Key k{};
-  std::memcpy(k.data(), v.data(), 16);
-  return k;
-}
-
 // The peers of every arch this CPU runs (auto first); arches the CPU lacks are skipped with a note.
 std::vector<std::pair<std::string, std::unique_ptr<bench::ImbAes>>> peers(const KeyTable& keys) {
   std::vector<std::pair<std::string, std::unique_ptr<bench::ImbAes>>> v;
@@ -80,7 +74,7 @@ void check_equal(const AesApp& app, const KeyTable& keys, const std::vector<Pack
 }  // namespace
 
 TEST_CASE("ipsec-mb peer: SP 800-38A F.2.1 and the NIST CAVS encrypt vectors (known answers)") {
-  const Key key = to_key(test::unhex("2b7e151628aed2a6abf7158809cf4f3c"));
+  const Key key = test::to_key(test::unhex("2b7e151628aed2a6abf7158809cf4f3c"));
   const auto iv = test::unhex("000102030405060708090a0b0c0d0e0f");
   const auto pt = test::unhex(
       "6bc1bee22e409f96e93d7e117393172aae2d8a571e03ac9c9eb76fac45af8e51"
@@ -112,7 +106,7 @@ TEST_CASE("ipsec-mb peer: SP 800-38A F.2.1 and the NIST CAVS encrypt vectors (kn
       if (!v.encrypt) continue;
       INFO(v.file << " COUNT " << v.count);
       out.assign(v.pt.size(), 0);
-      REQUIRE(peer->cbc_encrypt(to_key(v.key), v.iv.data(), v.pt.data(), out.data(), v.pt.size()));
+      REQUIRE(peer->cbc_encrypt(test::to_key(v.key), v.iv.data(), v.pt.data(), out.data(), v.pt.size()));
       REQUIRE(out == v.ct);
       ++n;
     }
@@ -122,7 +116,7 @@ TEST_CASE("ipsec-mb peer: SP 800-38A F.2.1 and the NIST CAVS encrypt vectors (kn
 
 TEST_CASE("ipsec-mb peer == native: lengths 16, 17, 31, 64, 1514 and a mix, many flows, both IV modes") {
   std::mt19937 rng(18);
-  const Key master = to_key(test::unhex("000102030405060708090a0b0c0d0e0f"));
+  const Key master = test::to_key(test::unhex("000102030405060708090a0b0c0d0e0f"));
   const KeyEpoch epoch = {0xa0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 0xaf};
   constexpr uint32_t kFlows = 40, kKeyed = 32;  // flows 32..39 and ids beyond the table have no key
   auto keys = test::numbered_keys(kFlows, master, kKeyed, epoch);
@@ -143,11 +137,7 @@ TEST_CASE("ipsec-mb peer == native: lengths 16, 17, 31, 64, 1514 and a mix, many
 }
 
 TEST_CASE("ipsec-mb peer == native on every packet of the nDPI captures (per-connection keys)") {
-  namespace fs = std::filesystem;
-  std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(data_path("pcap/ndpi")))
-    if (e.path().extension() == ".pcap" || e.path().extension() == ".pcapng") files.push_back(e.path().string());
-  std::sort(files.begin(), files.end());
+  const std::vector<std::string> files = test::ndpi_capture_files();
   REQUIRE(files.size() > 200);
   // As device_test: one FlowTable, each connection's key derived from the master key and epoch when it starts,
   // then every fifth id keyless.
@@ -160,26 +150,10 @@ TEST_CASE("ipsec-mb peer == native on every packet of the nDPI captures (per-con
   REQUIRE(table.is_ok());
   std::vector<std::vector<uint8_t>> frames;
   std::vector<Packet> pkts;
-  for (const auto& f : files) {
-    auto cap = load_capture(f);
-    INFO(f << ": " << cap.status().message());
-    REQUIRE(cap.is_ok());
-    for (auto& fr : cap->frames) frames.push_back(std::move(fr));
-    for (size_t i = pkts.size(); i < frames.size(); ++i) {
-      Packet p;
-      p.data = frames[i].data();
-      p.len = static_cast<uint16_t>(frames[i].size());
-      parse(p);
-      if (p.drop == DropReason::kNone) {
-        FlowKey k = flow_key(p).canonical();
-        bool inserted = false;
-        p.flow_id = (*table)->lookup_or_insert(k, flow_hash_symmetric(k), 0, &inserted);
-        if (inserted) app.flow_started(p.flow_id, k);
-        if (p.flow_id != kNoFlow) p.seq = (*table)->state(p.flow_id).next_seq++;
-      }
-      pkts.push_back(p);
-    }
-  }
+  std::string error;
+  const size_t files_read = test::load_capture_packets(files, **table, app, frames, pkts, &error);
+  INFO(error);
+  REQUIRE(files_read == files.size());
   REQUIRE((*table)->full_events() == 0);
   for (uint32_t f = 4; f < kCapacity; f += 5) keys->table->clear_key(f);
   CHECK(pkts.size() > 90000);
