@@ -126,13 +126,15 @@ Result<Pipeline::FlowsTop> Pipeline::flows_top(size_t n, int timeout_ms) {
   auto ended = [](Pipeline* w) {
     return w->stop_rx_.load(std::memory_order_relaxed) || w->dispatch_done_.load(std::memory_order_acquire);
   };
+  auto stopping = [] {
+    return error(Code::kUnavailable,
+                 "flows top: the run is stopping (stopped, or its input ended): its flow tables are no longer read");
+  };
   if (start_ns_.load(std::memory_order_relaxed) == 0)
     return error(Code::kUnavailable, "flows top: the run has not started forwarding yet");
   std::vector<uint64_t> asked(ws.size());
   for (size_t i = 0; i < ws.size(); ++i) {
-    if (ended(ws[i]))
-      return error(Code::kUnavailable,
-                   "flows top: the run is stopping (stopped, or its input ended): its flow tables are no longer read");
+    if (ended(ws[i])) return stopping();
     std::lock_guard<std::mutex> g(ws[i]->top_mu_);
     ws[i]->top_n_ = n;
     asked[i] = ++ws[i]->top_asked_;
@@ -154,10 +156,7 @@ Result<Pipeline::FlowsTop> Pipeline::flows_top(size_t n, int timeout_ms) {
           break;
         }
       }
-      if (ended(w))
-        return error(
-            Code::kUnavailable,
-            "flows top: the run is stopping (stopped, or its input ended): its flow tables are no longer read");
+      if (ended(w)) return stopping();
       if (std::chrono::steady_clock::now() >= deadline)
         return error(Code::kUnavailable,
                      "flows top: worker {}'s dispatcher did not answer within {} ms (busy); try again", i, timeout_ms);

@@ -136,9 +136,12 @@ else
   echo "gpu-run: report: $py has no matplotlib (apt-get install python3-matplotlib, or HPR_PYTHON); no plots, skipped"
 fi
 
-# ---- 3. The figures asked for, from the report's points (throughput against batch per lane set, power)
+# ---- 3. The figures asked for, from the selftest runs and the report's points (bench/gpu/summary.py: the one beside
+#         this script, bench/gpu-summary.py in a bundle, so that script and summary are of one version)
+summary=$(dirname "$self")/summary.py
+[ -f "$summary" ] || summary=$(dirname "$self")/gpu-summary.py
 if ls "$out"/selftest-batch-*.json >/dev/null 2>&1 || [ -d "$out/report" ]; then
-  step "summary" "$out/summary.md" "$py" "$bundle/bench/gpu-summary.py" "$out" $apps
+  step "summary" "$out/summary.md" "$py" "$summary" "$out" $apps
 fi
 echo "gpu-run: done, $failed step(s) failed; results in $out"
 exit "$failed"
