@@ -18,6 +18,7 @@
 #include "hpr/data_dir.hpp"
 #include "kernels/aes/aes_app.hpp"
 #include "kernels/aes/key_derive.hpp"
+#include "kernels/aes/key_source.hpp"
 #include "kernels/app.hpp"
 #include "kernels/device_batch.hpp"
 #include "kernels/runner.hpp"
@@ -44,6 +45,13 @@ inline kernels::aes::Key to_key(const std::vector<uint8_t>& v) {
   kernels::aes::Key k{};
   std::memcpy(k.data(), v.data(), 16);
   return k;
+}
+
+// The capture tests' keys (device_test, ipsec_mb_test): each connection's key derived from one test master key and
+// epoch when the connection starts (AesApp::flow_started), in a table of `capacity` flow ids.
+inline Result<kernels::aes::AesKeys> capture_test_keys(uint32_t capacity) {
+  return kernels::aes::make_keys(
+      {.master_key = "0102030405060708090a0b0c0d0e0f10", .key_epoch = "f0e1d2c3b4a5968778695a4b3c2d1e0f"}, capacity);
 }
 
 // The nDPI captures under $HPR_DATA_DIR/pcap/ndpi (.pcap and .pcapng), in name order.

@@ -115,8 +115,7 @@ TEST_CASE("device: md5 and aes kernels == native on every nDPI capture") {
   // Flow ids from one real FlowTable, each connection's key derived from the master key and the epoch when
   // it starts (as the dispatcher does); then no key for every fifth id, so some flows hit kKeyMissing.
   constexpr uint32_t kCapacity = 1u << 16;
-  auto keys = aes::make_keys(
-      {.master_key = "0102030405060708090a0b0c0d0e0f10", .key_epoch = "f0e1d2c3b4a5968778695a4b3c2d1e0f"}, kCapacity);
+  auto keys = test::capture_test_keys(kCapacity);
   REQUIRE(keys);
   md5::Md5App md5_app;
   aes::AesApp aes_app(keys->table, {}, keys->source);

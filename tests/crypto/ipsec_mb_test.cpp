@@ -142,8 +142,7 @@ TEST_CASE("ipsec-mb peer == native on every packet of the nDPI captures (per-con
   // As device_test: one FlowTable, each connection's key derived from the master key and epoch when it starts,
   // then every fifth id keyless.
   constexpr uint32_t kCapacity = 1u << 16;
-  auto keys = aes::make_keys(
-      {.master_key = "0102030405060708090a0b0c0d0e0f10", .key_epoch = "f0e1d2c3b4a5968778695a4b3c2d1e0f"}, kCapacity);
+  auto keys = test::capture_test_keys(kCapacity);
   REQUIRE(keys);
   AesApp app(keys->table, {}, keys->source);
   auto table = FlowTable::create(kCapacity, 1'000'000'000'000ull);
