@@ -173,6 +173,11 @@ int cmd_run(RunConfig cfg, bool quiet) {
     fmt::print(stderr, "hpr run: {}\n", p.message());  // before devices and tables are set up
     return kExitResource;
   }
+  auto workers = resolve_workers(cfg);
+  if (!workers) {
+    fmt::print(stderr, "hpr run: {}\n", workers.status().message());
+    return exit_code_for(workers.status());
+  }
   const char* auto_rtc = auto_run_to_completion(cfg, std::thread::hardware_concurrency());
   cli::adjust_run_config(cfg);
   auto ctx = prepare_run(cfg);
@@ -199,6 +204,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
   for (const auto& d : c.devices) fmt::print(" [{} {}]", d.name, kind_name(d.kind));
   fmt::print(" [native x{}] | batch {}{} | {}\n", cfg.native_lanes, cfg.batch,
              cfg.run_to_completion ? (auto_rtc ? fmt::format(" | run to completion (one thread: {})", auto_rtc) : std::string(" | run to completion (one thread)")) : std::string(), cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listening() + "/metrics");
+  if (!workers->empty()) fmt::print("  workers {}\n", *workers);
   if (!c.budget.empty()) fmt::print("  {}\n", c.budget);
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
   fmt::print("  {}\n", (*extras)->describe());

@@ -81,13 +81,17 @@ Status LearnControl::set_policy(sched::Policy p, double latency_target_ns) {
   return Status::ok();
 }
 
+// Every worker alike: lane i of each (run_setup makes every worker's lanes the same).
 void LearnControl::apply(const sched::Setup& s) {
-  for (size_t i = 0; i < s.batch.size(); ++i)
-    if (opt_.batch_searched[i]) pipeline_->set_lane_batch(i, s.batch[i]);
-  (void)pipeline_->set_lane_weights(s.weight);  // sizes match by construction, weights >= 0
+  for (Pipeline* w : pipeline_->all_workers()) {
+    for (size_t i = 0; i < s.batch.size(); ++i)
+      if (opt_.batch_searched[i]) w->set_lane_batch(i, s.batch[i]);
+    (void)w->set_lane_weights(s.weight);  // sizes match by construction, weights >= 0
+  }
 }
 
-void LearnControl::on_quantum(const Summary& s, const PowerSample& power, uint64_t now_ns) {
+void LearnControl::on_quantum(const Summary& whole, const PowerSample& power, uint64_t now_ns) {
+  const Summary s = whole.lanes_by_index(lost_.size());  // with workers: lane i of them all together
   auto iv = clock_.next(s, now_ns);
   if (!iv) return;
   const IntervalStats& st = *iv;

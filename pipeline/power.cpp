@@ -9,18 +9,21 @@
 namespace hpr {
 
 std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint32_t native_lanes, uint32_t workers) {
+  // The snapshot's order: each worker's lanes in turn, its device lanes first. Every worker's lane on one device is
+  // metered as that device (one power group: its idle power once).
   std::vector<PowerLane> out;
-  out.reserve(devices.size() + native_lanes * workers);
-  for (const auto& d : devices) {
-    // A CPU device keeps its compute units busy (PoCL pthread: every core; basic: one); one lane per device.
-    std::string name = fmt::format("cl{}:{}", d.index, d.name);
-    uint32_t cores = d.kind == DeviceKind::kCpu ? d.compute_units : 1;
-    out.push_back({name, kind_name(d.kind), d.vendor, cores, name});
-  }
-  for (uint32_t w = 0; w < workers; ++w)
+  out.reserve((devices.size() + native_lanes) * workers);
+  for (uint32_t w = 0; w < workers; ++w) {
+    const std::string prefix = workers > 1 ? fmt::format("w{}:", w) : std::string();
+    for (const auto& d : devices) {
+      // A CPU device keeps its compute units busy (PoCL pthread: every core; basic: one).
+      std::string name = fmt::format("cl{}:{}", d.index, d.name);
+      uint32_t cores = d.kind == DeviceKind::kCpu ? d.compute_units : 1;
+      out.push_back({prefix + name, kind_name(d.kind), d.vendor, cores, name});
+    }
     for (uint32_t i = 0; i < native_lanes; ++i)
-      out.push_back({workers > 1 ? fmt::format("w{}:native{}", w, i) : fmt::format("native{}", i), "cpu", "host", 1,
-                     "host"});
+      out.push_back({fmt::format("{}native{}", prefix, i), "cpu", "host", 1, "host"});
+  }
   return out;
 }
 

@@ -90,9 +90,11 @@ struct RunConfig {
   uint32_t in_flight = 2;
   uint32_t max_batch = 0;            // largest batch the scheduler may set (0: batch)
   std::string balancer = "whrw";     // rr crc16 crc32 hrw whrw ahrw subflow fcfs afs laps
-  // Workers (issue 12): threads that each receive, classify, run the app and transmit, one per core. Above 1: native
-  // lanes only, ports with RSS give each worker an rx queue, others are spread by flow hash (spread_port.hpp).
+  // Workers (issue 12): threads that each receive, classify, run the app and transmit, one per core, each with a lane
+  // on every device. Ports with RSS give each worker an rx queue, others are spread by flow hash (spread_port.hpp).
+  // workers_auto (lanes.workers = auto, the command's default): resolve_workers() sets `workers` before the run.
   uint32_t workers = 1;
+  bool workers_auto = true;
   std::vector<std::string> cores;    // the workers' cores in order; empty: the cores this process may run on
   std::string rx_spread = "auto";    // auto | hash | queues (settings.cpp ports.rx_spread)
   // A full lane queue makes the dispatcher wait (the input port's ring fills; a DPDK port then counts
@@ -143,6 +145,12 @@ Result<RunConfig> load_run_config(const std::string& path);
 Status validate(const RunConfig& c);
 inline constexpr uint32_t kMaxWorkers = 64;
 Status validate_workers(const RunConfig& c);  // lanes.workers and what it rules out (part of validate)
+// lanes.workers = auto: one worker per core the run may use where the input is a DPDK port with RSS and enough rx
+// queues (each worker its own queue); else 1, since one reader spreading a port without RSS by flow hash forwards
+// less than one worker does (docs/pipeline.md "Workers"), and also where a setting rules workers out. Initialises
+// DPDK to ask a DPDK input for its queues. Returns the start line's words ("1 (auto: ...)"), empty when the count was
+// given. Errors: those of DPDK's initialisation and of an unknown input port.
+Result<std::string> resolve_workers(RunConfig& c);
 // Without an explicit lanes.run_to_completion, a run of one native lane and no OpenCL device runs to completion
 // (one thread has the whole path, so no packet waits for another thread to be scheduled: light load, or a core
 // shared with another process), and so does every run on a host of 2 cores or fewer (`host_cores`, 0: unknown),

@@ -162,13 +162,15 @@ Result<std::vector<int>> worker_cores(const RunConfig& c) {
 // hpr's own busy threads that makes more pollers than cores, and they take turns. The budget gives PoCL the cores
 // hpr's threads leave (at least one) through its environment (POCL_MAX_PTHREAD_COUNT; PoCL 5 reads
 // POCL_CPU_MAX_CU_NUM), before the first OpenCL call of the process starts it; a count the user set is kept.
-// Returns what the start line prints. hpr's busy threads: one under run to completion; else the dispatcher, egress,
+// Returns what the start line prints. hpr's busy threads: one per worker under run to completion; else the dispatcher, egress,
 // each native lane and each device lane (one assumed for lanes.devices = all).
 std::string budget_pocl_threads(const RunConfig& c, size_t cores) {
   if (c.devices.size() == 1 && c.devices[0] == "none") return "";
   const size_t device_lanes = c.devices.size() == 1 && c.devices[0] == "all" ? 1 : c.devices.size();
-  const size_t busy = c.run_to_completion ? 1 : 2 + c.native_lanes + device_lanes;
-  const std::string what = c.run_to_completion ? "1 (run to completion)"
+  const bool rtc = c.run_to_completion || c.workers > 1;  // each worker is one thread
+  const size_t busy = rtc ? c.workers : 2 + c.native_lanes + device_lanes;
+  const std::string what = rtc ? (c.workers > 1 ? fmt::format("{} ({} workers, run to completion)", busy, busy)
+                                                                : std::string("1 (run to completion)"))
                                                : fmt::format("{} (dispatcher, egress, {} native, {} device lane{})",
                                                              busy, c.native_lanes, device_lanes,
                                                              device_lanes == 1 ? "" : "s");
@@ -218,6 +220,28 @@ Status set_neighbours(const RunConfig& c, RunContext& ctx) {
 
 }  // namespace
 
+Result<std::string> resolve_workers(RunConfig& c) {
+  if (!c.workers_auto) return std::string();
+  c.workers_auto = false;
+  c.workers = 1;
+  if (c.input.kind != "dpdk")
+    return std::string("1 (auto: the input has no RSS, and one reader spreading by flow hash is slower than one worker)");
+  if (c.rx_spread == "hash") return std::string("1 (auto: ports.rx_spread = hash is slower than one worker)");
+  HPR_RETURN_IF_ERROR(dpdk_init(c.eal_args.empty() ? dpdk_default_args(c.vdevs) : c.eal_args));
+  auto q = dpdk_queues(c.input.dpdk_port);
+  if (!q) return q.status();
+  if (!q->rss && c.rx_spread != "queues")
+    return fmt::format("1 (auto: DPDK port '{}' has no RSS; --workers N --rx-spread queues takes its queues as they are)",
+                       c.input.dpdk_port);
+  const size_t cores = c.cores.empty() ? allowed_cores().size() : c.cores.size();
+  RunConfig more = c;
+  more.workers = static_cast<uint32_t>(std::min<size_t>({cores, q->max_rx, kMaxWorkers}));
+  if (more.workers <= 1) return fmt::format("1 (auto: DPDK port '{}' has one rx queue, or one core is available)", c.input.dpdk_port);
+  if (Status st = validate_workers(more); !st.is_ok()) return fmt::format("1 (auto: {})", st.message());
+  c.workers = more.workers;
+  return fmt::format("{} (auto: one per core, each on an rx queue of DPDK port '{}')", c.workers, c.input.dpdk_port);
+}
+
 Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   HPR_RETURN_IF_ERROR(validate(c));
   auto ctx = std::make_unique<RunContext>();
@@ -239,7 +263,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
 
   // The PoCL thread budget before the first OpenCL call (choose_devices) starts PoCL.
   const size_t budget_cores = c.cores.empty() ? allowed_cores().size() : c.cores.size();
-  const std::string pocl_budget = c.workers > 1 ? std::string() : budget_pocl_threads(c, budget_cores);
+  const std::string pocl_budget = budget_pocl_threads(c, budget_cores);
   // Devices first: a configuration that names a device that does not exist starts nothing.
   auto chosen_r = choose_devices(c.devices, c.kinds, "lanes.devices");
   if (!chosen_r) return chosen_r.status();
@@ -393,6 +417,14 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
       if (!a) return a.status();
       ctx->worker_apps.push_back(std::move(*a));
       app = ctx->worker_apps.back();
+      // Its device lanes: the same built program with this app's tables (its keys, by its own flow ids).
+      for (auto& l : pw.lanes) {
+        if (l.kind != LaneSpec::Kind::kOpenCL) continue;
+        auto prog = l.program->with_tables_of(*app);
+        if (!prog) return error(prog.status().code(), "lanes.workers (--workers): worker {}, lane {}: {}", w, l.lane.name,
+                                prog.status().message());
+        l.program = std::move(*prog);
+      }
     }
     auto wp = Pipeline::create(std::move(pw), app, *rxv[w], txv[w]);
     if (!wp) return wp.status();
@@ -405,6 +437,14 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   auto p = Pipeline::create(std::move(pc), ctx->app, *ctx->rx, txv[0]);
   if (!p) return p.status();
   ctx->pipeline = std::move(*p);
+  // Every worker has a lane on each device (its own queue and buffers there): the learner and `hpr ctl` address lane
+  // i of every worker alike, so a device one worker could not open is a failed start, not a left-out lane.
+  for (size_t w = 0; w < workers_made.size(); ++w)
+    if (workers_made[w]->lane_count() != ctx->pipeline->lane_count())
+      return error(Code::kUnavailable,
+                   "lanes.workers (--workers): workers 0 and {} could not start the same lanes ({}); give fewer workers "
+                   "or --devices none",
+                   w + 1, fmt::join(workers_made[w]->left_out().empty() ? ctx->pipeline->left_out() : workers_made[w]->left_out(), "; "));
   for (auto& w : workers_made) ctx->pipeline->add_worker(std::move(w));
   // Devices whose lane could not start (queues, buffers) are left out too.
   for (const auto& why : ctx->pipeline->left_out()) {

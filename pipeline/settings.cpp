@@ -120,6 +120,29 @@ Setting uint_setting(std::string_view key, std::string_view flag, std::string_vi
   return s;
 }
 
+// lanes.workers: auto (the default) or 1..kMaxWorkers.
+Setting workers_setting() {
+  Setting s{"lanes.workers", "--workers",
+            "Workers: threads that each receive, classify, run the app and transmit, each pinned to a core of its own, "
+            "each with a lane on every device (auto or 1..64; auto, the default: one per core where the input is a "
+            "DPDK port with RSS, else 1). A DPDK port with RSS gives each worker an rx queue, other ports are spread "
+            "over the workers by flow hash",
+            Arg::kOne, nullptr};
+  s.apply = [name = s.name()](RunConfig& c, const SettingValue& v) -> Status {
+    if (v.node != nullptr ? v.node->value<std::string>() == "auto" : last_arg(v) == "auto") {
+      c.workers_auto = true;
+      c.workers = 1;
+      return Status::ok();
+    }
+    auto x = uint_of(v, name, 1, kMaxWorkers);
+    if (!x) return error(x.status().code(), "{}, or auto", x.status().message());
+    c.workers_auto = false;
+    c.workers = static_cast<uint32_t>(*x);
+    return Status::ok();
+  };
+  return s;
+}
+
 Setting num_setting(std::string_view key, std::string_view flag, std::string_view help, double lo, double hi,
                     Ref<double> ref) {
   Setting s{key, flag, help, Arg::kOne, nullptr};
@@ -541,11 +564,7 @@ std::vector<Setting> make_settings() {
                    HPR_REF(std::vector<std::string>, devices)),
       kind_setting(),
       uint_setting("lanes.native", "--native", "Native CPU lanes (0..64)", 0, 64, HPR_SET(uint32_t, native_lanes)),
-      uint_setting("lanes.workers", "--workers",
-                   "Workers: threads that each receive, classify, run the app and transmit, each pinned to a core of "
-                   "its own (1..64, default 1). Above 1: --devices none --native 1; a DPDK port with RSS gives each "
-                   "worker an rx queue, other ports are spread over the workers by flow hash",
-                   1, kMaxWorkers, HPR_SET(uint32_t, workers)),
+      workers_setting(),
       list_setting("lanes.cores", "--cores",
                    "Cores of the workers, in order (comma-separated; default: the cores this process may run on)", true,
                    HPR_REF(std::vector<std::string>, cores)),

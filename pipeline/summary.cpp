@@ -53,6 +53,34 @@ void Summary::add_worker(const Summary& w) {
   }
 }
 
+Summary Summary::lanes_by_index(size_t per_worker) const {
+  if (per_worker == 0 || lanes.size() <= per_worker || lanes.size() % per_worker != 0) return *this;
+  Summary f = *this;
+  f.lanes.resize(per_worker);
+  const double workers = static_cast<double>(lanes.size() / per_worker);
+  for (size_t i = 0; i < per_worker; ++i) {
+    LaneSummary& l = f.lanes[i];
+    if (size_t c = l.name.find(':'); l.name.starts_with('w') && c != std::string::npos) l.name.erase(0, c + 1);
+    l.utilisation /= workers;
+    for (size_t k = i + per_worker; k < lanes.size(); k += per_worker) {
+      const LaneSummary& o = lanes[k];
+      l.batches += o.batches;
+      l.packets += o.packets;
+      l.events += o.events;
+      l.queue_full += o.queue_full;
+      l.utilisation += o.utilisation / workers;
+      l.p50_ns = std::max(l.p50_ns, o.p50_ns);
+      l.p99_ns = std::max(l.p99_ns, o.p99_ns);
+      if (l.state == "running" && o.state != "running") {
+        l.state = o.state;
+        l.failure = o.failure;
+      }
+    }
+    l.mean_batch = l.batches == 0 ? 0 : static_cast<double>(l.packets) / static_cast<double>(l.batches);
+  }
+  return f;
+}
+
 std::string Summary::to_json() const {
   nlohmann::json j;
   j["seconds"] = seconds;

@@ -74,6 +74,11 @@ struct Summary {
   // histograms added and their percentiles read again, lanes listed after these. The time, the app's and the
   // balancer's fields stay this worker's. Shaping is per run, not per worker (validate() refuses it with workers).
   void add_worker(const Summary& w);
+  // The workers' lanes folded by their index in a worker (each worker has the same `per_worker` lanes, listed in
+  // worker order): lane i is the sum of every worker's lane i (packets, batches, events, queue_full; utilisation the
+  // mean, latency the largest), named without the "wN:" prefix, running only while every worker's is. The learner's
+  // view: it sets lane i of every worker alike. A snapshot of one worker is returned as it is.
+  Summary lanes_by_index(size_t per_worker) const;
 };
 
 // "[  3.0s] in 1.234 Mpps out ... | drops N | p50 .. us p99 .. us | power ..": rates over the interval

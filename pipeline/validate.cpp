@@ -239,13 +239,10 @@ Status validate_workers(const RunConfig& c) {
       return error(Code::kInvalidArgument, "lanes.cores (--cores): '{}' is not a core number", core);
   if (c.workers == 1) return Status::ok();
   constexpr const char* kWhy = "with lanes.workers (--workers) above 1";
-  if (c.devices != std::vector<std::string>{"none"})
+  if (c.native_lanes > 1)
     return error(Code::kInvalidArgument,
-                 "lanes.devices (--devices): {} every worker runs native lanes: give --devices none (device lanes "
-                 "shared by workers are not built yet), or --workers 1",
-                 kWhy);
-  if (c.native_lanes != 1)
-    return error(Code::kInvalidArgument, "lanes.native (--native): {} each worker is one native lane: give --native 1",
+                 "lanes.native (--native): {} each worker has at most one native lane: give --native 1 (or 0 with "
+                 "devices)",
                  kWhy);
   if (c.run_to_completion_given && !c.run_to_completion)
     return error(Code::kInvalidArgument,

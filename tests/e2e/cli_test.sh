@@ -57,9 +57,13 @@ for path, dst, src in ((sys.argv[1], "02000000000a", "020000000001"), (sys.argv[
         off += 16 + incl
     assert ipv4 > 100, (path, ipv4)
 PY
-# issue 12: workers with device lanes, and more workers than cores, refused before the run.
-expect 2 "lanes.devices (--devices): with lanes.workers (--workers) above 1" run --workers 2 --packets 100 -q
-expect 2 "lanes.workers (--workers): 65 is not in 1..64" run --workers 65 --devices none --packets 100 -q
+# issue 12: what workers cannot be given, refused before the run; auto is a count too.
+expect 2 "lanes.native (--native): with lanes.workers (--workers) above 1" run --workers 2 --native 2 --packets 100 -q
+expect 2 "lanes.workers (--workers): 65 is not in 1..64, or auto" run --workers 65 --devices none --packets 100 -q
+expect 2 "lanes.workers (--workers): 'many' is not an integer in 1..64, or auto" run --workers many --packets 100 -q
+"$hpr" run --workers auto --devices none --packets 100 >"$tmp/auto.log" 2>&1 &&
+  grep -q "workers 1 (auto: the input has no RSS" "$tmp/auto.log" && echo "ok: --workers auto says what it chose" ||
+  fail "--workers auto: $(cat "$tmp/auto.log")"
 expect 2 "lanes.cores (--cores): 'x' is not a core number" run --workers 1 --cores x --devices none --packets 100 -q
 
 # SIGTERM with packets in flight: rx stops, queues and batches drain, the summary balances, exit 0.

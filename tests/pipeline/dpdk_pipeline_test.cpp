@@ -24,7 +24,8 @@ std::vector<std::string> vdevs() {
           "net_pcap4,rx_pcap=" + kSkype, "net_pcap5,tx_pcap=" + tmp_path("dpdk_port0.pcap"),
           "net_pcap6,tx_pcap=" + tmp_path("dpdk_port1.pcap"),
           "net_pcap7,rx_pcap=" + kQ0 + ",rx_pcap=" + kQ1, "net_pcap8,tx_pcap=" + tmp_path("dpdk_workers_out.pcap"),
-          "net_pcap9,rx_pcap=" + kSkype, "net_null0", "net_null1,no-rx=1"};
+          "net_pcap9,rx_pcap=" + kSkype, "net_null0", "net_null1,no-rx=1",
+          "net_pcap10,rx_pcap=" + kQ0 + ",rx_pcap=" + kQ1};  // net_pcap10: asked for its queues only
 }
 }  // namespace
 
@@ -135,6 +136,41 @@ TEST_CASE("two workers on a DPDK port with one rx queue: refused with --rx-sprea
   auto cap = load_capture(kSkype);
   REQUIRE(cap.is_ok());
   CHECK(s.rx_packets == cap->size());
+}
+
+TEST_CASE("lanes.workers = auto: one worker unless the input is a DPDK port whose queues the workers can take") {
+  RunConfig c = base_config();
+  c.vdevs = vdevs();
+  REQUIRE(c.workers_auto);  // the default
+  c.input = {.kind = "generator", .gen_packets = 100};
+  auto r = resolve_workers(c);
+  REQUIRE(r.is_ok());
+  CHECK(c.workers == 1);
+  CHECK_FALSE(c.workers_auto);
+  CHECK_THAT(*r, Catch::StartsWith("1 (auto: the input has no RSS"));
+  // net_pcap has no RSS: one worker, and the words say how to take its queues anyway.
+  c.workers_auto = true;
+  c.input = {.kind = "dpdk", .dpdk_port = "net_pcap10"};
+  r = resolve_workers(c);
+  REQUIRE(r.is_ok());
+  CHECK(c.workers == 1);
+  CHECK_THAT(*r, Catch::Contains("net_pcap10") && Catch::Contains("no RSS") && Catch::Contains("--rx-spread queues"));
+  // Its two rx queues taken as they are: a worker on each, as many as there are cores.
+  c.workers_auto = true;
+  c.rx_spread = "queues";
+  r = resolve_workers(c);
+  REQUIRE(r.is_ok());
+  CHECK(c.workers == std::min<size_t>(2, cores_here().size()));
+  // A count given is kept; an unknown port is an error naming it.
+  c.workers_auto = false;
+  c.workers = 1;
+  r = resolve_workers(c);
+  REQUIRE(r.is_ok());
+  CHECK(r->empty());
+  CHECK(c.workers == 1);
+  c.workers_auto = true;
+  c.input = {.kind = "dpdk", .dpdk_port = "net_nothere"};
+  CHECK_THAT(resolve_workers(c).status().message(), Catch::Contains("net_nothere"));
 }
 
 TEST_CASE("two DPDK outputs with a neighbour table: each packet leaves by its next hop's port, MACs rewritten") {
