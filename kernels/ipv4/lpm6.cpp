@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -100,31 +101,39 @@ uint32_t Lpm6::lookup(const uint8_t* a) const {
 }
 
 void Lpm6::lookup_bulk(const uint8_t (*addrs)[16], uint32_t* next_hops, uint32_t n) const {
-  constexpr uint32_t kChunk = 32;
+  constexpr uint32_t kChunk = 64;
   const uint32_t* t24 = tbl24_.get();
   const uint32_t* t8 = tbl8_.get();
   for (uint32_t base = 0; base < n; base += kChunk) {
     const uint32_t m = std::min(kChunk, n - base);
     const uint8_t (*a)[16] = addrs + base;
-    uint32_t e[kChunk];
-    uint32_t any = 0;
+    // out[i] holds entry - 1 throughout: the next hop once final (0, no route, wraps to kNoNextHop), and
+    // for a group pointer kExt | (group - 1) (groups are >= 1), so the group is (out[i] + 1) & ~kExt.
+    uint32_t* out = next_hops + base;
+    uint8_t act[kChunk];  // addresses whose entry still points to a group
+    uint32_t na = 0;
     for (uint32_t i = 0; i < m; ++i) {
-      e[i] = t24[(uint32_t{a[i][0]} << 16) | (uint32_t{a[i][1]} << 8) | a[i][2]];
-      any |= e[i];
+      uint32_t w;
+      std::memcpy(&w, a[i], 4);
+      if constexpr (std::endian::native == std::endian::little) w = __builtin_bswap32(w);
+      const uint32_t x = t24[w >> 8];
+      out[i] = x - 1;
+      act[na] = static_cast<uint8_t>(i);
+      na += x >> 31;
     }
-    // One level for the whole chunk per round; a final entry reads group 0 (all zero, cached) and keeps
-    // its value, so the round has no data-dependent branch.
-    for (uint32_t depth = 3; (any & kExt) != 0 && depth < 16; ++depth) {
-      any = 0;
-      for (uint32_t i = 0; i < m; ++i) {
-        const uint32_t x = e[i];
-        const uint32_t ext = 0u - (x >> 31);  // all ones when x points to a group
-        const uint32_t y = t8[(size_t{x & ~kExt & ext} << 8) | (a[i][depth] & ext)];
-        e[i] = (y & ext) | (x & ~ext);
-        any |= e[i];
+    // One level per round for the addresses still active, compacted without branches: the loads of a
+    // round are independent of each other.
+    for (uint32_t depth = 3; na != 0 && depth < 16; ++depth) {
+      uint32_t nn = 0;
+      for (uint32_t j = 0; j < na; ++j) {
+        const uint32_t i = act[j];
+        const uint32_t x = t8[(size_t{(out[i] + 1) & ~kExt} << 8) | a[i][depth]];
+        out[i] = x - 1;
+        act[nn] = static_cast<uint8_t>(i);
+        nn += x >> 31;
       }
+      na = nn;
     }
-    for (uint32_t i = 0; i < m; ++i) next_hops[base + i] = e[i] - 1;
   }
 }
 

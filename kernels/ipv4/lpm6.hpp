@@ -5,15 +5,14 @@
 //   0                 no route
 //   bit 31 set        index of the next 256-entry group (bits 0..30)
 //   otherwise         next_hop + 1
-// Group 0 is never used by a route: it stays all zero so that the bulk lookup can read it instead of
-// branching (an entry that is final reads group 0 and keeps its value). A /48 costs the first-level
+// Group 0 is never used by a route (it stays all zero). A /48 costs the first-level
 // load and three group loads, as in rte_lpm6. No pointers: the two arrays are the OpenCL buffers that
 // kernels/ipv4/ipv4.cl walks.
 //
-// lookup_bulk walks a chunk of addresses one level at a time (all of them at level k, then all at
-// level k+1), so the independent loads of different addresses overlap instead of each address's
-// chain of dependent loads running alone (rte_lpm6_lookup_bulk_func walks one address to its end
-// before starting the next).
+// lookup_bulk walks a chunk of 64 addresses one level at a time (every address still pointing to a
+// group at level k, then those at level k+1, the list compacted without branches), so the independent
+// loads of different addresses overlap instead of each address's chain of dependent loads running
+// alone (rte_lpm6_lookup_bulk_func walks one address to its end before starting the next).
 //
 // Duplicate prefixes: the later route wins. Groups are sized exactly from the routes.
 #include <cstddef>
