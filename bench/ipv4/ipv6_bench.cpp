@@ -110,6 +110,12 @@ int main(int argc, char** argv) {
              seed, routes.size(), routes.size() - prefixes, lpm->num_groups(),
              (lpm->tbl24_bytes() + lpm->tbl8_bytes()) >> 20);
 
+  {
+    size_t first = 0;  // capture addresses whose first-level entry is final (one load)
+    for (const auto& a : cap)
+      first += (static_cast<const uint32_t*>(lpm->tbl24())[(a[0] << 16) | (a[1] << 8) | a[2]] & Lpm6::kExt) == 0;
+    fmt::print("capture addresses final at the first level: {} of {}\n", first, cap.size());
+  }
   std::vector<Ipv6Addr> random = synth6::addresses_in(table, num_addrs, seed + 1);
   const size_t cap_unique = cap.size();
   for (size_t i = 0; cap.size() < num_addrs && cap_unique > 0; ++i) cap.push_back(cap[i % cap_unique]);

@@ -11,6 +11,8 @@ namespace {
 
 constexpr uint8_t reason(DropReason r) { return static_cast<uint8_t>(r); }
 
+constexpr uint32_t kChunk = 64;  // packets per validate / bulk-lookup / rewrite round of run_native
+
 // Validates one header; returns 0 when it may be forwarded, 2 for an IPv6 packet (check6 next), 1 when
 // the result is set (dropped or passed on).
 inline uint8_t check(const Desc& d, const uint8_t* h, Ipv4Result& r, const Ipv4Config& cfg) {
@@ -70,9 +72,9 @@ inline uint8_t check6(const Desc& d, const uint8_t* h, Ipv4Result& r) {
 // IPv6 packets idx[0..n) of the batch (all of them passed check() as IPv6): check, LPM6, hop limit - 1.
 void Ipv4App::run_native6(const BatchView& batch, const uint32_t* idx, uint32_t n) const {
   auto* res = reinterpret_cast<Ipv4Result*>(batch.out);
-  uint8_t dst[64][16];
-  uint32_t ok[64];
-  uint32_t nh[64];
+  uint8_t dst[kChunk][16];  // n <= kChunk: run_native calls this once per chunk
+  uint32_t ok[kChunk];
+  uint32_t nh[kChunk];
   uint32_t k = 0;
   for (uint32_t j = 0; j < n; ++j) {
     const uint32_t i = idx[j];
@@ -112,7 +114,6 @@ void Ipv4App::run_native(const BatchView& batch) const {
   // Chunks: validate (prefetching each destination's first-level LPM entry: about +5% measured), then
   // one bulk LPM lookup for the survivors, then rewrite. The chunk
   // arrays live on the stack (no allocation on the hot path).
-  constexpr uint32_t kChunk = 64;
   auto* res = reinterpret_cast<Ipv4Result*>(batch.out);
   for (uint32_t base = 0; base < batch.n; base += kChunk) {
     const uint32_t m = std::min(kChunk, batch.n - base);
