@@ -119,6 +119,7 @@ constexpr BenchEntry kBenches[] = {
     {"classify", "bench/runtime/classify_fwd", "rx -> classify -> tx through DPDK, and the classifier alone (issue 2)"},
     {"generator", "bench/generator/generator_bench", "traffic generator rate"},
     {"ipv4", "bench/ipv4/ipv4_bench", "LPM beside DPDK rte_lpm, native forwarding"},
+    {"ipv6", "bench/ipv4/ipv6_bench", "IPv6 LPM beside DPDK rte_lpm6 (synthetic IPv6 table)"},
     {"apps", "bench/apps/app_bench", "every app on the native lane and each OpenCL device, beside its peer (issue 3)"},
     {"dpi", "bench/dpi/dpi_bench", "Aho-Corasick beside Hyperscan (full ET set and >= 4-byte patterns)"},
     {"crypto", "bench/crypto/crypto_bench", "MD5 and AES-128-CBC beside OpenSSL EVP"},

@@ -29,7 +29,9 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     if (!load) return error(load.status().code(), "app.routes (--routes): {}", load.status().message());
     spdlog::info("routes: {} IPv4 prefixes from {} ({} IPv6 lines skipped, {} duplicates, later line wins)",
                  load->routes.size(), routes, load->ipv6_skipped, load->duplicates);
-    auto a = ipv4::Ipv4App::create(load->routes, c);
+    if (!load->routes6.empty())
+      spdlog::info("routes: {} IPv6 prefixes from {} routed by the IPv6 path (LPM6)", load->routes6.size(), routes);
+    auto a = ipv4::Ipv4App::create(load->routes, c, load->routes6);
     if (!a) return error(a.status().code(), "app.routes (--routes): {}", a.status().message());
     return std::shared_ptr<App>(std::move(*a));
   }

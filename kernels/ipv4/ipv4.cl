@@ -9,7 +9,12 @@
 // host sends ICMP Time Exceeded); LPM miss without a default → NO_ROUTE; otherwise TTL - 1 with the
 // RFC 1624 incremental checksum update written back into the slice, next hop and port in `out`.
 //
-// Build options (from Ipv4App::build_options): LPM_WIDE (32-bit entries, else 16-bit),
+// IPv6 (IPV6_ROUTES, issue 18): desc.flags bit 15 set with a non-zero byte count = an IPv6 packet whose
+// slice is its 40-byte fixed header: < 40 bytes → TRUNCATED; version != 6 → BAD_VERSION; 40 + payload
+// length beyond the frame → BAD_TOTAL_LENGTH; hop limit <= 1 → TTL_EXCEEDED; LPM6 miss → default or
+// NO_ROUTE; else hop limit - 1. LPM6 (lpm6.hpp): tbl6_24 on the top 24 bits, then 256-entry groups.
+//
+// Build options (from Ipv4App::build_options): LPM_WIDE (32-bit entries, else 16-bit), IPV6_ROUTES,
 // IPV4_DEFAULT_NH (LPM miss → this next hop), IPV4_NON_IPV4_PORT (else drop), DROP_* reason codes.
 
 typedef struct {
@@ -22,6 +27,7 @@ typedef struct {
 #define RES_ICMP_TIME_EXCEEDED 1
 #define RES_NOT_IPV4 2
 #define RES_DEFAULT_ROUTE 4
+#define RES_IPV6 8
 
 #define DESC_NOT_IPV4 0x8000
 #define DESC_AVAIL_MASK 0x7fff
@@ -34,8 +40,55 @@ typedef ushort lpm_e;
 #define LPM_EXT 0x8000u
 #endif
 
+#ifdef IPV6_ROUTES
+ipv4_result ipv6_fwd(uint avail, uint len, __global uchar* h, __global const uint* t24,
+                            __global const uint* t8) {
+  ipv4_result r;
+  r.next_hop = 0xffffffffu;
+  r.out_port = 0;
+  r.drop = 0;
+  r.flags = RES_IPV6;
+  if (len < 40) {
+    r.drop = DROP_TRUNCATED;
+    return r;
+  }
+  if ((h[0] >> 4) != 6) {
+    r.drop = DROP_BAD_VERSION;
+    return r;
+  }
+  if (40u + (((uint)h[4] << 8) | h[5]) > avail) {
+    r.drop = DROP_BAD_TOTAL_LENGTH;
+    return r;
+  }
+  if (h[7] <= 1) {
+    r.drop = DROP_TTL_EXCEEDED;
+    r.flags = RES_IPV6 | RES_ICMP_TIME_EXCEEDED;
+    return r;
+  }
+  uint e = t24[((uint)h[24] << 16) | ((uint)h[25] << 8) | h[26]];
+  for (uint k = 27; (e & 0x80000000u) != 0 && k < 40; ++k) e = t8[((e & 0x7fffffffu) << 8) | h[k]];
+  uint nh;
+  if (e != 0) {
+    nh = e - 1;
+  } else {
+#ifdef IPV4_DEFAULT_NH
+    nh = IPV4_DEFAULT_NH;
+    r.flags = RES_IPV6 | RES_DEFAULT_ROUTE;
+#else
+    r.drop = DROP_NO_ROUTE;
+    return r;
+#endif
+  }
+  h[7] = (uchar)(h[7] - 1);
+  r.next_hop = nh;
+  r.out_port = (ushort)nh;
+  return r;
+}
+#endif
+
 __kernel void ipv4_fwd(__global const hpr_desc* desc, uint n, __global uchar* pkts, __global ipv4_result* out,
-                       __global const lpm_e* tbl24, __global const lpm_e* tbl8) {
+                       __global const lpm_e* tbl24, __global const lpm_e* tbl8, __global const uint* tbl6_24,
+                       __global const uint* tbl6_8) {
   uint i = get_global_id(0);
   if (i >= n) return;
   hpr_desc d = desc[i];
@@ -46,6 +99,12 @@ __kernel void ipv4_fwd(__global const hpr_desc* desc, uint n, __global uchar* pk
   r.flags = 0;
 
   if (d.flags & DESC_NOT_IPV4) {
+#ifdef IPV6_ROUTES
+    if ((d.flags & DESC_AVAIL_MASK) != 0) {
+      out[i] = ipv6_fwd(d.flags & DESC_AVAIL_MASK, d.len, pkts + d.off, tbl6_24, tbl6_8);
+      return;
+    }
+#endif
     r.flags = RES_NOT_IPV4;
 #ifdef IPV4_NON_IPV4_PORT
     r.out_port = IPV4_NON_IPV4_PORT;

@@ -10,11 +10,14 @@ namespace {
 
 class Ipv4Tables final : public DeviceTables {
  public:
-  Ipv4Tables(cl::Buffer t24, cl::Buffer t8) : tbl24_(std::move(t24)), tbl8_(std::move(t8)) {}
+  Ipv4Tables(cl::Buffer t24, cl::Buffer t8, cl::Buffer t6_24, cl::Buffer t6_8)
+      : tbl24_(std::move(t24)), tbl8_(std::move(t8)), tbl6_24_(std::move(t6_24)), tbl6_8_(std::move(t6_8)) {}
   Status bind(cl::Kernel& kernel) override {
     try {
       kernel.setArg(4, tbl24_);
       kernel.setArg(5, tbl8_);
+      kernel.setArg(6, tbl6_24_);
+      kernel.setArg(7, tbl6_8_);
     } catch (const cl::Error& e) {
       return error(Code::kUnavailable, "ipv4: setting table arguments failed: {} ({})", e.what(), e.err());
     }
@@ -24,6 +27,8 @@ class Ipv4Tables final : public DeviceTables {
  private:
   cl::Buffer tbl24_;
   cl::Buffer tbl8_;
+  cl::Buffer tbl6_24_;
+  cl::Buffer tbl6_8_;
 };
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -40,7 +45,8 @@ Result<RouteLoad> load_routes(const std::string& path, RouteFormat format, uint3
   return format == RouteFormat::kIpasn ? load_ipasn(path, num_ports) : load_route_text(path, addrs);
 }
 
-Result<std::unique_ptr<Ipv4App>> Ipv4App::create(std::span<const Route> routes, const Ipv4Config& config) {
+Result<std::unique_ptr<Ipv4App>> Ipv4App::create(std::span<const Route> routes, const Ipv4Config& config,
+                                                 std::span<const Route6> routes6) {
   if (config.num_ports == 0) return error(Code::kInvalidArgument, "ipv4: num_ports must be at least 1");
   if (routes.empty()) return error(Code::kInvalidArgument, "ipv4: empty route table");
   for (const Route& r : routes) {
@@ -57,20 +63,38 @@ Result<std::unique_ptr<Ipv4App>> Ipv4App::create(std::span<const Route> routes, 
     return error(Code::kInvalidArgument, "ipv4: non_ipv4_port {} must be < num_ports {}", *config.non_ipv4_port,
                  config.num_ports);
   }
+  for (const Route6& r : routes6) {
+    if (r.next_hop >= config.num_ports) {
+      return error(Code::kInvalidArgument, "ipv4: route {}/{} has next hop {} but num_ports is {} (next hops are ports)",
+                   format_ipv6(r.prefix), r.len, r.next_hop, config.num_ports);
+    }
+  }
   auto lpm = FlatLpm::build(routes, config.lpm_width);
   if (!lpm) return lpm.status();
-  return std::unique_ptr<Ipv4App>(new Ipv4App(std::move(lpm).value(), config));
+  std::optional<Lpm6> lpm6;
+  if (!routes6.empty()) {
+    auto l6 = Lpm6::build(routes6);
+    if (!l6) return l6.status();
+    lpm6.emplace(std::move(l6).value());
+  }
+  return std::unique_ptr<Ipv4App>(new Ipv4App(std::move(lpm).value(), std::move(lpm6), config));
 }
 
 Result<std::unique_ptr<Ipv4App>> Ipv4App::from_file(const std::string& path, const Ipv4Config& config,
                                                    RouteFormat format) {
   auto routes = load_routes(path, format, config.num_ports);
   if (!routes) return routes.status();
-  return create(routes->routes, config);
+  return create(routes->routes, config, routes->routes6);
 }
 
 Slice Ipv4App::slice(const Packet& p) const {
-  if (p.l3 != L3::kIPv4) return Slice{0, 0, kDescNotIpv4};
+  if (p.l3 != L3::kIPv4) {
+    if (p.l3 != L3::kIPv6 || !lpm6_) return Slice{0, 0, kDescNotIpv4};
+    if (p.l3_off == kNoOffset || p.l3_off >= p.len) return Slice{0, 0, 0};  // kTruncated, as for IPv4
+    const uint32_t avail6 = p.len - p.l3_off;
+    return Slice{p.l3_off, static_cast<uint16_t>(std::min(avail6, kIpv6HeaderBytes)),
+                 static_cast<uint16_t>(kDescNotIpv4 | std::min<uint32_t>(avail6, kDescAvailMask))};
+  }
   if (p.l3_off == kNoOffset || p.l3_off >= p.len) return Slice{0, 0, 0};
   const uint32_t avail = p.len - p.l3_off;
   uint32_t want = std::max<uint32_t>(20, (p.data[p.l3_off] & 0xfu) * 4u);
@@ -97,6 +121,7 @@ std::string Ipv4App::build_options() const {
       d(DropReason::kTruncated), d(DropReason::kBadVersion), d(DropReason::kBadIhl), d(DropReason::kBadTotalLength),
       d(DropReason::kBadChecksum), d(DropReason::kTtlExceeded), d(DropReason::kNoRoute), d(DropReason::kNotIPv4));
   if (lpm_.wide()) o += " -DLPM_WIDE";
+  if (lpm6_) o += " -DIPV6_ROUTES";
   if (config_.default_next_hop) o += fmt::format(" -DIPV4_DEFAULT_NH={}u", *config_.default_next_hop);
   if (config_.non_ipv4_port) o += fmt::format(" -DIPV4_NON_IPV4_PORT={}", *config_.non_ipv4_port);
   return o;
@@ -108,10 +133,16 @@ Result<std::unique_ptr<DeviceTables>> Ipv4App::make_device_tables(const cl::Cont
     // COPY_HOST_PTR: one upload at start; the tables never change while the app runs.
     cl::Buffer t24(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, lpm_.tbl24_bytes(), const_cast<void*>(lpm_.tbl24()));
     cl::Buffer t8(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, lpm_.tbl8_bytes(), const_cast<void*>(lpm_.tbl8()));
-    return std::unique_ptr<DeviceTables>(new Ipv4Tables(std::move(t24), std::move(t8)));
+    static const uint32_t kNone6 = 0;  // placeholder: no IPv6 routes, the kernel never reads it
+    const void* p24 = lpm6_ ? lpm6_->tbl24() : &kNone6;
+    const void* p8 = lpm6_ ? lpm6_->tbl8() : &kNone6;
+    cl::Buffer t6_24(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, lpm6_ ? lpm6_->tbl24_bytes() : 4, const_cast<void*>(p24));
+    cl::Buffer t6_8(ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, lpm6_ ? lpm6_->tbl8_bytes() : 4, const_cast<void*>(p8));
+    return std::unique_ptr<DeviceTables>(new Ipv4Tables(std::move(t24), std::move(t8), std::move(t6_24), std::move(t6_8)));
   } catch (const cl::Error& e) {
-    return error(Code::kUnavailable, "ipv4: uploading LPM tables ({} + {} bytes) failed: {} ({})", lpm_.tbl24_bytes(),
-                 lpm_.tbl8_bytes(), e.what(), e.err());
+    return error(Code::kUnavailable, "ipv4: uploading LPM tables ({} + {} bytes, IPv6 {} bytes) failed: {} ({})",
+                 lpm_.tbl24_bytes(), lpm_.tbl8_bytes(), lpm6_ ? lpm6_->tbl24_bytes() + lpm6_->tbl8_bytes() : 0,
+                 e.what(), e.err());
   }
 }
 

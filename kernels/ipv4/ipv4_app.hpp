@@ -10,11 +10,21 @@
 //    can check the total length against the frame; bit 15 (kDescNotIpv4) marks a non-IPv4 packet.
 //  * out = one Ipv4Result (8 bytes) per packet; the slice is modified in place (TTL, checksum) and
 //    written back (writes_back() == true).
-//  * device tables: FlatLpm tbl24 and tbl8 (kernel arguments 4 and 5), uploaded once per context.
+//  * device tables: FlatLpm tbl24 and tbl8 (kernel arguments 4 and 5), Lpm6 tbl24 and tbl8 (6 and 7;
+//    4-byte placeholders when the route file has no IPv6 prefix), uploaded once per context.
+//
+// IPv6 (issue 18): when the route file holds IPv6 prefixes (RouteLoad::routes6), IPv6 packets are routed
+// too. Their slice is the 40-byte fixed header (min(40, bytes to end of frame)) and Desc::flags =
+// kDescNotIpv4 | bytes to the end of the frame (never 0: an IPv6 packet without a byte of header gets
+// the empty IPv4 slice and kTruncated). Per packet: < 40 bytes → kTruncated; version != 6 →
+// kBadVersion; 40 + payload length > frame → kBadTotalLength; hop limit <= 1 → kTtlExceeded (flag
+// kResIcmpTimeExceeded; build_icmpv6_time_exceeded); LPM6 miss → default_next_hop or kNoRoute; else hop
+// limit - 1 written back. Every IPv6 result carries kResIpv6. Without IPv6 prefixes nothing changes:
+// IPv6 goes to non_ipv4_port (or kNotIPv4) like every other non-IPv4 packet.
 //
 // Per packet (kernel and native, byte-identical): see ipv4.cl's header comment. The check order gives
 // exactly one DropReason per dropped packet: kNotIPv4 (only when non_ipv4_port is unset), kTruncated,
-// kBadVersion, kBadIhl, kBadTotalLength, kBadChecksum, kTtlExceeded, kNoRoute.
+// kBadVersion, kBadIhl, kBadTotalLength, kBadChecksum, kTtlExceeded, kNoRoute (IPv6: see above).
 //
 // finish() sets Packet::drop for dropped packets and Packet::out_port (= next hop) for the others.
 // With a neighbour table (set_neighbours) it also does l3fwd's Ethernet rewrite on every forwarded IPv4 packet,
@@ -31,6 +41,7 @@
 
 #include "kernels/app.hpp"
 #include "kernels/ipv4/lpm.hpp"
+#include "kernels/ipv4/lpm6.hpp"
 #include "kernels/ipv4/routes.hpp"
 
 namespace hpr::kernels::ipv4 {
@@ -46,10 +57,12 @@ static_assert(sizeof(Ipv4Result) == 8);
 inline constexpr uint8_t kResIcmpTimeExceeded = 1;  // TTL <= 1: send ICMP Time Exceeded
 inline constexpr uint8_t kResNotIpv4 = 2;           // packet was not IPv4 (passed to the default port or dropped)
 inline constexpr uint8_t kResDefaultRoute = 4;      // LPM miss, forwarded by the default next hop
+inline constexpr uint8_t kResIpv6 = 8;              // an IPv6 packet the IPv6 path handled (routes6 non-empty)
 
 inline constexpr uint16_t kDescNotIpv4 = 0x8000;
 inline constexpr uint16_t kDescAvailMask = 0x7fff;
 inline constexpr uint32_t kMaxHeaderBytes = 60;
+inline constexpr uint32_t kIpv6HeaderBytes = 40;
 
 struct Ipv4Config {
   // Ports of the router. Next hops are output ports, so every next hop must be < num_ports; for the
@@ -93,8 +106,10 @@ struct Neighbour {
 class Ipv4App final : public App {
  public:
   // Errors: kInvalidArgument for num_ports == 0, a next hop or default_next_hop >= num_ports (names the
-  // route), non_ipv4_port >= num_ports, an empty table; those of FlatLpm::build.
-  static Result<std::unique_ptr<Ipv4App>> create(std::span<const Route> routes, const Ipv4Config& config);
+  // route), non_ipv4_port >= num_ports, an empty table; those of FlatLpm::build and Lpm6::build.
+  // `routes6` empty: IPv6 is not routed (non_ipv4_port or kNotIPv4, as before issue 18).
+  static Result<std::unique_ptr<Ipv4App>> create(std::span<const Route> routes, const Ipv4Config& config,
+                                                 std::span<const Route6> routes6 = {});
   // load_routes + create.
   static Result<std::unique_ptr<Ipv4App>> from_file(const std::string& path, const Ipv4Config& config,
                                                    RouteFormat format = RouteFormat::kAuto);
@@ -124,11 +139,15 @@ class Ipv4App final : public App {
   const std::vector<Neighbour>& neighbours() const { return neighbours_; }
 
   const FlatLpm& lpm() const { return lpm_; }
+  const Lpm6* lpm6() const { return lpm6_ ? &*lpm6_ : nullptr; }
   const Ipv4Config& config() const { return config_; }
 
  private:
-  Ipv4App(FlatLpm lpm, const Ipv4Config& config) : lpm_(std::move(lpm)), config_(config) {}
+  Ipv4App(FlatLpm lpm, std::optional<Lpm6> lpm6, const Ipv4Config& config)
+      : lpm_(std::move(lpm)), lpm6_(std::move(lpm6)), config_(config) {}
+  void run_native6(const BatchView& batch, const uint32_t* idx, uint32_t n) const;
   FlatLpm lpm_;
+  std::optional<Lpm6> lpm6_;
   Ipv4Config config_;
   std::vector<Neighbour> neighbours_;  // empty: no rewrite
 };
@@ -142,5 +161,14 @@ class Ipv4App final : public App {
 // Errors: kInvalidArgument when p has no complete IPv4 header inside the frame, or `out` is shorter than
 // l3_off + 28 + IHL*4 + 8 bytes.
 Result<size_t> build_icmp_time_exceeded(const Packet& p, uint32_t router_addr, std::span<uint8_t> out);
+
+// ICMPv6 Time Exceeded (type 3, code 0 "hop limit exceeded in transit"; RFC 4443 §3.3) answering the IPv6
+// packet `p`, built like build_icmp_time_exceeded: the original L2 header with the MACs swapped; IPv6 with
+// traffic class and flow label 0, next header 58, hop limit 64, src = router_addr, dst = p's source;
+// ICMPv6 type 3, code 0, checksum over the RFC 8200 §8.1 pseudo-header, 4 unused zero bytes, then as much
+// of the invoking packet (from its IPv6 header, at most 40 + payload length bytes) as fits without the
+// reply's IPv6 packet exceeding the minimum MTU of 1280 bytes. Errors: kInvalidArgument when p has no
+// complete IPv6 header inside the frame, or `out` is too short.
+Result<size_t> build_icmpv6_time_exceeded(const Packet& p, const Ipv6Addr& router_addr, std::span<uint8_t> out);
 
 }  // namespace hpr::kernels::ipv4

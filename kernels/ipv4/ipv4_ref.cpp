@@ -11,10 +11,14 @@ namespace {
 
 constexpr uint8_t reason(DropReason r) { return static_cast<uint8_t>(r); }
 
-// Validates one header; returns 0 when it may be forwarded (dst filled) or the drop reason / result set.
+constexpr uint32_t kChunk = 64;  // packets per validate / bulk-lookup / rewrite round of run_native
+
+// Validates one header; returns 0 when it may be forwarded, 2 for an IPv6 packet (check6 next), 1 when
+// the result is set (dropped or passed on).
 inline uint8_t check(const Desc& d, const uint8_t* h, Ipv4Result& r, const Ipv4Config& cfg) {
   r = Ipv4Result{kNoNextHop, 0, 0, 0};
   if (d.flags & kDescNotIpv4) {
+    if ((d.flags & kDescAvailMask) != 0) return 2;  // IPv6 with routes6 (slice() sets it only then)
     r.flags = kResNotIpv4;
     if (cfg.non_ipv4_port) {
       r.out_port = *cfg.non_ipv4_port;
@@ -46,27 +50,90 @@ inline uint8_t check(const Desc& d, const uint8_t* h, Ipv4Result& r, const Ipv4C
   return r.drop != 0 ? 1 : 0;
 }
 
+// The IPv6 twin of check(): 0 when the packet may be forwarded, 1 when the result is set.
+inline uint8_t check6(const Desc& d, const uint8_t* h, Ipv4Result& r) {
+  r = Ipv4Result{kNoNextHop, 0, 0, kResIpv6};
+  const uint32_t avail = d.flags & kDescAvailMask;
+  if (d.len < kIpv6HeaderBytes) {
+    r.drop = reason(DropReason::kTruncated);
+  } else if ((h[0] >> 4) != 6) {
+    r.drop = reason(DropReason::kBadVersion);
+  } else if (kIpv6HeaderBytes + ((uint32_t{h[4]} << 8) | h[5]) > avail) {
+    r.drop = reason(DropReason::kBadTotalLength);
+  } else if (h[7] <= 1) {
+    r.drop = reason(DropReason::kTtlExceeded);
+    r.flags = kResIpv6 | kResIcmpTimeExceeded;
+  }
+  return r.drop != 0 ? 1 : 0;
+}
+
 }  // namespace
+
+// IPv6 packets idx[0..n) of the batch (all of them passed check() as IPv6): check, LPM6, hop limit - 1.
+void Ipv4App::run_native6(const BatchView& batch, const uint32_t* idx, uint32_t n) const {
+  auto* res = reinterpret_cast<Ipv4Result*>(batch.out);
+  uint8_t dst[kChunk][16];  // n <= kChunk: run_native calls this once per chunk
+  uint32_t ok[kChunk];
+  uint32_t nh[kChunk];
+  uint32_t k = 0;
+  for (uint32_t j = 0; j < n; ++j) {
+    const uint32_t i = idx[j];
+    const uint8_t* h = batch.slice(i);
+    Ipv4Result r;
+    if (check6(batch.desc[i], h, r) != 0) {
+      std::memcpy(res + i, &r, sizeof r);
+      continue;
+    }
+    std::memcpy(dst[k], h + 24, 16);
+    lpm6_->prefetch(dst[k]);
+    ok[k++] = i;
+  }
+  lpm6_->lookup_bulk(dst, nh, k);
+  for (uint32_t t = 0; t < k; ++t) {
+    const uint32_t i = ok[t];
+    Ipv4Result r{kNoNextHop, 0, 0, kResIpv6};
+    uint32_t hop = nh[t];
+    if (hop == kNoNextHop) {
+      if (!config_.default_next_hop) {
+        r.drop = reason(DropReason::kNoRoute);
+        std::memcpy(res + i, &r, sizeof r);
+        continue;
+      }
+      hop = *config_.default_next_hop;
+      r.flags |= kResDefaultRoute;
+    }
+    uint8_t* h = batch.slice(i);
+    h[7] = static_cast<uint8_t>(h[7] - 1);
+    r.next_hop = hop;
+    r.out_port = static_cast<uint16_t>(hop);
+    std::memcpy(res + i, &r, sizeof r);
+  }
+}
 
 void Ipv4App::run_native(const BatchView& batch) const {
   // Chunks: validate (prefetching each destination's first-level LPM entry: about +5% measured), then
   // one bulk LPM lookup for the survivors, then rewrite. The chunk
   // arrays live on the stack (no allocation on the hot path).
-  constexpr uint32_t kChunk = 64;
   auto* res = reinterpret_cast<Ipv4Result*>(batch.out);
   for (uint32_t base = 0; base < batch.n; base += kChunk) {
     const uint32_t m = std::min(kChunk, batch.n - base);
     uint32_t dst[kChunk];
     uint32_t idx[kChunk];
     uint32_t nh[kChunk];
+    uint32_t idx6[kChunk];
     uint32_t k = 0;
+    uint32_t k6 = 0;
     for (uint32_t j = 0; j < m; ++j) {
       const uint32_t i = base + j;
       const Desc& d = batch.desc[i];
       const uint8_t* h = batch.slice(i);
       Ipv4Result r;
-      if (check(d, h, r, config_) != 0) {
-        std::memcpy(res + i, &r, sizeof r);
+      if (const uint8_t c = check(d, h, r, config_); c != 0) {
+        if (c == 2) {
+          idx6[k6++] = i;
+        } else {
+          std::memcpy(res + i, &r, sizeof r);
+        }
         continue;
       }
       dst[k] = (uint32_t{h[16]} << 24) | (uint32_t{h[17]} << 16) | (uint32_t{h[18]} << 8) | h[19];
@@ -74,6 +141,7 @@ void Ipv4App::run_native(const BatchView& batch) const {
       idx[k] = i;
       ++k;
     }
+    if (k6 != 0) run_native6(batch, idx6, k6);
     lpm_.lookup_bulk(dst, nh, k);
     for (uint32_t t = 0; t < k; ++t) {
       const uint32_t i = idx[t];

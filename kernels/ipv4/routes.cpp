@@ -51,17 +51,22 @@ std::string parse_prefix(std::string_view s, uint32_t& prefix, uint8_t& len) {
   return {};
 }
 
-// An IPv6 prefix "x:y::/len" (len 0..128), for the lines a mixed table carries. Error text empty when it
-// is one; only called on fields holding a ':', which no IPv4 prefix has.
-std::string check_ipv6_prefix(std::string_view s) {
+// An IPv6 prefix "x:y::/len" (len 0..128, host bits zero), for the lines a mixed table carries. Error
+// text empty when it is one; only called on fields holding a ':', which no IPv4 prefix has.
+std::string parse_prefix6(std::string_view s, Route6& r) {
   size_t slash = s.find('/');
   if (slash == std::string_view::npos) return fmt::format("'{}' is not a prefix (expected a.b.c.d/len)", s);
-  std::string addr(s.substr(0, slash));
-  in6_addr a6{};
-  if (inet_pton(AF_INET6, addr.c_str(), &a6) != 1) return fmt::format("bad IPv6 address '{}'", addr);
+  if (!parse_ipv6(s.substr(0, slash), r.prefix)) return fmt::format("bad IPv6 address '{}'", s.substr(0, slash));
   uint32_t l = 0;
   if (!parse_u32(s.substr(slash + 1), l) || l > 128)
     return fmt::format("bad IPv6 prefix length '{}' (0..128)", s.substr(slash + 1));
+  r.len = static_cast<uint8_t>(l);
+  Ipv6Addr masked = r.prefix;
+  for (uint32_t b = 0; b < 16; ++b) {
+    const uint32_t keep = l >= 8 * (b + 1) ? 8 : (l > 8 * b ? l - 8 * b : 0);
+    masked[b] &= static_cast<uint8_t>(keep == 0 ? 0 : 0xffu << (8 - keep));
+  }
+  if (masked != r.prefix) return fmt::format("host bits set in '{}' (did you mean {}/{}?)", s, format_ipv6(masked), l);
   return {};
 }
 
@@ -118,6 +123,18 @@ bool parse_ipv4(std::string_view s, uint32_t& addr) {
   return true;
 }
 
+bool parse_ipv6(std::string_view s, Ipv6Addr& addr) {
+  if (s.size() > 45) return false;
+  std::string z(s);
+  return inet_pton(AF_INET6, z.c_str(), addr.data()) == 1;
+}
+
+std::string format_ipv6(const Ipv6Addr& addr) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET6, addr.data(), buf, sizeof buf);
+  return buf;
+}
+
 std::string format_ipv4(uint32_t a) {
   return fmt::format("{}.{}.{}.{}", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
 }
@@ -165,7 +182,12 @@ Result<RouteLoad> parse_ipasn(std::string_view text, std::string_view name, uint
     auto f = fields(line);
     if (f.size() != 2) return error(Code::kInvalidArgument, "{}:{}: expected 'prefix/len<TAB>AS', got {} field(s)", name, no, f.size());
     if (f[0].find(':') != std::string_view::npos) {
-      if (auto e = check_ipv6_prefix(f[0]); !e.empty()) return error(Code::kInvalidArgument, "{}:{}: {}", name, no, e);
+      Route6 r6;
+      if (auto e = parse_prefix6(f[0], r6); !e.empty()) return error(Code::kInvalidArgument, "{}:{}: {}", name, no, e);
+      uint32_t as = 0;
+      if (!parse_u32(f[1], as)) return error(Code::kInvalidArgument, "{}:{}: bad origin AS '{}' (expected a decimal number)", name, no, f[1]);
+      r6.next_hop = as % num_ports;
+      load.routes6.push_back(r6);
       ++load.ipv6_skipped;
       return Status::ok();
     }
@@ -191,7 +213,14 @@ Result<RouteLoad> parse_route_text(std::string_view text, std::string_view name,
     auto f = fields(line);
     if (f.size() != 2) return error(Code::kInvalidArgument, "{}:{}: expected 'prefix/len nexthop', got {} field(s)", name, no, f.size());
     if (f[0].find(':') != std::string_view::npos) {
-      if (auto e = check_ipv6_prefix(f[0]); !e.empty()) return error(Code::kInvalidArgument, "{}:{}: {}", name, no, e);
+      Route6 r6;
+      if (auto e = parse_prefix6(f[0], r6); !e.empty()) return error(Code::kInvalidArgument, "{}:{}: {}", name, no, e);
+      if (!parse_u32(f[1], r6.next_hop))
+        return error(Code::kInvalidArgument, "{}:{}: bad next hop '{}' of an IPv6 route (expected a decimal port number)",
+                     name, no, f[1]);
+      if (r6.next_hop >= kMaxNextHop)
+        return error(Code::kInvalidArgument, "{}:{}: next hop {} too large (must be < {})", name, no, r6.next_hop, kMaxNextHop);
+      load.routes6.push_back(r6);
       ++load.ipv6_skipped;
       return Status::ok();
     }

@@ -11,7 +11,9 @@
 //    ignored; nexthop is a decimal integer (the output port, < kMaxNextHop), or a next-hop IPv4 address
 //    a.b.c.d that the caller's address table (NextHopAddr: [[neighbour]] address = ...) maps to a number.
 // In both formats an IPv6 prefix line (`2001:db8::/32<TAB>64496`, as newer RouteViews conversions mix in)
-// is skipped and counted (RouteLoad::ipv6_skipped); its second field is not read. This is an IPv4 router.
+// is kept out of the IPv4 table and counted (RouteLoad::ipv6_skipped); it goes to RouteLoad::routes6 with
+// the same next-hop rule (AS mod num_ports, or the decimal next hop of a text file), for the app's IPv6
+// path (lpm6.hpp). A table without IPv6 lines leaves routes6 empty and the app routes no IPv6.
 // Duplicate prefixes are allowed and counted (RouteLoad::duplicates); the later line wins (both lookup
 // structures follow that rule).
 //
@@ -21,9 +23,10 @@
 //  * kInvalidArgument "<file>: more than N MiB after decompression ...": the file (after gunzip) is larger
 //    than the cap of read_maybe_gzip (kMaxRouteFileBytes; a gzip bomb stops there, not at the memory limit);
 //  * kInvalidArgument "<file>:<line>: <what is wrong>": bad address, length > 32 (> 128 for IPv6),
-//    host bits set beyond the length, missing or non-numeric AS / next hop, next hop too large, extra fields;
+//    host bits set beyond the length (IPv4 and IPv6), missing or non-numeric AS / next hop, next hop too large, extra fields;
 //  * kInvalidArgument "<file>: no routes": the file holds no IPv4 route at all (empty table);
 //  * kInvalidArgument: num_ports == 0.
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -44,6 +47,18 @@ struct Route {
   bool operator==(const Route&) const = default;
 };
 
+// An IPv6 route: prefix in network byte order (host bits zero), length 0..128.
+using Ipv6Addr = std::array<uint8_t, 16>;
+struct Route6 {
+  Ipv6Addr prefix{};
+  uint8_t len = 0;
+  uint32_t next_hop = 0;
+  bool operator==(const Route6&) const = default;
+};
+// inet_pton / inet_ntop for IPv6 text.
+bool parse_ipv6(std::string_view s, Ipv6Addr& addr);
+std::string format_ipv6(const Ipv6Addr& addr);
+
 // Parses "a.b.c.d" (decimal, 0..255 each) into host byte order. False on anything else.
 bool parse_ipv4(std::string_view s, uint32_t& addr);
 std::string format_ipv4(uint32_t addr);
@@ -51,7 +66,8 @@ std::string format_ipv4(uint32_t addr);
 // A loaded table: the IPv4 routes in file order, and what was set aside.
 struct RouteLoad {
   std::vector<Route> routes;
-  uint64_t ipv6_skipped = 0;  // IPv6 prefix lines (skipped)
+  std::vector<Route6> routes6;  // the IPv6 prefix lines, in file order (later duplicates win as for IPv4)
+  uint64_t ipv6_skipped = 0;  // IPv6 prefix lines (not in `routes`; in routes6)
   uint64_t duplicates = 0;    // routes whose prefix/len an earlier line already had (the later one wins)
 };
 

@@ -3,7 +3,8 @@
 //   1: parse_route_text on the rest;
 //   2: the rest as a file through load_ipasn (gzip or plain: read_maybe_gzip);
 //   3: the rest as a file through load_route_text.
-// Every route accepted must satisfy the documented invariants (len <= 32, host bits zero, next hop bound).
+// Every route accepted must satisfy the documented invariants (len <= 32, host bits zero, next hop bound);
+// IPv6 routes likewise (len <= 128), one per IPv6 line counted.
 #include <cstdlib>
 #include <string_view>
 
@@ -34,6 +35,15 @@ int routes(const uint8_t* data, size_t size) {
       uint32_t a = 0;
       if (!kernels::ipv4::parse_ipv4(kernels::ipv4::format_ipv4(rt.prefix), a) || a != rt.prefix) std::abort();
     }
+    for (const auto& rt : r.value().routes6) {  // IPv6 lines (issue 18): length, host bits, next hop
+      if (rt.len > 128 || rt.next_hop >= kernels::ipv4::kMaxNextHop) std::abort();
+      if ((mode == 0 || mode == 2) && rt.next_hop >= ports) std::abort();
+      for (uint32_t b = rt.len; b < 128; ++b)
+        if ((rt.prefix[b / 8] >> (7 - b % 8)) & 1) std::abort();
+      kernels::ipv4::Ipv6Addr back{};
+      if (!kernels::ipv4::parse_ipv6(kernels::ipv4::format_ipv6(rt.prefix), back) || back != rt.prefix) std::abort();
+    }
+    if (r.value().routes6.size() != r.value().ipv6_skipped) std::abort();
   }
   return 0;
 }

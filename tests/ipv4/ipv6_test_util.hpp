@@ -1,0 +1,89 @@
+#pragma once
+// Helpers for the IPv6 tests of the ipv4 app (issue 18): hand-made IPv6 frames, the IPv6 addresses of the
+// real captures, and the synthetic IPv6 table (bench/ipv4/synth_routes6.hpp) covering them.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench/ipv4/synth_routes6.hpp"
+#include "ipv4_test_util.hpp"
+
+namespace hpr::ipv6_test {
+
+using hpr::ipv4_test::Frame;
+using kernels::ipv4::Ipv6Addr;
+
+inline Ipv6Addr addr6(const char* text) {
+  Ipv6Addr a{};
+  if (!kernels::ipv4::parse_ipv6(text, a)) FAIL("bad IPv6 literal " << text);
+  return a;
+}
+
+struct Header6Spec {
+  Ipv6Addr src = addr6("2001:db8:1::1");
+  Ipv6Addr dst = addr6("2001:db8:2::2");
+  uint8_t hop_limit = 64;
+  uint8_t next_header = 17;
+  uint16_t payload = 26;
+  bool vlan = false;
+};
+
+// Ethernet (+ optional 802.1Q) + IPv6 + payload of 0xab.
+inline Frame make_ipv6_frame(const Header6Spec& s) {
+  Frame f;
+  const size_t l2 = s.vlan ? 18 : 14;
+  f.bytes.assign(l2 + 40 + s.payload, 0xab);
+  uint8_t* b = f.bytes.data();
+  const uint8_t dmac[6] = {0x02, 0, 0, 0, 0, 0x01}, smac[6] = {0x02, 0, 0, 0, 0, 0x02};
+  std::memcpy(b, dmac, 6);
+  std::memcpy(b + 6, smac, 6);
+  if (s.vlan) {
+    b[12] = 0x81; b[13] = 0x00; b[14] = 0x00; b[15] = 0x05; b[16] = 0x86; b[17] = 0xdd;
+  } else {
+    b[12] = 0x86; b[13] = 0xdd;
+  }
+  uint8_t* h = b + l2;
+  h[0] = 0x60; h[1] = 0x01; h[2] = 0x23; h[3] = 0x45;  // traffic class 0, flow label 0x12345
+  h[4] = static_cast<uint8_t>(s.payload >> 8); h[5] = static_cast<uint8_t>(s.payload);
+  h[6] = s.next_header; h[7] = s.hop_limit;
+  std::memcpy(h + 8, s.src.data(), 16);
+  std::memcpy(h + 24, s.dst.data(), 16);
+  f.pkt.len = static_cast<uint16_t>(f.bytes.size());
+  f.pkt.l3 = L3::kIPv6;
+  f.pkt.l3_off = static_cast<uint16_t>(l2);
+  ipv4_test::refresh(f);
+  return f;
+}
+
+// Source and destination of every IPv6 header the runtime parser finds in the real captures.
+inline const std::vector<Ipv6Addr>& capture_ipv6_addresses() {
+  static const std::vector<Ipv6Addr> all = [] {
+    std::vector<Ipv6Addr> out;
+    for (const auto& path : list_captures(data_path("pcap/ndpi"))) {
+      auto c = load_capture(path);
+      if (!c) continue;
+      for (auto& f : c->frames) {
+        Packet p;
+        p.data = f.data();
+        p.len = static_cast<uint16_t>(f.size());
+        parse(p, {.verify_ipv4_checksum = false});
+        if (p.l3 != L3::kIPv6 || p.l3_off == kNoOffset || p.l3_off + 40u > p.len) continue;
+        Ipv6Addr a;
+        std::memcpy(a.data(), p.data + p.l3_off + 8, 16);
+        out.push_back(a);
+        std::memcpy(a.data(), p.data + p.l3_off + 24, 16);
+        out.push_back(a);
+      }
+    }
+    return out;
+  }();
+  return all;
+}
+
+// The synthetic table of the IPv6 tests: `count` prefixes (seed 18) plus routes covering every IPv6
+// address of the captures.
+inline std::vector<synth6::SynthRoute6> test_table6(uint32_t count = 3000) {
+  return synth6::synthetic_routes6(count, 18, capture_ipv6_addresses());
+}
+
+}  // namespace hpr::ipv6_test
