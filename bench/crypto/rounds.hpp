@@ -6,7 +6,8 @@
 //                rounds: in each round every contestant times the batch (one warm-up batch, then at least min_runs
 //                batches and min_ms; Gbit/s from the median batch), the order rotating each round; then per
 //                contestant median Gbit/s and spread (max - min) / median over the rounds, and per pair hpr / peer
-//                the per-round ratios' median and min-max. Raw rounds to a CSV.
+//                (and the first hpr contestant, kAuto's pick, / each other hpr one) the per-round ratios' median and
+//                min-max. Raw rounds to a CSV.
 //   callgrind(): one contestant, `iters` batches inside cg_region() (valgrind --tool=callgrind
 //                --collect-atstart=no --toggle-collect='*cg_region*'), for instructions per byte.
 #include <algorithm>
@@ -115,7 +116,7 @@ class Contestants {
       for (size_t h = 0; h < n; ++h) {
         if (!cs_[h].hpr) continue;
         for (size_t p = 0; p < n; ++p) {
-          if (cs_[p].hpr) continue;
+          if (cs_[p].hpr && (h != 0 || p == 0)) continue;  // peers, and the first hpr one (kAuto's) / each other
           std::vector<double> q;
           for (int r = 0; r < rounds; ++r) q.push_back(g[h][r] / g[p][r]);
           auto [mn, mx] = std::minmax_element(q.begin(), q.end());
