@@ -42,20 +42,14 @@ class FlatLpm {
 
   // Next hop of the longest matching prefix of `addr` (host byte order), kNoNextHop on a miss.
   uint32_t lookup(uint32_t addr) const;
-  // Batch lookup (like rte_lpm_lookup_bulk): next_hops[i] = lookup(addrs[i]). Inline, branch-light:
-  // a miss (entry 0) becomes kNoNextHop through the unsigned wrap of entry - 1. Measured on the full
-  // table (bench/ipv4): explicit software prefetch did not pay off: the independent loads of a plain
-  // loop already overlap in the out-of-order core, and the prefetch instructions cost time when the
-  // addresses hit the cache (real traffic).
-  void lookup_bulk(const uint32_t* addrs, uint32_t* next_hops, uint32_t n) const {
-    if (wide_) {
-      bulk(reinterpret_cast<const uint32_t*>(tbl24_.get()), reinterpret_cast<const uint32_t*>(tbl8_.get()), addrs,
-           next_hops, n);
-    } else {
-      bulk(reinterpret_cast<const uint16_t*>(tbl24_.get()), reinterpret_cast<const uint16_t*>(tbl8_.get()), addrs,
-           next_hops, n);
-    }
-  }
+  // Batch lookup (like rte_lpm_lookup_bulk): next_hops[i] = lookup(addrs[i]). Branch-light: a miss (entry
+  // 0) becomes kNoNextHop through the unsigned wrap of entry - 1. Out of line (lpm.cpp), with its loop aligned
+  // to 64 bytes: inlined into each caller the same loop ran 15-20 % slower or faster on cache-resident
+  // addresses depending on whether it happened to cross a 64-byte boundary, which is what made the 16-bit /
+  // 32-bit series flip between builds (docs/ipv4.md "LPM width"). Measured on the full table (bench/ipv4):
+  // explicit software prefetch of a burst's tbl24 entries before the loop, and a branchless tbl8 step, both
+  // cost time: the independent loads of the plain loop already overlap in the out-of-order core.
+  void lookup_bulk(const uint32_t* addrs, uint32_t* next_hops, uint32_t n) const;
 
   // Prefetches the first-level entry of `addr`: for callers that have other work to do between
   // learning an address and looking it up (the native forwarding path validates headers meanwhile).
@@ -78,15 +72,7 @@ class FlatLpm {
   template <typename E>
   static void fill(FlatLpm& t, std::span<const Route> sorted);
   template <typename E>
-  static void bulk(const E* t24, const E* t8, const uint32_t* addrs, uint32_t* next_hops, uint32_t n) {
-    constexpr E kExt = static_cast<E>(E{1} << (sizeof(E) * 8 - 1));
-    for (uint32_t i = 0; i < n; ++i) {
-      const uint32_t a = addrs[i];
-      uint32_t e = t24[a >> 8];
-      if (e & kExt) e = t8[(size_t{e & static_cast<E>(~kExt)} << 8) | (a & 0xff)];
-      next_hops[i] = e - 1;  // 0 (no route) wraps to kNoNextHop
-    }
-  }
+  static void bulk(const E* t24, const E* t8, const uint32_t* addrs, uint32_t* next_hops, uint32_t n);
 
   std::unique_ptr<uint8_t, FreeDeleter> tbl24_;
   std::unique_ptr<uint8_t, FreeDeleter> tbl8_;
