@@ -1,5 +1,5 @@
-// Native MD5 (RFC 1321): scalar one-shot, an AVX2 eight-lane multi-buffer batch, and the choice among them and
-// the AVX-512 sixteen-lane batch (md5_avx512.cpp).
+// Native MD5 (RFC 1321): scalar one-shot, the AVX2 eight-lane multi-buffer batch, and the choice among scalar,
+// AVX2 x8 and AVX-512 x16 (md5_avx512.cpp).
 #include <immintrin.h>
 
 #include <cstring>
@@ -129,9 +129,6 @@ void md5_batch_scalar(const BatchView& batch) {
     md5(batch.slice(i), batch.desc[i].len, batch.out + static_cast<size_t>(i) * kDigestBytes);
 }
 
-}  // namespace
-
-namespace {
 // The impl md5_batch runs for `impl` on a batch of n packets (never kAuto).
 Impl resolve(Impl impl, uint32_t n) {
   if (impl == Impl::kAuto) {
@@ -140,6 +137,7 @@ Impl resolve(Impl impl, uint32_t n) {
   }
   return impl_supported(impl) ? impl : Impl::kScalar;
 }
+
 }  // namespace
 
 bool impl_supported(Impl impl) {
