@@ -55,7 +55,8 @@ HPR_AVX512_INLINE void step(__m512i& a, __m512i b, __m512i c, __m512i d, const _
   __m512i f = _mm512_ternarylogic_epi32(b, c, d, kTern);
   __m512i kw = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(kK[I])), w[msg_index(I)]);
   __m512i t = _mm512_add_epi32(_mm512_add_epi32(a, kw), f);  // f last: it is on the critical path
-  a = _mm512_add_epi32(b, _mm512_rol_epi32(t, kS[I]));
+  constexpr int kRot = kS[I];  // a constant expression, as vprold's immediate must be at every -O level
+  a = _mm512_add_epi32(b, _mm512_rol_epi32(t, kRot));
 }
 
 template <size_t... Q>
