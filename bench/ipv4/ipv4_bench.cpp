@@ -1,5 +1,5 @@
 // IPv4 benchmarks (issue 3, "Benchmark"):
-//  1. LPM lookups/s of our DIR-24-8 (16-bit and 32-bit entries, prefetching bulk lookup) beside DPDK
+//  1. LPM lookups/s of our DIR-24-8 (16-bit and 32-bit entries, bulk lookup) beside DPDK
 //     rte_lpm (rte_lpm_lookup_bulk and rte_lpm_lookupx4) on the same full RouteViews table and the
 //     same addresses: uniform random, and every IPv4 address of the captures (real locality).
 //     Results are cross-checked (same next hop for every address) before timing.
