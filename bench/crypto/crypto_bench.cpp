@@ -5,13 +5,16 @@
 // latency median / p99 and spread ((p90-p10)/median) come from those; Gbit/s and Mpps from the median.
 // The OpenSSL peer (bench/crypto/evp_peers.hpp) and, where the build has it, the intel-ipsec-mb peer
 // (bench/crypto/ipsec_mb_peer.hpp) run in the same process on the same gathered bytes.
-// --peers: AES only, interleaved rounds (bench/crypto/aes_rounds.hpp): per round hpr native, intel-ipsec-mb and
-//   OpenSSL one after the other, ratios per round, then median and spread; writes crypto_peers.csv.
+// --peers: AES, interleaved rounds (bench/crypto/rounds.hpp, aes_rounds.hpp): per round hpr native, intel-ipsec-mb
+//   and OpenSSL one after the other, ratios per round, then median and spread; writes crypto_peers.csv.
+// --md5: with --peers, MD5 instead (bench/crypto/md5_rounds.hpp: hpr x16, x8, OpenSSL); crypto_md5_peers.csv.
+//   With --callgrind, NAME is an MD5 contestant.
 // --callgrind NAME: one configuration, no timing, collection on only around --iters batches (run it under
 //   valgrind --tool=callgrind --collect-atstart=no); prints the bytes, for instructions per byte.
 // Usage: crypto_bench [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick] [--imb-arch A]
 //                     [--imb-check]
-//                     [--peers [--rounds N] [--batch N]] [--callgrind NAME --size 64|1514|mix --batch N --iters N]
+//                     [--peers [--md5] [--rounds N] [--batch N]] [--md5] [--callgrind NAME --size 64|1514|mix
+//                     --batch N --iters N]
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -22,6 +25,7 @@
 
 #include "bench/crypto/aes_rounds.hpp"
 #include "bench/crypto/evp_peers.hpp"
+#include "bench/crypto/md5_rounds.hpp"
 #include "hpr/clock.hpp"
 #include "hpr/stats.hpp"
 #include "kernels/aes/aes_app.hpp"
@@ -75,7 +79,7 @@ int main(int argc, char** argv) {
   double min_ms = 150;
   uint32_t max_batch = 65536;
   std::string imb_arch = "auto", callgrind, cg_size = "1514";
-  bool peers = false, imb_check = false;
+  bool peers = false, imb_check = false, md5_peers = false;
   int rounds = 9, iters = 20;
   uint32_t batch = 256;
   for (int i = 1; i < argc; ++i) {
@@ -88,6 +92,7 @@ int main(int argc, char** argv) {
     else if (a == "--quick") { min_ms = 20; max_batch = 4096; }
     else if (a == "--imb-arch") imb_arch = next();
     else if (a == "--peers") peers = true;
+    else if (a == "--md5") md5_peers = true;
     else if (a == "--imb-check") imb_check = true;
     else if (a == "--rounds") rounds = std::stoi(next());
     else if (a == "--batch") batch = static_cast<uint32_t>(std::stoul(next()));
@@ -97,7 +102,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: %s [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick] [--imb-arch A] "
-                   "[--imb-check] [--peers [--rounds N] [--batch N]] "
+                   "[--imb-check] [--peers [--rounds N] [--batch N]] [--md5] "
                    "[--callgrind NAME --size 64|1514|mix --batch N --iters N]\n",
                    argv[0]);
       return 2;
@@ -115,11 +120,14 @@ int main(int argc, char** argv) {
   // hpr native, intel-ipsec-mb (if built and it starts), OpenSSL
   bench::AesContestants aes_peers(*keys, imb_arch, imb_check);
   aes_peers.add_openssl(evp_aes);
+  bench::Md5Contestants md5_contestants(evp_md5);
+  bench::Contestants& contestants =
+      md5_peers ? static_cast<bench::Contestants&>(md5_contestants) : static_cast<bench::Contestants&>(aes_peers);
   if (!callgrind.empty()) {
     int sk = cg_size == "64" ? 0 : cg_size == "1514" ? 1 : 2;
     std::mt19937 rng(batch * 3 + sk);
     Batch b = make_batch(batch, sk, rng);
-    return aes_peers.callgrind(callgrind, b.view(), b.bytes, iters);
+    return contestants.callgrind(callgrind, b.view(), b.bytes, iters);
   }
   if (peers) {
     std::vector<bench::RoundBatch> batches;
@@ -128,7 +136,8 @@ int main(int argc, char** argv) {
       Batch b = make_batch(batch, sk, rng);
       batches.push_back({size_names[sk], std::move(b.desc), std::move(b.pkts), std::move(b.out), b.bytes});
     }
-    return aes_peers.rounds(batches, rounds, min_runs, min_ms, out_dir + "/crypto_peers.csv");
+    return contestants.rounds(batches, rounds, min_runs, min_ms,
+                              out_dir + (md5_peers ? "/crypto_md5_peers.csv" : "/crypto_peers.csv"));
   }
   const std::string csv_path = out_dir + "/crypto_bench.csv";
   FILE* csv = std::fopen(csv_path.c_str(), "w");
@@ -149,7 +158,7 @@ int main(int argc, char** argv) {
         rows.push_back(r);
       };
       add("md5", "openssl", [&] { evp_md5.run(b.view()); });
-      for (auto impl : {md5::Impl::kScalar, md5::Impl::kAvx2})
+      for (auto impl : {md5::Impl::kScalar, md5::Impl::kAvx2, md5::Impl::kAvx512X16})
         if (md5::impl_supported(impl)) add("md5", std::string(md5::impl_name(impl)), [&, impl] { md5::md5_batch(b.view(), impl); });
       add("aes", "openssl", [&] { evp_aes.run(b.view()); });
       for (auto impl : {aes::Impl::kScalar, aes::Impl::kAesni, aes::Impl::kAesniX8, aes::Impl::kVaesX16,

@@ -1,18 +1,20 @@
 // IPv4 benchmarks (issue 3, "Benchmark"):
-//  1. LPM lookups/s of our DIR-24-8 (16-bit and 32-bit entries, prefetching bulk lookup) beside DPDK
+//  1. LPM lookups/s of our DIR-24-8 (16-bit and 32-bit entries, bulk lookup) beside DPDK
 //     rte_lpm (rte_lpm_lookup_bulk and rte_lpm_lookupx4) on the same full RouteViews table and the
 //     same addresses: uniform random, and every IPv4 address of the captures (real locality).
 //     Results are cross-checked (same next hop for every address) before timing.
 //  2. Native forwarding (Ipv4App::run_native on the device batch layout) in Mpps for batch sizes
 //     64..65,536, 64-byte frames to routed addresses: the app step alone, and the whole host path
 //     (gather + run_native + scatter_back + finish).
-// Warm-up, then --runs repetitions; median and spread ((p90-p10)/median). CSV to --out (default
-// out/ipv4/): lpm.csv, forward.csv. Times are thread CPU time (see cpu_ns). Plot: bench/ipv4/plot_ipv4.py out/ipv4.
+// Warm-up, then --runs repetitions (LPM: interleaved rounds, ratio to rte_lpm_lookup_bulk per round, its median
+// and min-max); median and spread ((p90-p10)/median). CSV to --out (default out/ipv4/): lpm.csv, lpm_rounds.csv,
+// forward.csv. Times are thread CPU time (see cpu_ns). Plot: bench/ipv4/plot_ipv4.py out/ipv4.
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lpm.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -143,7 +145,9 @@ int main(int argc, char** argv) {
 
   if (no_lpm) sets.clear();
   std::ofstream lcsv(out_dir + "/lpm.csv", no_lpm ? std::ios::app : std::ios::trunc);
-  if (!no_lpm) lcsv << "addresses,count,impl,median_mlookups,p1,p99,spread,ratio_vs_rte_lpm_bulk\n";
+  if (!no_lpm) lcsv << "addresses,count,impl,median_mlookups,p1,p99,spread,ratio_vs_rte_lpm_bulk,ratio_min,ratio_max,rounds\n";
+  std::ofstream rcsv(out_dir + "/lpm_rounds.csv", no_lpm ? std::ios::app : std::ios::trunc);  // every round's rate
+  if (!no_lpm) rcsv << "addresses,round,impl,mlookups\n";
   constexpr uint32_t kBurst = 64;  // rte_lpm_lookup_bulk wants a compile-time n
   for (auto& [set_name, addrs] : sets) {
     const size_t n = addrs.size() / kBurst * kBurst;
@@ -184,27 +188,32 @@ int main(int argc, char** argv) {
            g_sink = hops[n - 1];
          }},
     };
-    // Interleaved rounds (every implementation once per round, in turn) so that load from other
-    // processes on this shared machine hits all of them alike; the ratio is taken per round.
+    // Interleaved rounds (every implementation once per round, in turn, the order rotating by one each round)
+    // so that load from other processes on this shared machine hits all of them alike; the ratio to
+    // rte_lpm_lookup_bulk is taken per round, then its median and min-max over the rounds.
     for (const auto& im : impls) im.fn();  // warm-up
     std::vector<std::vector<double>> rate(impls.size());
     std::vector<std::vector<double>> ratio(impls.size());
     for (int r = 0; r < runs; ++r) {
-      for (size_t k = 0; k < impls.size(); ++k) {
+      for (size_t j = 0; j < impls.size(); ++j) {
+        const size_t k = (j + static_cast<size_t>(r)) % impls.size();
         const uint64_t t0 = cpu_ns();
         impls[k].fn();
         const uint64_t t1 = cpu_ns();
         rate[k].push_back(static_cast<double>(n) / static_cast<double>(t1 - t0) * 1e3);
+        rcsv << fmt::format("{},{},{},{:.2f}\n", set_name, r, impls[k].name, rate[k].back());
       }
       for (size_t k = 0; k < impls.size(); ++k) ratio[k].push_back(rate[k].back() / rate[0].back());
     }
     for (size_t k = 0; k < impls.size(); ++k) {
       const auto s = hpr::summarize(rate[k]);
       const double rt = hpr::median(ratio[k]);
-      fmt::print("lpm {:8} {:20} {:8.1f} Mlookups/s (p1 {:.1f} p99 {:.1f} spread {:.3f})  x{:.2f} vs rte_lpm_lookup_bulk\n",
-                 set_name, impls[k].name, s.median, s.p1, s.p99, s.spread, rt);
-      lcsv << fmt::format("{},{},{},{:.2f},{:.2f},{:.2f},{:.4f},{:.3f}\n", set_name, n, impls[k].name, s.median, s.p1,
-                          s.p99, s.spread, rt);
+      const auto [rmin, rmax] = std::minmax_element(ratio[k].begin(), ratio[k].end());
+      fmt::print("lpm {:8} {:20} {:8.1f} Mlookups/s (p1 {:.1f} p99 {:.1f} spread {:.3f})  x{:.3f} ({:.3f}-{:.3f}) vs "
+                 "rte_lpm_lookup_bulk, {} rounds\n",
+                 set_name, impls[k].name, s.median, s.p1, s.p99, s.spread, rt, *rmin, *rmax, runs);
+      lcsv << fmt::format("{},{},{},{:.2f},{:.2f},{:.2f},{:.4f},{:.3f},{:.3f},{:.3f},{}\n", set_name, n, impls[k].name,
+                          s.median, s.p1, s.p99, s.spread, rt, *rmin, *rmax, runs);
     }
   }
 

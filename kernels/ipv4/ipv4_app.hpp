@@ -75,7 +75,7 @@ struct Ipv4Config {
   // Entry width of the flat table. 32-bit is the default: on the CPU (native lane, PoCL) it measured
   // 5-15% faster than 16-bit (bench/ipv4, docs/ipv4.md); kNarrow (or kAuto) halves the table to 32 MiB,
   // for devices where memory or upload size matters more.
-  LpmWidth lpm_width = LpmWidth::kWide;
+  LpmWidth lpm_width = LpmWidth::kAuto;  // 16-bit where the routes fit, else 32-bit (2026-11-26, docs/ipv4.md)
 };
 
 enum class RouteFormat : uint8_t {

@@ -96,6 +96,28 @@ Result<FlatLpm> FlatLpm::build(std::span<const Route> routes, LpmWidth width) {
   return t;
 }
 
+template <typename E>
+__attribute__((optimize("align-loops=64"))) void FlatLpm::bulk(const E* t24, const E* t8, const uint32_t* addrs,
+                                                                 uint32_t* next_hops, uint32_t n) {
+  constexpr E kExt = static_cast<E>(E{1} << (sizeof(E) * 8 - 1));
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t a = addrs[i];
+    uint32_t e = t24[a >> 8];
+    if (e & kExt) e = t8[(size_t{e & static_cast<E>(~kExt)} << 8) | (a & 0xff)];
+    next_hops[i] = e - 1;  // 0 (no route) wraps to kNoNextHop
+  }
+}
+
+void FlatLpm::lookup_bulk(const uint32_t* addrs, uint32_t* next_hops, uint32_t n) const {
+  if (wide_) {
+    bulk(reinterpret_cast<const uint32_t*>(tbl24_.get()), reinterpret_cast<const uint32_t*>(tbl8_.get()), addrs,
+         next_hops, n);
+  } else {
+    bulk(reinterpret_cast<const uint16_t*>(tbl24_.get()), reinterpret_cast<const uint16_t*>(tbl8_.get()), addrs,
+         next_hops, n);
+  }
+}
+
 uint32_t FlatLpm::lookup(uint32_t addr) const {
   uint32_t nh = kNoNextHop;
   lookup_bulk(&addr, &nh, 1);

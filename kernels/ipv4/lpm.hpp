@@ -11,10 +11,13 @@
 //   0                       no route
 //   top bit set (tbl24)     tbl8 group index in the low W-1 bits
 //   otherwise               next_hop + 1
-// kAuto picks narrow when every next hop is < 2^15 - 1 and at most 2^15 groups are needed (true for
-// the full RouteViews table: 1,982 groups); narrow halves the memory and the upload. Measured on the
-// EPYC build machine (bench/ipv4), wide was nonetheless 5-15% faster, so Ipv4Config defaults to wide. The tbl8 pool is sized exactly from the
-// routes (one group per distinct /24 that has a longer prefix), not a fixed cap.
+// kAuto picks narrow when every next hop is <= 32765 and at most 2^15 groups are needed (true for
+// the full RouteViews table: 1,982 groups), wide otherwise; narrow halves the memory and the upload.
+// Ipv4Config defaults to kAuto since 2026-11-26: over 63 interleaved rounds (bench/ipv4, docs/ipv4.md
+// "LPM width") narrow was 1.09x rte_lpm on random addresses and 1.10x on the captures' addresses, wide
+// 0.99x and 1.12x (the earlier series that favoured wide were skewed by the inlined loop's alignment, see
+// lookup_bulk). The tbl8 pool is sized exactly from the routes (one group per distinct /24 that has a
+// longer prefix), not a fixed cap.
 //
 // TrieLpm — a plain binary trie, one node per prefix bit; slow and obviously correct: the test oracle.
 //
@@ -42,20 +45,14 @@ class FlatLpm {
 
   // Next hop of the longest matching prefix of `addr` (host byte order), kNoNextHop on a miss.
   uint32_t lookup(uint32_t addr) const;
-  // Batch lookup (like rte_lpm_lookup_bulk): next_hops[i] = lookup(addrs[i]). Inline, branch-light:
-  // a miss (entry 0) becomes kNoNextHop through the unsigned wrap of entry - 1. Measured on the full
-  // table (bench/ipv4): explicit software prefetch did not pay off: the independent loads of a plain
-  // loop already overlap in the out-of-order core, and the prefetch instructions cost time when the
-  // addresses hit the cache (real traffic).
-  void lookup_bulk(const uint32_t* addrs, uint32_t* next_hops, uint32_t n) const {
-    if (wide_) {
-      bulk(reinterpret_cast<const uint32_t*>(tbl24_.get()), reinterpret_cast<const uint32_t*>(tbl8_.get()), addrs,
-           next_hops, n);
-    } else {
-      bulk(reinterpret_cast<const uint16_t*>(tbl24_.get()), reinterpret_cast<const uint16_t*>(tbl8_.get()), addrs,
-           next_hops, n);
-    }
-  }
+  // Batch lookup (like rte_lpm_lookup_bulk): next_hops[i] = lookup(addrs[i]). Branch-light: a miss (entry
+  // 0) becomes kNoNextHop through the unsigned wrap of entry - 1. Out of line (lpm.cpp), with its loop aligned
+  // to 64 bytes: inlined into each caller the same loop ran 15-20 % slower or faster on cache-resident
+  // addresses depending on whether it happened to cross a 64-byte boundary, which is what made the 16-bit /
+  // 32-bit series flip between builds (docs/ipv4.md "LPM width"). Measured on the full table (bench/ipv4):
+  // explicit software prefetch of a burst's tbl24 entries before the loop, and a branchless tbl8 step, both
+  // cost time: the independent loads of the plain loop already overlap in the out-of-order core.
+  void lookup_bulk(const uint32_t* addrs, uint32_t* next_hops, uint32_t n) const;
 
   // Prefetches the first-level entry of `addr`: for callers that have other work to do between
   // learning an address and looking it up (the native forwarding path validates headers meanwhile).
@@ -78,15 +75,7 @@ class FlatLpm {
   template <typename E>
   static void fill(FlatLpm& t, std::span<const Route> sorted);
   template <typename E>
-  static void bulk(const E* t24, const E* t8, const uint32_t* addrs, uint32_t* next_hops, uint32_t n) {
-    constexpr E kExt = static_cast<E>(E{1} << (sizeof(E) * 8 - 1));
-    for (uint32_t i = 0; i < n; ++i) {
-      const uint32_t a = addrs[i];
-      uint32_t e = t24[a >> 8];
-      if (e & kExt) e = t8[(size_t{e & static_cast<E>(~kExt)} << 8) | (a & 0xff)];
-      next_hops[i] = e - 1;  // 0 (no route) wraps to kNoNextHop
-    }
-  }
+  static void bulk(const E* t24, const E* t8, const uint32_t* addrs, uint32_t* next_hops, uint32_t n);
 
   std::unique_ptr<uint8_t, FreeDeleter> tbl24_;
   std::unique_ptr<uint8_t, FreeDeleter> tbl8_;

@@ -6,11 +6,11 @@
 // (payload_off == kNoOffset) hashes the empty string. Digests go to `out` (16 bytes per packet,
 // RFC 1321 byte order); packets are never modified (writes_back() == false) and never dropped.
 //
-// Native path (md5_ref.cpp): batch-oriented and multi-buffer. With AVX2 eight packets are hashed at
-// once, one per 32-bit lane of a ymm register; a lane that finishes its packet is refilled with the
+// Native path (md5_ref.cpp, md5_avx512.cpp): batch-oriented and multi-buffer. With AVX-512 sixteen packets
+// are hashed at once, one per 32-bit lane of a zmm register, with AVX2 eight (ymm); a lane that finishes its packet is refilled with the
 // next packet of the batch, so packets of different lengths share the lanes (the technique of Intel's
-// multi-buffer crypto / isa-l_crypto md5_mb). The CPU is checked once (__builtin_cpu_supports); the
-// scalar path is the fallback and the test oracle.
+// multi-buffer crypto / isa-l_crypto md5_mb). The CPU is checked once (__builtin_cpu_supports) and
+// kAuto picks the fastest path it has (auto_impl()); the scalar path is the fallback and the test oracle.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -23,19 +23,22 @@ namespace hpr::kernels::md5 {
 
 inline constexpr uint32_t kDigestBytes = 16;
 
-// Which native implementation run_native uses. kAuto: the fastest the CPU supports.
-enum class Impl : uint8_t { kAuto, kScalar, kAvx2 };
+// Which native implementation run_native uses. kAuto: auto_impl() from 4 packets a batch, scalar below.
+// kAvx2: 8 lanes (ymm); kAvx512X16: 16 lanes (zmm, vprold, vpternlogd; md5_avx512.cpp).
+enum class Impl : uint8_t { kAuto, kScalar, kAvx2, kAvx512X16 };
 
 // True when the CPU (and the build) support `impl`. kAuto and kScalar are always supported.
 bool impl_supported(Impl impl);
 std::string_view impl_name(Impl impl);
+// The impl kAuto runs on this CPU for batches of 4 packets or more (never kAuto).
+Impl auto_impl();
 
 // One-shot MD5 of `len` bytes (scalar, RFC 1321).
 void md5(const uint8_t* data, size_t len, uint8_t digest[kDigestBytes]);
 
 // The native batch: for each i < batch.n, MD5 of pkts[desc[i].off, +desc[i].len) into
 // out[16*i, 16*i+16). kAuto falls back to scalar when the CPU lacks AVX2; an explicitly requested
-// unsupported impl also falls back to scalar.
+// unsupported impl also falls back to scalar (an explicit impl is the tests' and benches' override).
 void md5_batch(const BatchView& batch, Impl impl = Impl::kAuto);
 
 struct Md5Options {

@@ -1,33 +1,20 @@
-// Native MD5 (RFC 1321): scalar one-shot and an AVX2 eight-lane multi-buffer batch.
+// Native MD5 (RFC 1321): scalar one-shot, the AVX2 eight-lane multi-buffer batch, and the choice among scalar,
+// AVX2 x8 and AVX-512 x16 (md5_avx512.cpp).
 #include <immintrin.h>
 
 #include <cstring>
 
 #include "kernels/md5/md5_app.hpp"
+#include "kernels/md5/md5_lanes.hpp"
 
 namespace hpr::kernels::md5 {
 namespace {
 
-constexpr uint32_t kInit[4] = {0x67452301u, 0xefcdab89u, 0x98badcfeu, 0x10325476u};
-
-constexpr uint32_t kK[64] = {
-    0xd76aa478, 0xe8c7b756, 0x242070db, 0xc1bdceee, 0xf57c0faf, 0x4787c62a, 0xa8304613, 0xfd469501,
-    0x698098d8, 0x8b44f7af, 0xffff5bb1, 0x895cd7be, 0x6b901122, 0xfd987193, 0xa679438e, 0x49b40821,
-    0xf61e2562, 0xc040b340, 0x265e5a51, 0xe9b6c7aa, 0xd62f105d, 0x02441453, 0xd8a1e681, 0xe7d3fbc8,
-    0x21e1cde6, 0xc33707d6, 0xf4d50d87, 0x455a14ed, 0xa9e3e905, 0xfcefa3f8, 0x676f02d9, 0x8d2a4c8a,
-    0xfffa3942, 0x8771f681, 0x6d9d6122, 0xfde5380c, 0xa4beea44, 0x4bdecfa9, 0xf6bb4b60, 0xbebfbc70,
-    0x289b7ec6, 0xeaa127fa, 0xd4ef3085, 0x04881d05, 0xd9d4d039, 0xe6db99e5, 0x1fa27cf8, 0xc4ac5665,
-    0xf4292244, 0x432aff97, 0xab9423a7, 0xfc93a039, 0x655b59c3, 0x8f0ccc92, 0xffeff47d, 0x85845dd1,
-    0x6fa87e4f, 0xfe2ce6e0, 0xa3014314, 0x4e0811a1, 0xf7537e82, 0xbd3af235, 0x2ad7d2bb, 0xeb86d391};
-
-constexpr int kS[64] = {7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 5, 9,  14, 20, 5, 9,
-                        14, 20, 5, 9,  14, 20, 5, 9,  14, 20, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
-                        4, 11, 16, 23, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21};
-
-// Message word index of step i.
-constexpr int msg_index(int i) {
-  return i < 16 ? i : i < 32 ? (5 * i + 1) % 16 : i < 48 ? (3 * i + 5) % 16 : (7 * i) % 16;
-}
+using detail::build_tail;
+using detail::kInit;
+using detail::kK;
+using detail::kS;
+using detail::msg_index;
 
 inline uint32_t rotl(uint32_t x, int s) { return (x << s) | (x >> (32 - s)); }
 inline uint32_t load_le32(const uint8_t* p) {
@@ -54,18 +41,6 @@ void compress(uint32_t st[4], const uint8_t* block) {
     a = t;
   }
   st[0] += a; st[1] += b; st[2] += c; st[3] += d;
-}
-
-// Pad the last len % 64 bytes of a message of `len` bytes into `tail` (128 bytes); returns 1 or 2 blocks.
-uint32_t build_tail(const uint8_t* data, size_t len, uint8_t tail[128]) {
-  size_t rem = len % 64;
-  uint32_t nblocks = rem + 9 > 64 ? 2 : 1;
-  std::memset(tail, 0, 128);
-  if (rem != 0) std::memcpy(tail, data + (len - rem), rem);  // data may be null when len == 0
-  tail[rem] = 0x80;
-  uint64_t bits = static_cast<uint64_t>(len) * 8;
-  std::memcpy(tail + nblocks * 64 - 8, &bits, 8);
-  return nblocks;
 }
 
 void store_digest(const uint32_t st[4], uint8_t* out) { std::memcpy(out, st, kDigestBytes); }
@@ -110,9 +85,7 @@ HPR_AVX2 inline void load_transpose8(const uint8_t* const p[8], int off, __m256i
   out[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
 }
 
-// The block an idle lane hashes (result discarded). It stays in place: compress8 does not advance a lane that
-// points here, so a long run of the other lanes never reads past it (ASan: global-buffer-overflow).
-alignas(64) static const uint8_t kDummy[64] = {};
+using detail::kDummy;
 
 // `blocks` consecutive 64-byte blocks for each of the 8 lanes, starting at p[l] (advanced, except idle lanes).
 HPR_AVX2 void compress8(uint32_t st[4][8], const uint8_t* p[8], uint32_t blocks) {
@@ -149,77 +122,45 @@ HPR_AVX2 void compress8(uint32_t st[4][8], const uint8_t* p[8], uint32_t blocks)
   _mm256_store_si256(reinterpret_cast<__m256i*>(st[3]), d0);
 }
 
-// Lane scheduler: each lane walks its packet's full blocks in place, then its 1-2 padded tail blocks
-// from a lane buffer; a finished lane takes the next packet. Idle lanes hash a dummy block.
-HPR_AVX2 void md5_batch_avx2(const BatchView& batch) {
-  constexpr int kLanes = 8;
-  alignas(32) uint32_t st[4][kLanes];
-  alignas(64) uint8_t tail[kLanes][128];
-  const uint8_t* p[kLanes];
-  uint32_t left[kLanes];    // blocks left in the current segment
-  uint8_t seg[kLanes];      // 0: in-place full blocks, 1: tail blocks, 2: idle
-  uint32_t idx[kLanes];     // packet index of the lane
-  uint32_t next = 0, active = 0;
-
-  auto start_tail = [&](int l) {
-    const Desc& d = batch.desc[idx[l]];
-    left[l] = build_tail(batch.slice(idx[l]), d.len, tail[l]);
-    p[l] = tail[l];
-    seg[l] = 1;
-  };
-  auto load = [&](int l) {
-    while (next < batch.n) {
-      uint32_t i = next++;
-      const Desc& d = batch.desc[i];
-      idx[l] = i;
-      for (int k = 0; k < 4; ++k) st[k][l] = kInit[k];
-      uint32_t full = d.len / 64;
-      if (full > 0) {
-        p[l] = batch.slice(i);
-        left[l] = full;
-        seg[l] = 0;
-      } else {
-        start_tail(l);
-      }
-      ++active;
-      return;
-    }
-    seg[l] = 2;
-    p[l] = kDummy;
-    left[l] = UINT32_MAX;
-  };
-  for (int l = 0; l < kLanes; ++l) load(l);
-  while (active > 0) {
-    uint32_t run = UINT32_MAX;
-    for (int l = 0; l < kLanes; ++l) if (seg[l] != 2 && left[l] < run) run = left[l];
-    compress8(st, p, run);
-    for (int l = 0; l < kLanes; ++l) {
-      if (seg[l] == 2) { p[l] = kDummy; continue; }
-      left[l] -= run;
-      if (left[l] != 0) continue;
-      if (seg[l] == 0) { start_tail(l); continue; }
-      uint32_t s[4] = {st[0][l], st[1][l], st[2][l], st[3][l]};
-      store_digest(s, batch.out + static_cast<size_t>(idx[l]) * kDigestBytes);
-      --active;
-      load(l);
-    }
-  }
-}
+HPR_AVX2 void md5_batch_avx2(const BatchView& batch) { detail::run_lanes<8>(batch, compress8); }
 
 void md5_batch_scalar(const BatchView& batch) {
   for (uint32_t i = 0; i < batch.n; ++i)
     md5(batch.slice(i), batch.desc[i].len, batch.out + static_cast<size_t>(i) * kDigestBytes);
 }
 
+// The impl md5_batch runs for `impl` on a batch of n packets (never kAuto).
+Impl resolve(Impl impl, uint32_t n) {
+  if (impl == Impl::kAuto) {
+    if (n < 4) return Impl::kScalar;  // below a few packets the idle lanes cost more than they save
+    return auto_impl();
+  }
+  return impl_supported(impl) ? impl : Impl::kScalar;
+}
+
 }  // namespace
 
-bool impl_supported(Impl impl) { return impl != Impl::kAvx2 || cpu_has_avx2(); }
+bool impl_supported(Impl impl) {
+  switch (impl) {
+    case Impl::kAuto:
+    case Impl::kScalar: return true;
+    case Impl::kAvx2: return cpu_has_avx2();
+    case Impl::kAvx512X16: return detail::cpu_has_avx512();
+  }
+  return false;
+}
+
+Impl auto_impl() {
+  // Measured (docs/crypto.md, Zen 4): zmm x16 > ymm x8 at 64 B, 1514 B and the mix.
+  return detail::cpu_has_avx512() ? Impl::kAvx512X16 : cpu_has_avx2() ? Impl::kAvx2 : Impl::kScalar;
+}
 
 std::string_view impl_name(Impl impl) {
   switch (impl) {
     case Impl::kAuto: return "auto";
     case Impl::kScalar: return "scalar";
     case Impl::kAvx2: return "avx2x8";
+    case Impl::kAvx512X16: return "avx512x16";
   }
   return "?";
 }
@@ -235,10 +176,11 @@ void md5(const uint8_t* data, size_t len, uint8_t digest[kDigestBytes]) {
 }
 
 void md5_batch(const BatchView& batch, Impl impl) {
-  // kAuto: below a few packets the idle lanes cost more than they save.
-  bool avx2 = cpu_has_avx2() && (impl == Impl::kAvx2 || (impl == Impl::kAuto && batch.n >= 4));
-  if (avx2) md5_batch_avx2(batch);
-  else md5_batch_scalar(batch);
+  switch (resolve(impl, batch.n)) {
+    case Impl::kAvx512X16: detail::md5_batch_avx512(batch); return;
+    case Impl::kAvx2: md5_batch_avx2(batch); return;
+    default: md5_batch_scalar(batch); return;
+  }
 }
 
 }  // namespace hpr::kernels::md5

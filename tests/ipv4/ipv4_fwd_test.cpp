@@ -290,6 +290,42 @@ TEST_CASE("kernel source and build options are complete") {
   CHECK(app->writes_back());
 }
 
+TEST_CASE("default LPM width: 16-bit entries where the routes fit, 32-bit where they do not, same forwarding") {
+  CHECK(Ipv4Config{}.lpm_width == LpmWidth::kAuto);
+  // Next hops up to 32765 fit a 16-bit entry (next_hop + 1 below the tbl8 flag and its all-ones pattern).
+  for (uint32_t nh : {3u, 32765u, 32766u, 40000u, 65535u, 1u << 20}) {
+    INFO("largest next hop " << nh);
+    const std::vector<Route> routes = {{0x01000000u, 8, 1}, {0x01020380u, 25, nh}};
+    auto a = Ipv4App::create(routes, {.num_ports = nh + 1});
+    REQUIRE(a);
+    CHECK((*a)->lpm().wide() == (nh > 32765));
+    CHECK(((*a)->build_options().find("-DLPM_WIDE") != std::string::npos) == (nh > 32765));  // the device's width
+    Frame f = make_ipv4_frame({.dst = 0x01020381u});
+    auto r = run_one(**a, f);
+    CHECK(r.drop == 0);
+    CHECK(r.next_hop == nh);
+    Frame g = make_ipv4_frame({.dst = 0x01020301u});
+    CHECK(run_one(**a, g).next_hop == 1);
+  }
+  // More /24 blocks with longer prefixes than 16-bit entries can index (32,768 tbl8 groups) → 32-bit.
+  std::vector<Route> many;
+  for (uint32_t b = 0; b <= 0x8000u; ++b) many.push_back({(0x0a000000u | b << 8) | 0x80u, 25, b % 4});
+  auto w = Ipv4App::create(many, {.num_ports = 4});
+  REQUIRE(w);
+  CHECK((*w)->lpm().wide());
+  CHECK((*w)->lpm().num_groups() == 0x8001u);
+  many.pop_back();
+  auto n = Ipv4App::create(many, {.num_ports = 4});
+  REQUIRE(n);
+  CHECK_FALSE((*n)->lpm().wide());
+  for (const auto* app : {w->get(), n->get()}) {
+    Frame f = make_ipv4_frame({.dst = 0x0a7fff81u});  // 10.127.255.128/25 → 0x7fff % 4
+    CHECK(run_one(*app, f).next_hop == 3);
+    Frame g = make_ipv4_frame({.dst = 0x0a7fff01u});  // the lower half of that /24: no route
+    CHECK(run_one(*app, g).drop == static_cast<uint8_t>(DropReason::kNoRoute));
+  }
+}
+
 TEST_CASE("finish keeps the reason of a packet dropped before the app, and counts forwarded packets") {
   auto app = make_app();
   std::vector<Frame> v{make_ipv4_frame({.dst = 0x01020304u}), make_ipv4_frame({.dst = 0x01020304u}),
