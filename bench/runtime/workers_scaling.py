@@ -8,6 +8,10 @@ frames each worker would get from symmetric RSS). Each round runs, in turn (neve
   hpr-1       hpr run, 1 worker, the mix -> net_null0 (the in-place worker path)
   hpr-N       N workers, one capture per rx queue (--rx-spread queues), net_null0 with N tx queues
   hpr-N-hash  N workers on the mix through one rx queue, spread by flow hash (--rx-spread hash: one reader)
+With --devices: also
+  hpr-1-dev   1 worker with a lane on every OpenCL device (POCL_DEVICES, default "pthread basic") and a native lane,
+              learning mode (the default: it weighs the lanes by what the run delivers)
+  hpr-N-dev   N workers on their queues, each with a lane on every device and a native lane, learning
 Reports Mpps median and spread (p90-p10 over median) per case, and the ratios hpr-N / hpr-1, l3fwd-N / l3fwd-1,
 hpr-1 / l3fwd-1 and hpr-N / l3fwd-N of the medians. Mpps counts every packet processed (hpr: the lanes' packets;
 l3fwd: packets sent on either port), as vs_testpmd.py does. Writes CSV to --out.
@@ -31,14 +35,16 @@ def l3fwd_n(binary, captures, seconds, rules):
     return vs_testpmd.l3fwd_mpps(cmd, seconds)
 
 
-def hpr_n(binary, captures, workers, spread, seconds):
+def hpr_n(binary, captures, workers, spread, seconds, devices="none"):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
         rx = "net_pcap0," + ",".join(f"rx_pcap={c}" for c in captures) + ",infinite_rx=1"
         cmd = [binary, "run", "-q", "--app", "ipv4", "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
-               "--vdev", rx, "--vdev", "net_null0,no-rx=1", "--devices", "none", "--native", "1",
+               "--vdev", rx, "--vdev", "net_null0,no-rx=1", "--devices", devices, "--native", "1",
                "--workers", str(workers), "--rx-spread", spread, "--duration", str(seconds), "--summary-json", js]
-        r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, HPR_STATE_DIR="none"))
+        env = dict(os.environ, HPR_STATE_DIR="none")
+        env.setdefault("POCL_DEVICES", "pthread basic")
+        r = subprocess.run(cmd + ["--state-dir", "none"], capture_output=True, text=True, env=env)
         if r.returncode != 0:
             print(r.stdout[-1000:], r.stderr[-2000:], file=sys.stderr)
             return None
@@ -54,6 +60,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build folder with cli/hpr and bench/")
     ap.add_argument("--hpr", default="", help="hpr binary (default: BUILD/cli/hpr)")
     ap.add_argument("--l3fwd", default="", help="l3fwd binary (default: BUILD/bench/l3fwd; none: leave it out)")
+    ap.add_argument("--devices", action="store_true", help="also the cases with a lane on every OpenCL device (learning)")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "runtime", "workers_scaling.csv"))
     a = ap.parse_args()
     hpr = a.hpr or os.path.join(a.build, "cli", "hpr")
@@ -71,6 +78,9 @@ def main():
     cases = {"hpr-1": lambda: hpr_n(hpr, [mix], 1, "auto", a.seconds),
              f"hpr-{n}": lambda: hpr_n(hpr, parts, n, "queues", a.seconds),
              f"hpr-{n}-hash": lambda: hpr_n(hpr, [mix], n, "hash", a.seconds)}
+    if a.devices:
+        cases["hpr-1-dev"] = lambda: hpr_n(hpr, [mix], 1, "auto", a.seconds, "all")
+        cases[f"hpr-{n}-dev"] = lambda: hpr_n(hpr, parts, n, "queues", a.seconds, "all")
     if a.l3fwd != "none" and os.path.exists(l3fwd):
         cases["l3fwd-1"] = lambda: vs_testpmd.l3fwd(l3fwd, mix, a.seconds, "lpm", rules)
         cases[f"l3fwd-{n}"] = lambda: l3fwd_n(l3fwd, parts, a.seconds, rules)
@@ -101,7 +111,8 @@ def main():
             print(f"{k:<14} {med[k]:8.3f} {spread(v):7.1%} {len(v):6d}")
     ratios = [(f"hpr-{n} / hpr-1", f"hpr-{n}", "hpr-1"), (f"hpr-{n}-hash / hpr-1", f"hpr-{n}-hash", "hpr-1"),
               (f"l3fwd-{n} / l3fwd-1", f"l3fwd-{n}", "l3fwd-1"), ("hpr-1 / l3fwd-1", "hpr-1", "l3fwd-1"),
-              (f"hpr-{n} / l3fwd-{n}", f"hpr-{n}", f"l3fwd-{n}")]
+              (f"hpr-{n} / l3fwd-{n}", f"hpr-{n}", f"l3fwd-{n}"), ("hpr-1-dev / hpr-1", "hpr-1-dev", "hpr-1"),
+              (f"hpr-{n}-dev / hpr-{n}", f"hpr-{n}-dev", f"hpr-{n}"), (f"hpr-{n}-dev / hpr-1-dev", f"hpr-{n}-dev", "hpr-1-dev")]
     for label, x, y in ratios:
         if x in med and y in med:
             print(f"{label:<22} {med[x] / med[y]:.2f}")
