@@ -152,6 +152,7 @@ class ClExecutor final : public Executor {
         }
         e->slots_.push_back(std::move(s));
       }
+      e->widest_launch_first(cfg.max_batch);
     } catch (const cl::Error& err) {
       return error(Code::kUnavailable, "allocating batch buffers on '{}' failed: {}",
                    e->prog_->device.getInfo<CL_DEVICE_NAME>(), cl_error_name(err.err()));
@@ -163,6 +164,24 @@ class ClExecutor final : public Executor {
   }
 
   std::string describe() const override { return fmt::format("opencl ({})", unified_ ? "mapped" : "copied"); }
+
+  // PoCL 3.1 keeps a compiled work-group function per kernel and grid width (one for the widest grid seen so far is
+  // made when a launch is wider than every earlier one), but a finished launch releases the first one with the same
+  // kernel and work-group size, whichever it ran: when a wider launch (a new entry, put first) finishes before an
+  // older launch still running on another queue, that older launch's release then finds the new entry at 0 and PoCL
+  // aborts (`pocl_release_dlhandle_cache: Assertion found->ref_count > 0`; seen with two workers' lanes on one
+  // device, once in 5 runs). One launch at the widest grid this executor will use, before any other, and every later
+  // launch takes that entry. n = 0: every kernel returns at once.
+  void widest_launch_first(uint32_t max_batch) {
+    ClSlot& s = *slots_.front();
+    kernel_.setArg(0, s.desc_buf);
+    kernel_.setArg(1, 0u);
+    kernel_.setArg(2, s.pkts_buf);
+    kernel_.setArg(3, s.out_buf);
+    const kernels::LaunchSize ls = kernels::launch_size(prog_->device, max_batch);
+    s.queue.enqueueNDRangeKernel(kernel_, cl::NullRange, ls.global, ls.local);
+    s.queue.finish();
+  }
 
   // Fault injection (fault_injection.hpp): throws the error a driver would at the n-th call at `p`.
   void inject(fault::ClPoint p, cl_int code, const char* call) {
