@@ -80,6 +80,7 @@ struct RunConfig {
   std::string log_path;
   bool icmp_time_exceeded = true;        // ipv4: answer TTL <= 1 with ICMP Time Exceeded from the host
   std::string router_addr = "192.0.2.1"; // ipv4: source address of those ICMP messages
+  std::string router_addr6 = "2001:db8::1";  // ipv4 with IPv6 routes: source address of ICMPv6 Time Exceeded
 
   std::vector<std::string> devices = {"all"};  // "all", "none", or device name substrings
   KindOverrides kinds;

@@ -318,10 +318,14 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     if (inet_pton(AF_INET, c.router_addr.c_str(), &a) != 1)
       return error(Code::kInvalidArgument, "app.router_addr: '{}' is not an IPv4 address", c.router_addr);
     uint32_t router = ntohl(a.s_addr);
+    kernels::ipv4::Ipv6Addr router6{};
+    if (!kernels::ipv4::parse_ipv6(c.router_addr6, router6))
+      return error(Code::kInvalidArgument, "app.router_addr6: '{}' is not an IPv6 address", c.router_addr6);
     pc.on_drop_reason = DropReason::kTtlExceeded;
-    pc.on_drop = [router](const Packet& p, std::vector<uint8_t>& scratch) -> std::span<const uint8_t> {
+    pc.on_drop = [router, router6](const Packet& p, std::vector<uint8_t>& scratch) -> std::span<const uint8_t> {
       scratch.resize(2048);
-      auto n = kernels::ipv4::build_icmp_time_exceeded(p, router, scratch);
+      auto n = p.l3 == L3::kIPv6 ? kernels::ipv4::build_icmpv6_time_exceeded(p, router6, scratch)
+                                 : kernels::ipv4::build_icmp_time_exceeded(p, router, scratch);
       if (!n) return {};
       return {scratch.data(), *n};
     };

@@ -120,6 +120,19 @@ Setting uint_setting(std::string_view key, std::string_view flag, std::string_vi
   return s;
 }
 
+// app.name; "ip" names the ipv4 app, which forwards IPv6 too where the routes hold IPv6 prefixes.
+Setting app_setting() {
+  Setting s{"app.name", "--app", "Application: ipv4 (or ip: IPv4 and IPv6 forwarding, one app), dpi, md5, aes",
+            Arg::kOne, nullptr};
+  s.apply = [name = s.name()](RunConfig& c, const SettingValue& v) -> Status {
+    auto x = str_of(v, name);
+    if (!x) return x.status();
+    c.app = *x == "ip" ? "ipv4" : *x;
+    return Status::ok();
+  };
+  return s;
+}
+
 // lanes.workers: auto (the default) or 1..kMaxWorkers.
 Setting workers_setting() {
   Setting s{"lanes.workers", "--workers",
@@ -525,7 +538,7 @@ std::vector<Setting> make_settings() {
                      "the DPDK input as it is: the source keeps each flow on one queue, e.g. net_pcap with one capture "
                      "per queue split by flow)",
                      {"auto", "hash", "queues"}, HPR_REF(std::string, rx_spread)),
-      str_setting("app.name", "--app", "Application: ipv4, dpi, md5, aes", HPR_REF(std::string, app)),
+      app_setting(),
       str_setting("app.routes", "--routes", "ipv4: route table (pyasn .dat[.gz] or 'prefix/len nexthop' text)",
                   HPR_REF(std::string, app_opts.routes)),
       uint_setting("app.ports", "--ports",
@@ -537,6 +550,8 @@ std::vector<Setting> make_settings() {
       bool_setting("app.icmp_time_exceeded", "", "ipv4: answer TTL <= 1 with ICMP Time Exceeded from the host",
                    HPR_REF(bool, icmp_time_exceeded)),
       str_setting("app.router_addr", "", "ipv4: source address of ICMP messages", HPR_REF(std::string, router_addr)),
+      str_setting("app.router_addr6", "", "ipv4 with IPv6 routes: source address of ICMPv6 messages",
+                  HPR_REF(std::string, router_addr6)),
       str_setting("app.rules", "--rules", "dpi: Snort/Suricata rule file or directory",
                   HPR_REF(std::string, app_opts.rules)),
       switch_setting("app.strict_rules", "--strict-rules",

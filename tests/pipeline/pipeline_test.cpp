@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "kernels/ipv4/routes.hpp"
 #include "kernels/registry.hpp"
 #include "tests/pipeline/pipeline_fixture.hpp"
 
@@ -81,9 +82,18 @@ TEST_CASE("TTL exceeded: dropped, counted, and answered with ICMP Time Exceeded 
   const bool worker = GENERATE(false, true);
   INFO((worker ? "in-place worker path" : "lanes"));
   if (worker) worker_path(c);
+  // With IPv6 routes, half the flows IPv6: hop limit 1 is answered with ICMPv6 Time Exceeded from app.router_addr6.
+  const bool v6 = GENERATE(false, true);
+  INFO((v6 ? "IPv4 and IPv6" : "IPv4"));
+  if (v6) {
+    c.app_opts.routes = tmp_path("routes46.txt");
+    FILE* f = std::fopen(c.app_opts.routes.c_str(), "w");
+    std::fputs("0.0.0.0/0 1\n::/0 2\n", f);
+    std::fclose(f);
+  }
   std::string out = tmp_path("ttl_out.pcap");
   c.input = {.kind = "generator", .gen_packets = 2000, .gen_flows = 50, .gen_sizes = "fixed:200", .gen_seed = 8,
-             .gen_ttl_low_share = 0.1};
+             .gen_ttl_low_share = 0.1, .gen_ipv6_share = v6 ? 0.5 : 0.0};
   c.output = {.kind = "pcap", .pcap = out};
   Summary s;
   {
@@ -102,13 +112,24 @@ TEST_CASE("TTL exceeded: dropped, counted, and answered with ICMP Time Exceeded 
     if (r == "ttl_exceeded") ttl_drops = n;
   CHECK(ttl_drops > 100);
   CHECK(s.host_frames == ttl_drops);
-  size_t icmp = 0;
+  size_t icmp = 0, icmp6 = 0, forwarded6 = 0;
   for (auto& f : got->frames) {
     Packet p = {};
     p.data = f.data();
     p.len = static_cast<uint16_t>(f.size());
     REQUIRE(parse(p) == DropReason::kNone);  // checksums right
-    if (p.l4 == 1) {
+    if (p.l3 == L3::kIPv6) {
+      if (p.l4 == 58) {
+        ++icmp6;
+        CHECK(f[p.l4_off] == 3);  // ICMPv6 Time Exceeded
+        auto want = kernels::ipv4::Ipv6Addr{};
+        REQUIRE(kernels::ipv4::parse_ipv6("2001:db8::1", want));
+        CHECK(std::equal(want.begin(), want.end(), f.begin() + p.l3_off + 8));
+      } else {
+        ++forwarded6;
+        CHECK(f[p.l3_off + 7] == 63);  // forwarded: hop limit 64 - 1
+      }
+    } else if (p.l4 == 1) {
       ++icmp;
       CHECK(f[p.l4_off] == 11);                            // Time Exceeded
       CHECK(std::equal(f.begin() + p.l3_off + 12, f.begin() + p.l3_off + 16, std::begin({192, 0, 2, 1})) );
@@ -116,7 +137,17 @@ TEST_CASE("TTL exceeded: dropped, counted, and answered with ICMP Time Exceeded 
       CHECK(f[p.l3_off + 8] == 63);                        // forwarded: TTL 64 - 1
     }
   }
-  CHECK(icmp == ttl_drops);
+  CHECK(icmp + icmp6 == ttl_drops);
+  CHECK((icmp6 > 0) == v6);
+  CHECK((forwarded6 > 0) == v6);
+}
+
+TEST_CASE("a router address that does not parse is refused, naming the setting") {
+  RunConfig c = base_config();
+  c.router_addr6 = "2001:db8::zz";
+  auto ctx = prepare_run(c);
+  REQUIRE_FALSE(ctx.is_ok());
+  CHECK_THAT(ctx.status().message(), Catch::Contains("app.router_addr6") && Catch::Contains("2001:db8::zz"));
 }
 
 TEST_CASE("aes: every flow of a flow table whose capacity is not a power of two has its key") {
