@@ -19,6 +19,7 @@
 #include <fstream>
 #include <functional>
 
+#include "bench/ipv4/capture_addrs6.hpp"
 #include "bench/ipv4/synth_routes6.hpp"
 #include "hpr/data_dir.hpp"
 #include "hpr/stats.hpp"
@@ -32,27 +33,6 @@ using namespace hpr;
 using namespace hpr::kernels::ipv4;
 
 namespace {
-
-std::vector<Ipv6Addr> capture_addresses6() {
-  std::vector<Ipv6Addr> out;
-  for (const auto& path : list_captures(data_path("pcap/ndpi"))) {
-    auto c = load_capture(path);
-    if (!c) continue;
-    for (auto& f : c->frames) {
-      Packet p;
-      p.data = f.data();
-      p.len = static_cast<uint16_t>(f.size());
-      parse(p, {.verify_ipv4_checksum = false});
-      if (p.l3 != L3::kIPv6 || p.l3_off == kNoOffset || p.l3_off + 40u > p.len) continue;
-      for (int o : {8, 24}) {
-        Ipv6Addr a;
-        std::memcpy(a.data(), p.data + p.l3_off + o, 16);
-        out.push_back(a);
-      }
-    }
-  }
-  return out;
-}
 
 uint64_t cpu_ns() {
   timespec ts{};
@@ -86,7 +66,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "rte_eal_init failed: {}\n", rte_strerror(rte_errno));
     return 1;
   }
-  std::vector<Ipv6Addr> cap = capture_addresses6();
+  std::vector<Ipv6Addr> cap = synth6::capture_addresses6();
   const auto table = synth6::synthetic_routes6(prefixes, seed, cap);
   if (!table_out.empty()) std::ofstream(table_out) << synth6::to_ipasn_text(table, seed);
   const auto routes = synth6::to_routes6(table, 16);

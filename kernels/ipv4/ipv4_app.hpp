@@ -146,6 +146,9 @@ class Ipv4App final : public App {
   Ipv4App(FlatLpm lpm, std::optional<Lpm6> lpm6, const Ipv4Config& config)
       : lpm_(std::move(lpm)), lpm6_(std::move(lpm6)), config_(config) {}
   void run_native6(const BatchView& batch, const uint32_t* idx, uint32_t n) const;
+  // A lookup's next hop `hop`: kept, or on a miss the default route's (flagged in r) or a no_route drop written to r
+  // (false: the packet is dropped).
+  bool route_or_drop(uint32_t& hop, Ipv4Result& r) const;
   FlatLpm lpm_;
   std::optional<Lpm6> lpm6_;
   Ipv4Config config_;

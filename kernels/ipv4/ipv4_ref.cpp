@@ -70,6 +70,17 @@ inline uint8_t check6(const Desc& d, const uint8_t* h, Ipv4Result& r) {
 }  // namespace
 
 // IPv6 packets idx[0..n) of the batch (all of them passed check() as IPv6): check, LPM6, hop limit - 1.
+bool Ipv4App::route_or_drop(uint32_t& hop, Ipv4Result& r) const {
+  if (hop != kNoNextHop) return true;
+  if (!config_.default_next_hop) {
+    r.drop = reason(DropReason::kNoRoute);
+    return false;
+  }
+  hop = *config_.default_next_hop;
+  r.flags |= kResDefaultRoute;
+  return true;
+}
+
 void Ipv4App::run_native6(const BatchView& batch, const uint32_t* idx, uint32_t n) const {
   auto* res = reinterpret_cast<Ipv4Result*>(batch.out);
   uint8_t dst[kChunk][16];  // n <= kChunk: run_native calls this once per chunk
@@ -93,14 +104,9 @@ void Ipv4App::run_native6(const BatchView& batch, const uint32_t* idx, uint32_t 
     const uint32_t i = ok[t];
     Ipv4Result r{kNoNextHop, 0, 0, kResIpv6};
     uint32_t hop = nh[t];
-    if (hop == kNoNextHop) {
-      if (!config_.default_next_hop) {
-        r.drop = reason(DropReason::kNoRoute);
-        std::memcpy(res + i, &r, sizeof r);
-        continue;
-      }
-      hop = *config_.default_next_hop;
-      r.flags |= kResDefaultRoute;
+    if (!route_or_drop(hop, r)) {
+      std::memcpy(res + i, &r, sizeof r);
+      continue;
     }
     uint8_t* h = batch.slice(i);
     h[7] = static_cast<uint8_t>(h[7] - 1);
@@ -148,14 +154,9 @@ void Ipv4App::run_native(const BatchView& batch) const {
       uint8_t* h = batch.slice(i);
       Ipv4Result r{kNoNextHop, 0, 0, 0};
       uint32_t hop = nh[t];
-      if (hop == kNoNextHop) {
-        if (!config_.default_next_hop) {
-          r.drop = reason(DropReason::kNoRoute);
-          std::memcpy(res + i, &r, sizeof r);
-          continue;
-        }
-        hop = *config_.default_next_hop;
-        r.flags = kResDefaultRoute;
+      if (!route_or_drop(hop, r)) {
+        std::memcpy(res + i, &r, sizeof r);
+        continue;
       }
       const uint16_t hc = static_cast<uint16_t>((uint32_t{h[10]} << 8) | h[11]);
       const uint16_t hc2 = ttl_decrement_checksum(hc, h[8], h[9]);

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "ipv4_test_util.hpp"
+#include "ipv4_run_util.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
 #include "kernels/ipv4/ipv4_hdr.hpp"
 #include "kernels/runner.hpp"
@@ -13,6 +14,8 @@ using namespace hpr;
 using namespace hpr::kernels::ipv4;
 using hpr::DropReason;
 using hpr::ipv4_test::Frame;
+using hpr::ipv4_test::run;
+using hpr::ipv4_test::run_one;
 using hpr::ipv4_test::HeaderSpec;
 using hpr::ipv4_test::make_ipv4_frame;
 
@@ -30,30 +33,6 @@ std::unique_ptr<Ipv4App> make_app(Ipv4Config cfg = {}) {
   return std::move(a).value();
 }
 
-// Runs one batch natively, scatters the headers back, applies finish(); returns the results.
-std::vector<Ipv4Result> run(const Ipv4App& app, std::vector<Frame>& frames) {
-  std::vector<hpr::Packet> pkts;
-  for (auto& f : frames) {
-    hpr::ipv4_test::refresh(f);
-    pkts.push_back(f.pkt);
-  }
-  auto b = hpr::kernels::gather(app, pkts);
-  app.run_native(b.view());
-  hpr::kernels::scatter_back(app, pkts, b.view());
-  app.finish(pkts, b.view());
-  std::vector<Ipv4Result> res(frames.size());
-  std::memcpy(res.data(), b.out.data(), res.size() * sizeof(Ipv4Result));
-  for (size_t i = 0; i < frames.size(); ++i) frames[i].pkt = pkts[i];
-  return res;
-}
-
-Ipv4Result run_one(const Ipv4App& app, Frame& f) {
-  std::vector<Frame> v{f};
-  auto r = run(app, v);
-  f = v[0];
-  f.pkt.data = f.bytes.data();
-  return r[0];
-}
 
 }  // namespace
 

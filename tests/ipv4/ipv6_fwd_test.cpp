@@ -4,12 +4,15 @@
 #include <catch2/catch.hpp>
 
 #include "ipv6_test_util.hpp"
+#include "ipv4_run_util.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
 #include "kernels/runner.hpp"
 
 using namespace hpr;
 using namespace hpr::kernels::ipv4;
 using hpr::ipv4_test::Frame;
+using hpr::ipv4_test::run;
+using hpr::ipv4_test::run_one;
 using hpr::ipv6_test::addr6;
 using hpr::ipv6_test::make_ipv6_frame;
 
@@ -25,29 +28,6 @@ std::unique_ptr<Ipv4App> make_app(Ipv4Config cfg = {}, std::span<const Route6> r
   return std::move(a).value();
 }
 
-std::vector<Ipv4Result> run(const Ipv4App& app, std::vector<Frame>& frames) {
-  std::vector<hpr::Packet> pkts;
-  for (auto& f : frames) {
-    hpr::ipv4_test::refresh(f);
-    pkts.push_back(f.pkt);
-  }
-  auto b = hpr::kernels::gather(app, pkts);
-  app.run_native(b.view());
-  hpr::kernels::scatter_back(app, pkts, b.view());
-  app.finish(pkts, b.view());
-  std::vector<Ipv4Result> res(frames.size());
-  std::memcpy(res.data(), b.out.data(), res.size() * sizeof(Ipv4Result));
-  for (size_t i = 0; i < frames.size(); ++i) frames[i].pkt = pkts[i];
-  return res;
-}
-
-Ipv4Result run_one(const Ipv4App& app, Frame& f) {
-  std::vector<Frame> v{f};
-  auto r = run(app, v);
-  f = v[0];
-  f.pkt.data = f.bytes.data();
-  return r[0];
-}
 
 }  // namespace
 

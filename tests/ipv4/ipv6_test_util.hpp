@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/ipv4/capture_addrs6.hpp"
 #include "bench/ipv4/synth_routes6.hpp"
 #include "ipv4_test_util.hpp"
 
@@ -55,28 +56,9 @@ inline Frame make_ipv6_frame(const Header6Spec& s) {
   return f;
 }
 
-// Source and destination of every IPv6 header the runtime parser finds in the real captures.
+// Source and destination of every IPv6 header of the real captures (bench/ipv4/capture_addrs6.hpp), read once.
 inline const std::vector<Ipv6Addr>& capture_ipv6_addresses() {
-  static const std::vector<Ipv6Addr> all = [] {
-    std::vector<Ipv6Addr> out;
-    for (const auto& path : list_captures(data_path("pcap/ndpi"))) {
-      auto c = load_capture(path);
-      if (!c) continue;
-      for (auto& f : c->frames) {
-        Packet p;
-        p.data = f.data();
-        p.len = static_cast<uint16_t>(f.size());
-        parse(p, {.verify_ipv4_checksum = false});
-        if (p.l3 != L3::kIPv6 || p.l3_off == kNoOffset || p.l3_off + 40u > p.len) continue;
-        Ipv6Addr a;
-        std::memcpy(a.data(), p.data + p.l3_off + 8, 16);
-        out.push_back(a);
-        std::memcpy(a.data(), p.data + p.l3_off + 24, 16);
-        out.push_back(a);
-      }
-    }
-    return out;
-  }();
+  static const std::vector<Ipv6Addr> all = synth6::capture_addresses6();
   return all;
 }
 
