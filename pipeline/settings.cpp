@@ -147,8 +147,12 @@ Setting workers_setting() {
       c.workers = 1;
       return Status::ok();
     }
+    const bool integer = v.node != nullptr ? v.node->is_integer()
+                                           : !last_arg(v).empty() &&
+                                                 last_arg(v).find_first_not_of("0123456789") == std::string::npos;
+    if (!integer) return bad(name, v, fmt::format("want auto or a worker count in 1..{}", kMaxWorkers));
     auto x = uint_of(v, name, 1, kMaxWorkers);
-    if (!x) return error(x.status().code(), "{}, or auto", x.status().message());
+    if (!x) return x.status();
     c.workers_auto = false;
     c.workers = static_cast<uint32_t>(*x);
     return Status::ok();
