@@ -23,9 +23,7 @@ Result<size_t> build_icmpv6_time_exceeded(const Packet& p, const Ipv6Addr& route
   if (out.size() < total) return error(Code::kInvalidArgument, "icmpv6: output buffer {} bytes, need {}", out.size(), total);
 
   uint8_t* f = out.data();
-  std::memcpy(f, p.data, l2);
-  std::memcpy(f, p.data + 6, 6);  // dst MAC = original src
-  std::memcpy(f + 6, p.data, 6);  // src MAC = original dst (the router's port)
+  reply_l2(f, p);
   uint8_t* h = f + l2;
   h[0] = 0x60;  // version 6, traffic class 0, flow label 0
   h[1] = h[2] = h[3] = 0;

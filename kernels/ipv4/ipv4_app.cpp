@@ -196,9 +196,7 @@ Result<size_t> build_icmp_time_exceeded(const Packet& p, uint32_t router_addr, s
   if (out.size() < total) return error(Code::kInvalidArgument, "icmp: output buffer {} bytes, need {}", out.size(), total);
 
   uint8_t* f = out.data();
-  std::memcpy(f, p.data, l2);
-  std::memcpy(f, p.data + 6, 6);  // dst MAC = original src
-  std::memcpy(f + 6, p.data, 6);  // src MAC = original dst (the router's port)
+  reply_l2(f, p);
   uint8_t* h = f + l2;
   const uint16_t ip_len = static_cast<uint16_t>(20 + 8 + quoted);
   h[0] = 0x45;
