@@ -16,6 +16,7 @@
 #include "kernels/ipv4/ipv4_hdr.hpp"
 #include "runtime/packet.hpp"
 #include "runtime/parser.hpp"
+#include "runtime/opencl/devices.hpp"
 #include "runtime/pcap_file.hpp"
 
 namespace hpr::ipv4_test {
@@ -108,6 +109,18 @@ inline const std::vector<kernels::ipv4::Route>& full_table() {
     return std::move(r->routes);
   }();
   return routes;
+}
+
+// The OpenCL devices the device tests compare against the native path: both PoCL devices where ctest asks for them
+// (POCL_DEVICES="pthread basic"), none (with a warning) on a machine without any.
+inline std::vector<DeviceInfo> test_devices() {
+  auto found = discover_devices();
+  REQUIRE(found);
+  if (const char* env = std::getenv("POCL_DEVICES"); env != nullptr && std::string(env) == "pthread basic") {
+    REQUIRE(found->size() >= 2);
+  }
+  if (found->empty()) WARN("no OpenCL device: device tests skipped");
+  return *found;
 }
 
 }  // namespace hpr::ipv4_test
