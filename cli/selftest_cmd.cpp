@@ -62,7 +62,7 @@ Status time_engine(Executor& ex, const CheckSample& s, uint32_t batch, double mi
   std::vector<double> pass_ns;
   const auto reap = [&]() -> Status {
     done.clear();
-    auto r = ex.reap(true, done, [](std::span<const Packet>, const kernels::BatchView&, const kernels::App&) {});
+    auto r = ex.reap(true, done, [](std::span<const Packet>, const kernels::BatchView&, const kernels::App&, uint32_t) {});
     return r ? Status::ok() : r.status();
   };
   const uint64_t t_start = monotonic_ns();

@@ -64,6 +64,9 @@ class DeviceTables {
   }
 };
 
+// The longest chain: each app once (registry.hpp's chain_apps).
+inline constexpr uint32_t kMaxChainLength = 4;
+
 class App {
  public:
   virtual ~App() = default;
@@ -118,13 +121,36 @@ class App {
   // Sets Packet::drop / out_port; never allocates.
   virtual void finish(std::span<Packet> pkts, const BatchView& batch) const = 0;
 
+  // What run_in_place reports after each app has finished a batch: its index k in the chain (one app: 0), the app, and
+  // its part of the batch, with the packets as its finish left them (the apps after it have not run yet): for
+  // count_events and append_log.
+  using AppDone = std::function<void(uint32_t k, const App& app, const BatchView& v)>;
+  // A native batch in place on its frames, in one call: slices_in_place, run_native, finish, then `done` (what native
+  // lanes and the worker path run). `desc` and `slices` hold chain_length() entries per packet, `out` n ×
+  // result_bytes(). A chain runs its apps in turn here (kernels/chain/chain_app.hpp).
+  virtual void run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slices, uint8_t* out,
+                            const AppDone& done) const {
+    slices_in_place(pkts, desc, slices);
+    const BatchView v{desc, static_cast<uint32_t>(pkts.size()), nullptr, out, slices};
+    run_native(v);
+    finish(pkts, v);
+    done(0, *this, v);
+  }
+  // The apps a packet goes through, in order: this app alone, or a chain's apps.
+  virtual uint32_t chain_length() const { return 1; }
+  virtual const App& chain_app(uint32_t /*k*/) const { return *this; }
+  // Whether OpenCL devices can run this app (a chain: not yet; its lanes are native).
+  virtual bool runs_on_devices() const { return true; }
+
   // Appends one line per packet whose result is worth logging (DPI: an alert with the pattern ids;
   // MD5: the digest), each prefixed by `prefix(i)`, the caller's "time flow" text. Default: none.
   virtual void append_log(std::span<const Packet> /*pkts*/, const BatchView& /*batch*/,
                           const std::function<std::string(uint32_t)>& /*prefix*/, std::string& /*out*/) const {}
   // Application events in a finished batch for the summary (DPI: matches; MD5: digests; AES:
   // packets encrypted; IPv4: packets forwarded).
-  virtual uint64_t count_events(const BatchView& /*batch*/) const { return 0; }
+  // `pkts`: the batch's packets as this app's finish left them (a packet dropped before the app has its reason, and
+  // an empty slice).
+  virtual uint64_t count_events(std::span<const Packet> /*pkts*/, const BatchView& /*batch*/) const { return 0; }
   // Name of what count_events counts ("matches", "digests", ...).
   virtual std::string_view event_name() const { return "events"; }
 };

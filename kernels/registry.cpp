@@ -2,12 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
 #include "hpr/data_dir.hpp"
 #include "kernels/aes/aes_app.hpp"
 #include "kernels/aes/key_source.hpp"
+#include "kernels/chain/chain_app.hpp"
 #include "kernels/dpi/dpi_app.hpp"
 #include "kernels/dpi/rules.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
@@ -17,7 +19,68 @@ namespace hpr::kernels {
 
 std::vector<std::string> app_names() { return {"ipv4", "dpi", "md5", "aes"}; }
 
+namespace {
+
+std::string known_apps() {
+  std::string known;
+  for (const auto& n : app_names()) known += (known.empty() ? "" : ", ") + n;
+  return known;
+}
+
+Result<std::shared_ptr<App>> make_one(const std::string& name, const AppOptions& opt);
+
+}  // namespace
+
+Result<std::vector<std::string>> chain_apps(std::string_view name) {
+  std::vector<std::string> apps;
+  const auto known = app_names();
+  size_t from = 0;
+  while (true) {
+    const size_t comma = std::min(name.find(',', from), name.size());
+    std::string a(name.substr(from, comma - from));
+    if (a == "ip") a = "ipv4";
+    if (a.empty() && name.find(',') == std::string_view::npos)
+      return error(Code::kInvalidArgument, "no app named (known: {})", known_apps());
+    if (a.empty())
+      return error(Code::kInvalidArgument, "the chain '{}' has an empty app: apps are separated by single commas", name);
+    if (std::find(known.begin(), known.end(), a) == known.end())
+      return error(Code::kInvalidArgument, "unknown app '{}'{} (known: {})", a,
+                   apps.empty() && comma == name.size() ? "" : fmt::format(" in the chain '{}'", name), known_apps());
+    if (std::find(apps.begin(), apps.end(), a) != apps.end())
+      return error(Code::kInvalidArgument, "the chain '{}' names {} twice: each app once", name, a);
+    apps.push_back(std::move(a));
+    if (comma == name.size()) return apps;
+    from = comma + 1;
+  }
+}
+
+bool chain_has(std::string_view name, std::string_view app) {
+  for (size_t from = 0; from <= name.size();) {
+    const size_t comma = std::min(name.find(',', from), name.size());
+    if (name.substr(from, comma - from) == app) return true;
+    from = comma + 1;
+  }
+  return false;
+}
+
 Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions& opt) {
+  auto names = chain_apps(name);
+  if (!names) return names.status();
+  if (names->size() == 1) return make_one(names->front(), opt);
+  std::vector<std::shared_ptr<App>> apps;
+  for (const auto& n : *names) {
+    auto a = make_one(n, opt);
+    if (!a) return a.status();
+    apps.push_back(std::move(*a));
+  }
+  auto chain = ChainApp::create(std::move(apps));
+  if (!chain) return chain.status();
+  return std::shared_ptr<App>(std::move(*chain));
+}
+
+namespace {
+
+Result<std::shared_ptr<App>> make_one(const std::string& name, const AppOptions& opt) {
   if (name == "ipv4") {
     ipv4::Ipv4Config c;
     c.num_ports = opt.ports;
@@ -70,9 +133,9 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     o.max_payload_bytes = opt.max_frame_bytes;
     return std::shared_ptr<App>(std::make_shared<aes::AesApp>(std::move(keys->table), o, std::move(keys->source)));
   }
-  std::string known;
-  for (const auto& n : app_names()) known += (known.empty() ? "" : ", ") + n;
-  return error(Code::kInvalidArgument, "unknown app '{}' (known: {})", name, known);
+  return error(Code::kInvalidArgument, "unknown app '{}' (known: {})", name, known_apps());
 }
+
+}  // namespace
 
 }  // namespace hpr::kernels

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -36,7 +37,14 @@ struct AppOptions {
 };
 
 std::vector<std::string> app_names();
-// Errors: kInvalidArgument for an unknown name (listing the known ones), and those of the app.
+// The apps of `name`: one app ("ipv4") or a chain, the apps in order separated by commas ("ipv4,aes"); "ip" names
+// ipv4. Errors (kInvalidArgument): an empty name or an empty app in the chain, an unknown app (listing the known
+// ones), an app named twice.
+Result<std::vector<std::string>> chain_apps(std::string_view name);
+// Whether the app or chain `name` (as chain_apps accepts it, "ip" already ipv4) runs `app`.
+bool chain_has(std::string_view name, std::string_view app);
+// One app, or a chain of apps (kernels/chain/chain_app.hpp) for a name with commas.
+// Errors: those of chain_apps, and those of each app.
 Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions& opt);
 
 }  // namespace hpr::kernels

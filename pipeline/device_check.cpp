@@ -141,7 +141,7 @@ Result<EngineOutput> run_sample(const kernels::App& app, Executor& ex, const Che
     const auto n = static_cast<uint32_t>(std::min<size_t>(batch, o.pkts.size() - first));
     HPR_RETURN_IF_ERROR(ex.submit(o.pkts.data() + first, n));
     done.clear();
-    auto r = ex.reap(true, done, [&](std::span<const Packet>, const kernels::BatchView& v, const kernels::App&) {
+    auto r = ex.reap(true, done, [&](std::span<const Packet>, const kernels::BatchView& v, const kernels::App&, uint32_t) {
       std::memcpy(o.out.data() + first * rb, v.out, size_t{n} * rb);
     });
     if (!r) return r.status();

@@ -42,7 +42,10 @@ size_t out_buffer_bytes(const App& app, uint32_t max_batch) {
 class NativeExecutor final : public Executor {
  public:
   NativeExecutor(const App& app, const ExecutorConfig& cfg)
-      : app_(&app), desc_(cfg.max_batch), slices_(cfg.max_batch), out_(out_buffer_bytes(app, cfg.max_batch)) {
+      : app_(&app),
+        desc_(size_t{cfg.max_batch} * app.chain_length()),
+        slices_(desc_.size()),
+        out_(out_buffer_bytes(app, cfg.max_batch)) {
     slot_.pkts.resize(cfg.max_batch);
   }
   std::string describe() const override { return "native"; }
@@ -63,11 +66,8 @@ class NativeExecutor final : public Executor {
     std::span<Packet> pk(slot_.pkts.data(), slot_.n);
     const App& app = *slot_.app;
     // In place: the app reads and rewrites each slice in its frame (no gather, no scatter back).
-    app.slices_in_place(pk, desc_.data(), slices_.data());
-    BatchView v{desc_.data(), slot_.n, nullptr, out_.data(), slices_.data()};
-    app.run_native(v);
-    app.finish(pk, v);
-    on_batch(pk, v, app);
+    app.run_in_place(pk, desc_.data(), slices_.data(), out_.data(),
+                     [&](uint32_t k, const App& a, const BatchView& v) { on_batch(pk, v, a, k); });
     done.insert(done.end(), pk.begin(), pk.end());
     full_ = false;
     slot_.version.reset();
@@ -269,7 +269,7 @@ class ClExecutor final : public Executor {
       }
       kernels::scatter_back(app, pk, v);
       app.finish(pk, v);
-      on_batch(pk, v, app);
+      on_batch(pk, v, app, 0);
       done.insert(done.end(), pk.begin(), pk.end());
       if (unified_) {
         s.queue.enqueueUnmapMemObject(s.out_buf, s.out_host);

@@ -53,8 +53,8 @@ void Lane::fail(const Status& st) {
   state_.store(LaneState::kDrained, std::memory_order_release);
 }
 
-void Lane::account(std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& app) {
-  bump(stats_.events, app.count_events(v));
+void Lane::account(std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& app, uint32_t k) {
+  bump(stats_.events[k], app.count_events(pk, v));
   if (!log_on_) return;
   std::string lines;
   app.append_log(pk, v, [&](uint32_t i) { return log_prefix_(pk[i]); }, lines);
@@ -67,7 +67,7 @@ void Lane::account(std::span<const Packet> pk, const kernels::BatchView& v, cons
 bool Lane::reap(bool wait) {
   done_.clear();
   auto r = exec_->reap(wait, done_, [this](std::span<const Packet> pk, const kernels::BatchView& v,
-                                           const kernels::App& app) { account(pk, v, app); });
+                                           const kernels::App& app, uint32_t k) { account(pk, v, app, k); });
   if (!r) {
     fail(r.status());
     return false;

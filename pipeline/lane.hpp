@@ -30,8 +30,10 @@ namespace hpr {
 // Runs batches of one app. Implementations: native (host thread) and OpenCL.
 class Executor {
  public:
-  // A finished batch: its packets, its view, and the app (version) it ran.
-  using BatchFn = std::function<void(std::span<const Packet>, const kernels::BatchView&, const kernels::App&)>;
+  // A finished batch: its packets, its view, the app (version) it ran, and k: which app of a chain that was (the
+  // executor calls it once per app of a chain, with that app's part of the batch; one app: k = 0).
+  using BatchFn =
+      std::function<void(std::span<const Packet>, const kernels::BatchView&, const kernels::App&, uint32_t k)>;
   virtual ~Executor() = default;
   virtual std::string describe() const = 0;
   virtual uint32_t slots() const = 0;
@@ -89,7 +91,8 @@ inline bool in_slow_window(uint64_t t, uint64_t from, uint64_t until) { return t
 enum class LaneState : uint8_t { kRunning, kFailed, kDrained, kRemoved };
 
 struct LaneStats {
-  std::atomic<uint64_t> batches{0}, packets{0}, events{0};
+  std::atomic<uint64_t> batches{0}, packets{0};
+  std::atomic<uint64_t> events[kernels::kMaxChainLength] = {};  // app k's of a chain (one app: events[0])
   std::atomic<uint64_t> busy_ns{0};        // time with at least one batch outstanding
   std::atomic<uint64_t> batch_pkts_sum{0}; // for the mean batch size
   std::atomic<uint64_t> queue_full{0};     // packets dropped because this lane's queue was full (dispatcher)
@@ -137,8 +140,9 @@ class Lane {
   uint32_t batch_size() const { return batch_target_.load(std::memory_order_relaxed); }
   std::string log_drain();  // log lines produced since the last call
   // Counts a finished batch's events and appends its log lines (the executor's reap, or the
-  // pipeline's in-place worker path, which runs this lane's app itself); `app`: the version the batch ran.
-  void account(std::span<const Packet> pkts, const kernels::BatchView& v, const kernels::App& app);
+  // pipeline's in-place worker path, which runs this lane's app itself); `app`: the version the batch ran, or its
+  // app k of a chain (Executor::BatchFn).
+  void account(std::span<const Packet> pkts, const kernels::BatchView& v, const kernels::App& app, uint32_t k);
   // Live reloads: before each batch it submits, the lane takes `swap`'s current version if it has changed (as lane
   // `index` of its pipeline). Call before start(). Without it the lane runs the app it was made with.
   // Errors: the executor's (Executor::adopt) for the current version, which it holds from here on.

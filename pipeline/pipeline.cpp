@@ -405,6 +405,9 @@ Summary Pipeline::snapshot() const {
   s.host_frames = host_frames_.load();
   const auto version = swap_->current();  // app_ is the dispatcher's
   s.event_name = std::string(version->app->event_name());
+  if (const kernels::App& app = *version->app; app.chain_length() > 1)
+    for (uint32_t k = 0; k < app.chain_length(); ++k)
+      s.chain_events.push_back({std::string(app.chain_app(k).name()), std::string(app.chain_app(k).event_name()), 0});
   s.app_info = version->app->summary_info();
   // After live reloads: which version of the tables runs (the first is generation 1).
   if (version->generation > 1) s.app_info.emplace_back("tables", fmt::format("generation {}", version->generation));
@@ -443,9 +446,11 @@ Summary Pipeline::snapshot() const {
     if (state != LaneState::kRunning) ls.failure = l->failure();
     ls.batches = st.batches.load();
     ls.packets = st.packets.load();
-    ls.events = st.events.load();
+    // The summary's events are the (last) app's; a chain's apps have theirs in chain_events.
+    ls.events = st.events[version->app->chain_length() - 1].load();
     ls.queue_full = st.queue_full.load();
     s.events += ls.events;
+    for (size_t k = 0; k < s.chain_events.size(); ++k) s.chain_events[k].count += st.events[k].load();
     ls.mean_batch = ls.batches != 0 ? static_cast<double>(st.batch_pkts_sum.load()) / static_cast<double>(ls.batches) : 0;
     ls.utilisation = s.seconds > 0 ? static_cast<double>(st.busy_ns.load()) / 1e9 / s.seconds : 0;
     ls.p50_ns = st.batch_latency.percentile_ns(50);

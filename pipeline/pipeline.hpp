@@ -232,10 +232,10 @@ class Pipeline {
   // The in-place worker path (worker.cpp): run to completion with one native lane, no device.
   struct WorkerBurst {
     FlowKey keys[Burst::kMax];
-    kernels::Desc desc[Burst::kMax];
-    uint8_t* slices[Burst::kMax];
-    Packet dropped[Burst::kMax];  // the app's drops, released together
-    std::vector<uint8_t> out;     // kMax × the app's result bytes
+    Packet dropped[Burst::kMax];         // the app's drops, released together
+    std::vector<kernels::Desc> desc;     // kMax × the app's chain length
+    std::vector<uint8_t*> slices;        // as many
+    std::vector<uint8_t> out;            // kMax × the app's result bytes
   };
   void start();
   Summary finish();

@@ -190,7 +190,9 @@ std::string budget_pocl_threads(const RunConfig& c, size_t cores) {
 // [[neighbour]] → the ipv4 app's rewrite table; each output port's MAC from ports.macs or the port itself.
 Status set_neighbours(const RunConfig& c, RunContext& ctx) {
   if (c.neighbours.empty()) return Status::ok();
-  auto* v4 = dynamic_cast<kernels::ipv4::Ipv4App*>(ctx.app.get());
+  kernels::ipv4::Ipv4App* v4 = nullptr;  // the app, or the chain's ipv4
+  for (uint32_t k = 0; k < ctx.app->chain_length() && v4 == nullptr; ++k)
+    v4 = dynamic_cast<kernels::ipv4::Ipv4App*>(const_cast<kernels::App*>(&ctx.app->chain_app(k)));
   if (v4 == nullptr) return error(Code::kInvalidArgument, "neighbour: the neighbour table is for the ipv4 app");
   std::vector<kernels::ipv4::Neighbour> table(c.app_opts.ports);
   for (size_t i = 0; i < c.neighbours.size(); ++i) {
@@ -313,7 +315,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   pc.backpressure = c.backpressure;
   pc.run_to_completion = c.run_to_completion;
   pc.balancer = c.balancer;
-  if (c.app == "ipv4" && c.icmp_time_exceeded) {
+  if (kernels::chain_has(c.app, "ipv4") && c.icmp_time_exceeded) {
     in_addr a{};
     if (inet_pton(AF_INET, c.router_addr.c_str(), &a) != 1)
       return error(Code::kInvalidArgument, "app.router_addr: '{}' is not an IPv4 address", c.router_addr);
@@ -334,7 +336,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   pc.log_path = c.log_path;
   pc.max_duration_ns = static_cast<uint64_t>(c.duration_s * 1e9);
   pc.status_interval_ns = static_cast<uint64_t>(c.status_interval_s * 1e9);
-  pc.parse.verify_ipv4_checksum = c.app != "ipv4";  // the ipv4 app checks it itself
+  pc.parse.verify_ipv4_checksum = !kernels::chain_has(c.app, "ipv4");  // the ipv4 app checks it itself
   auto lane_cfg = [&](const std::string& name) {
     LaneConfig lc;
     lc.name = name;
@@ -359,6 +361,12 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   constexpr uint32_t kCheckPackets = 256, kCheckPerFile = 8;  // the start-up check's sample: ~30 captures
   std::optional<CheckSample> sample;
   for (const auto& d : chosen) {
+    if (!ctx->app->runs_on_devices()) {
+      const std::string why = fmt::format("the chain {} runs on native lanes only (an OpenCL lane runs one app)", c.app);
+      spdlog::info("device '{}' left out: {}", d.name, why);
+      ctx->left_out.push_back(d.name + ": " + why);
+      continue;
+    }
     auto prog = cl_fault.point == fault::ClPoint::kBuild && cl_fault.applies_to(d.name)
                     ? Result<std::shared_ptr<kernels::AppProgram>>(
                           error(Code::kUnavailable, "fault injected (HPR_FAULT_CL): clBuildProgram failed: CL_BUILD_PROGRAM_FAILURE"))

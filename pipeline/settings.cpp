@@ -8,6 +8,8 @@
 
 #include <algorithm>
 
+#include "kernels/registry.hpp"
+
 namespace hpr {
 namespace {
 
@@ -122,12 +124,15 @@ Setting uint_setting(std::string_view key, std::string_view flag, std::string_vi
 
 // app.name; "ip" names the ipv4 app, which forwards IPv6 too where the routes hold IPv6 prefixes.
 Setting app_setting() {
-  Setting s{"app.name", "--app", "Application: ipv4 (or ip: IPv4 and IPv6 forwarding, one app), dpi, md5, aes",
+  Setting s{"app.name", "--app",
+            "Application: ipv4 (or ip: IPv4 and IPv6 forwarding, one app), dpi, md5, aes; or a chain, the apps in order "
+            "separated by commas (ipv4,aes: each packet through each app, native lanes)",
             Arg::kOne, nullptr};
   s.apply = [name = s.name()](RunConfig& c, const SettingValue& v) -> Status {
     auto x = str_of(v, name);
     if (!x) return x.status();
-    c.app = *x == "ip" ? "ipv4" : *x;
+    auto apps = kernels::chain_apps(*x);  // validate() names what is wrong with it
+    c.app = apps ? fmt::format("{}", fmt::join(*apps, ",")) : *x;
     return Status::ok();
   };
   return s;

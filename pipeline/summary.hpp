@@ -31,6 +31,12 @@ struct Summary {
   // Host threads' busy time beyond the lanes' (dispatcher bursts, egress polls with work), for the power model.
   double dispatch_busy_s = 0, egress_busy_s = 0;
   std::string event_name;
+  // A chain's events, app by app (the summary's events are its last app's).
+  struct AppEvents {
+    std::string app, name;
+    uint64_t count = 0;
+  };
+  std::vector<AppEvents> chain_events;
   std::vector<std::pair<std::string, std::string>> app_info;  // App::summary_info (AES: key_epoch), JSON "app"
   // Egress shaper (when on).
   bool shaping = false;

@@ -111,8 +111,9 @@ Status validate_outputs(const RunConfig& c) {
       if (auto m = kernels::ipv4::parse_mac(c.port_macs[i]); !m)
         return error(Code::kInvalidArgument, "ports.macs (--port-mac): output port {}: {}", i, m.status().message());
   if (c.neighbours.empty()) return Status::ok();
-  if (c.app != "ipv4")
-    return error(Code::kInvalidArgument, "neighbour: the neighbour table is for the ipv4 app, not '{}'", c.app);
+  if (!kernels::chain_has(c.app, "ipv4"))
+    return error(Code::kInvalidArgument, "neighbour: the neighbour table is for the ipv4 app, and '{}' does not run it",
+                 c.app);
   if (!c.port_map.empty())
     return error(Code::kInvalidArgument,
                  "ports.map (--port-map): not with [[neighbour]], whose entries name each next hop's output port");
@@ -154,12 +155,8 @@ Status validate_outputs(const RunConfig& c) {
 }  // namespace
 
 Status validate(const RunConfig& c) {
-  auto names = kernels::app_names();
-  if (std::find(names.begin(), names.end(), c.app) == names.end()) {
-    std::string known;
-    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    return error(Code::kInvalidArgument, "app.name: unknown app '{}' (known: {})", c.app, known);
-  }
+  if (auto apps = kernels::chain_apps(c.app); !apps)
+    return error(Code::kInvalidArgument, "app.name (--app): {}", apps.status().message());
   if (c.input.kind != "pcap" && c.input.kind != "dpdk" && c.input.kind != "generator")
     return error(Code::kInvalidArgument, "input.kind: '{}' is not one of pcap, dpdk, generator", c.input.kind);
   if (c.output.kind != "pcap" && c.output.kind != "dpdk" && c.output.kind != "null")

@@ -67,7 +67,9 @@ bool Pipeline::worker_switch_waits(uint64_t now) {
 
 void Pipeline::init_worker() {
   worker_ = std::make_unique<WorkerBurst>();
-  worker_->out.resize(static_cast<size_t>(Burst::kMax) * std::max<uint32_t>(app_->result_bytes(), 1));
+  worker_->desc.resize(size_t{Burst::kMax} * app_->chain_length());
+  worker_->slices.resize(worker_->desc.size());
+  worker_->out.resize(size_t{Burst::kMax} * std::max<uint32_t>(app_->result_bytes(), 1));
 }
 
 uint16_t Pipeline::worker_burst(uint64_t now) {
@@ -115,11 +117,8 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
   if (m > 0) {
     // The app, in place on the frames (what the native executor does with a batch).
     std::span<Packet> batch(pkts, m);
-    app_->slices_in_place(batch, w.desc, w.slices);
-    kernels::BatchView v{w.desc, m, nullptr, w.out.data(), w.slices};
-    app_->run_native(v);
-    app_->finish(batch, v);
-    lane.account(batch, v, *app_);
+    app_->run_in_place(batch, w.desc.data(), w.slices.data(), w.out.data(),
+                       [&](uint32_t k, const kernels::App& a, const kernels::BatchView& v) { lane.account(batch, v, a, k); });
   }
   const uint64_t done = monotonic_ns();
   LaneStats& st = lane.stats();

@@ -167,7 +167,7 @@ EngineFn executor_engine(const kernels::App& app, std::shared_ptr<Executor> exec
     HPR_RETURN_IF_ERROR(exec->submit(pkts, n));
     done->clear();
     auto r = exec->reap(true, *done,
-                        [&](std::span<const Packet>, const kernels::BatchView& v, const kernels::App&) { events = app.count_events(v); });
+                        [&](std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& a, uint32_t) { events = a.count_events(pk, v); });
     if (!r.is_ok()) return r.status();
     return Status::ok();
   };

@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
       const uint64_t t1 = cpu_ns();
       if (r > 0) rates.push_back(static_cast<double>(packets) / static_cast<double>(t1 - t0) * 1e3);
     }
-    const uint64_t fwd = (*app)->count_events(batches[0].view());
+    const uint64_t fwd = (*app)->count_events({}, batches[0].view());
     if (fwd != batch) fmt::print(stderr, "WARNING: {} of {} packets forwarded (l3 {}, desc len {})\n", fwd, batch,
                                  static_cast<int>(pkts[0].l3), batches[0].desc[0].len);
     const auto st = summarize(rates);

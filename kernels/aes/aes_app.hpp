@@ -166,7 +166,7 @@ class AesApp final : public App {
   // Packets that already carry a drop reason are left alone.
   void finish(std::span<Packet> pkts, const BatchView& batch) const override;
   // Packets encrypted in the batch.
-  uint64_t count_events(const BatchView& batch) const override;
+  uint64_t count_events(std::span<const Packet> pkts, const BatchView& batch) const override;
   std::string_view event_name() const override { return "encrypted"; }
   // The slot's key from the source (none: cleared, never the previous connection's) and fresh IV counters.
   void flow_started(uint32_t id, const FlowKey& canonical) const override;

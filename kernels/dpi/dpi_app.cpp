@@ -172,7 +172,7 @@ void DpiApp::append_log(std::span<const Packet> pkts, const kernels::BatchView& 
   }
 }
 
-uint64_t DpiApp::count_events(const kernels::BatchView& batch) const {
+uint64_t DpiApp::count_events(std::span<const Packet>, const kernels::BatchView& batch) const {
   uint64_t n = 0;
   for (uint32_t i = 0; i < batch.n; ++i) n += result(batch, i).count;
   return n;

@@ -68,7 +68,7 @@ class DpiApp final : public kernels::App {
   // Alert log: one line per packet with at least one match: "<prefix> dpi matches=<n> ids=<a>,<b>,...".
   void append_log(std::span<const Packet> pkts, const kernels::BatchView& batch,
                   const std::function<std::string(uint32_t)>& prefix, std::string& out) const override;
-  uint64_t count_events(const kernels::BatchView& batch) const override;  // matches
+  uint64_t count_events(std::span<const Packet> pkts, const kernels::BatchView& batch) const override;  // matches
   std::string_view event_name() const override { return "matches"; }
 
   MatchView result(const kernels::BatchView& batch, uint32_t i) const;

@@ -173,7 +173,7 @@ void Ipv4App::finish(std::span<Packet> pkts, const BatchView& batch) const {
   }
 }
 
-uint64_t Ipv4App::count_events(const BatchView& batch) const {
+uint64_t Ipv4App::count_events(std::span<const Packet>, const BatchView& batch) const {
   uint64_t n = 0;
   for (uint32_t i = 0; i < batch.n; ++i) n += batch.out[size_t{i} * sizeof(Ipv4Result) + 6] == 0;
   return n;

@@ -130,7 +130,7 @@ class Ipv4App final : public App {
   // Packets that already carry a drop reason (the executor gave them an empty slice) are left alone.
   void finish(std::span<Packet> pkts, const BatchView& batch) const override;
   // Packets forwarded (not dropped) in the batch.
-  uint64_t count_events(const BatchView& batch) const override;
+  uint64_t count_events(std::span<const Packet> pkts, const BatchView& batch) const override;
   std::string_view event_name() const override { return "forwarded"; }
 
   // The neighbour of every next hop 0..num_ports-1 (index = next hop). Call before the run (not thread safe

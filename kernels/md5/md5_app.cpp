@@ -34,6 +34,12 @@ Result<std::unique_ptr<DeviceTables>> Md5App::make_device_tables(const cl::Conte
 
 void Md5App::finish(std::span<Packet>, const BatchView&) const {}
 
+uint64_t Md5App::count_events(std::span<const Packet> pkts, const BatchView& batch) const {
+  const uint32_t n = std::min<uint32_t>(batch.n, static_cast<uint32_t>(pkts.size()));
+  return static_cast<uint64_t>(
+      std::count_if(pkts.begin(), pkts.begin() + n, [](const Packet& p) { return p.drop == DropReason::kNone; }));
+}
+
 void Md5App::append_log(std::span<const Packet> pkts, const BatchView& batch,
                         const std::function<std::string(uint32_t)>& prefix, std::string& out) const {
   static constexpr char kHex[] = "0123456789abcdef";

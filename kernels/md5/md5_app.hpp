@@ -70,7 +70,8 @@ class Md5App final : public App {
   // One line per packet not dropped: "<prefix(i)> md5 <32 hex digits>\n".
   void append_log(std::span<const Packet> pkts, const BatchView& batch,
                   const std::function<std::string(uint32_t)>& prefix, std::string& out) const override;
-  uint64_t count_events(const BatchView& batch) const override { return batch.n; }
+  // A digest per packet that reached the app (in a chain, an app before it may have dropped some).
+  uint64_t count_events(std::span<const Packet> pkts, const BatchView& batch) const override;
   std::string_view event_name() const override { return "digests"; }
 
   const Md5Options& options() const { return options_; }

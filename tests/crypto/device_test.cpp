@@ -150,5 +150,5 @@ TEST_CASE("device: md5 and aes kernels == native on every nDPI capture") {
   for (const auto& p : pkts) want_missing += p.drop == DropReason::kNone && (p.flow_id == kNoFlow || p.flow_id % 5 == 4);
   CHECK(want_missing > 0);
   CHECK(aes_app.counters().key_missing == want_missing);
-  CHECK(aes_app.count_events(b.view()) == aes_app.counters().encrypted);
+  CHECK(aes_app.count_events(copy, b.view()) == aes_app.counters().encrypted);
 }

@@ -172,7 +172,7 @@ TEST_CASE("md5: slices: L4 payload, whole frame option, no payload hashes the em
   std::string log;
   app.append_log(pkts, b.view(), [](uint32_t i) { return "p" + std::to_string(i); }, log);
   CHECK(log == "p0 md5 900150983cd24fb0d6963f7d28e17f72\np1 md5 d41d8cd98f00b204e9800998ecf8427e\n");
-  CHECK(app.count_events(b.view()) == 2);
+  CHECK(app.count_events(pkts, b.view()) == 2);
   CHECK(app.event_name() == "digests");
 
   md5::Md5App whole({.whole_frame = true});

@@ -9,7 +9,9 @@ export POCL_DEVICES=${POCL_DEVICES:-"pthread basic"}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 source "$(dirname "$0")/expect.sh"
-expect 2 "app.name: unknown app 'nat'" run --app nat
+expect 2 "app.name (--app): unknown app 'nat'" run --app nat
+expect 2 "app.name (--app): unknown app 'nat' in the chain 'ipv4,nat'" run --app ipv4,nat
+expect 2 "app.name (--app): the chain 'ipv4,' has an empty app" run --app ipv4,
 # issue 16: argument errors exit 2 (not CLI11's own codes), numbers range-checked, directories refused.
 expect 2 "was not expected: --bogus" run --bogus
 expect 2 "lanes.queue (--queue): 1000000000 is not in 1..1048576" run --queue 1000000000 --devices none
@@ -63,6 +65,11 @@ expect 2 "lanes.workers (--workers): 65 is not in 1..64" run --workers 65 --devi
 expect 2 "lanes.workers (--workers): want auto or a worker count in 1..64" run --workers many --packets 100 -q
 "$hpr" run --app ip --devices none --packets 100 >"$tmp/ip.log" 2>&1 && grep -q "^hpr run: app ipv4 " "$tmp/ip.log" &&
   echo "ok: --app ip is the ipv4 app" || fail "--app ip: $(cat "$tmp/ip.log")"
+# A chain: each packet through ipv4, then md5; the devices are left out (native lanes only), each app's events shown.
+"$hpr" run --app ip,md5 --packets 200 >"$tmp/chain.log" 2>&1 && grep -q "^hpr run: app ipv4,md5 " "$tmp/chain.log" &&
+  grep -q "runs on native lanes only" "$tmp/chain.log" && grep -qE "^  forwarded +[0-9]+ \(ipv4\)" "$tmp/chain.log" &&
+  grep -qE "^  digests +[0-9]+ \(md5\)" "$tmp/chain.log" && echo "ok: --app ip,md5 runs the chain" ||
+  fail "--app ip,md5: $(cat "$tmp/chain.log")"
 "$hpr" run --workers auto --devices none --packets 100 >"$tmp/auto.log" 2>&1 &&
   grep -q "workers 1 (auto: the input has no RSS" "$tmp/auto.log" && echo "ok: --workers auto says what it chose" ||
   fail "--workers auto: $(cat "$tmp/auto.log")"

@@ -323,6 +323,6 @@ TEST_CASE("finish keeps the reason of a packet dropped before the app, and count
   CHECK(pkts[0].out_port == 2);
   CHECK(pkts[1].drop == DropReason::kFrameTooLong);
   CHECK(pkts[2].drop == DropReason::kNoRoute);
-  CHECK(app->count_events(b.view()) == 1);
+  CHECK(app->count_events(pkts, b.view()) == 1);
   CHECK(app->event_name() == "forwarded");
 }

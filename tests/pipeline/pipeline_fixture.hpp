@@ -82,7 +82,7 @@ inline Reference native_reference(const kernels::App& app, const Capture& cap, c
   }
   pkts.resize(frames.size());
   ParseOptions po;
-  po.verify_ipv4_checksum = c.app != "ipv4";
+  po.verify_ipv4_checksum = !kernels::chain_has(c.app, "ipv4");
   std::vector<Packet> kept;
   std::vector<size_t> idx;
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -104,20 +104,24 @@ inline Reference native_reference(const kernels::App& app, const Capture& cap, c
     kept.push_back(p);
     idx.push_back(i);
   }
-  auto hb = kernels::gather(app, kept);
-  auto v = hb.view();
-  app.run_native(v);
-  kernels::scatter_back(app, kept, v);
-  app.finish(kept, v);
+  // Each app of a chain in turn (one app: itself), each in the device layout (gathered, then scattered back): a packet
+  // one app drops has an empty slice in the next.
   std::string lines;
-  app.append_log(
-      kept, v, [&](uint32_t i) { return flow_text(kept[i]); }, lines);
+  for (uint32_t k = 0; k < app.chain_length(); ++k) {
+    const kernels::App& a = app.chain_app(k);
+    auto hb = kernels::gather(a, kept);
+    auto v = hb.view();
+    a.run_native(v);
+    kernels::scatter_back(a, kept, v);
+    a.finish(kept, v);
+    a.append_log(kept, v, [&](uint32_t i) { return flow_text(kept[i]); }, lines);
+  }
   for (size_t a = 0, b; (b = lines.find('\n', a)) != std::string::npos; a = b + 1)
     r.log.push_back(lines.substr(a, b - a));
   for (size_t j = 0; j < kept.size(); ++j) {
     if (kept[j].drop != DropReason::kNone) {
       ++r.dropped;
-      if (c.app == "ipv4" && c.icmp_time_exceeded && kept[j].drop == DropReason::kTtlExceeded) {
+      if (kernels::chain_has(c.app, "ipv4") && c.icmp_time_exceeded && kept[j].drop == DropReason::kTtlExceeded) {
         std::vector<uint8_t> icmp(2048);
         auto n = kernels::ipv4::build_icmp_time_exceeded(kept[j], 0xc0000201 /*192.0.2.1*/, icmp);
         if (n) {
@@ -200,23 +204,32 @@ inline Summary check_against_reference(const std::string& app, const std::string
   CHECK(s.dropped == ref.dropped);
   CHECK(s.host_frames == ref.icmp);
   CHECK(sorted(got->frames) == sorted(ref.out));
-  if (app == "md5" || app == "dpi") {
+  if (kernels::chain_has(app, "md5") || kernels::chain_has(app, "dpi")) {
     // The result log (MD5: a digest per packet; DPI: an alert per matching packet) holds the same lines as
-    // the native reference's, whichever lane ran each packet; the DPI match counts add up to the events.
+    // the native reference's, whichever lane ran each packet; each app's lines add up to its events (a chain's:
+    // Summary::chain_events).
     auto lines = log_lines_without_time(c.log_path);
     CHECK(sorted(lines) == sorted(ref.log));
-    uint64_t counted = 0;
+    uint64_t digests = 0, matches = 0;
     for (const auto& l : lines) {
-      if (app == "md5") {
-        counted += l.find(" md5 ") != std::string::npos;
+      if (l.find(" md5 ") != std::string::npos) {
+        ++digests;
       } else {
         auto at = l.find(" dpi matches=");
         REQUIRE(at != std::string::npos);
-        counted += std::stoull(l.substr(at + 13));
+        matches += std::stoull(l.substr(at + 13));
       }
     }
-    CHECK(counted == s.events);
-    if (s.tx_packets > 0) CHECK(s.events > 0);  // a digest per packet; dense ET matches on real payloads
+    auto events_of = [&](const std::string& a) {
+      if (app == a) return s.events;
+      for (const auto& e : s.chain_events)
+        if (e.app == a) return e.count;
+      FAIL("no events of " << a << " in the summary");
+      return uint64_t{0};
+    };
+    if (kernels::chain_has(app, "md5")) CHECK(digests == events_of("md5"));
+    if (kernels::chain_has(app, "dpi")) CHECK(matches == events_of("dpi"));
+    if (s.tx_packets > 0) CHECK(digests + matches > 0);  // a digest per packet; dense ET matches on real payloads
   }
   return s;
 }

@@ -1,0 +1,75 @@
+#include "kernels/chain/chain_app.hpp"
+
+#include <algorithm>
+
+namespace hpr::kernels {
+
+Result<std::shared_ptr<ChainApp>> ChainApp::create(std::vector<std::shared_ptr<App>> apps) {
+  if (apps.size() < 2) return error(Code::kInvalidArgument, "a chain needs two apps or more, got {}", apps.size());
+  return std::shared_ptr<ChainApp>(new ChainApp(std::move(apps)));
+}
+
+ChainApp::ChainApp(std::vector<std::shared_ptr<App>> apps) : apps_(std::move(apps)) {
+  out_off_.push_back(0);
+  for (const auto& a : apps_) {
+    name_ += (name_.empty() ? "" : ",") + std::string(a->name());
+    out_off_.push_back(out_off_.back() + (a->result_bytes() + 15) / 16 * 16);
+  }
+}
+
+uint32_t ChainApp::max_slice_bytes() const {
+  uint32_t m = 0;
+  for (const auto& a : apps_) m = std::max(m, a->max_slice_bytes());
+  return m;
+}
+
+bool ChainApp::writes_back() const {
+  return std::any_of(apps_.begin(), apps_.end(), [](const auto& a) { return a->writes_back(); });
+}
+
+Result<std::unique_ptr<DeviceTables>> ChainApp::make_device_tables(const cl::Context&, const cl::CommandQueue&) const {
+  return error(Code::kUnimplemented, "the chain {} runs on native lanes only (an OpenCL lane runs one app)", name_);
+}
+
+void ChainApp::slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const {
+  for (size_t i = 0; i < pkts.size(); ++i) {
+    desc[i] = Desc{0, 0, 0, pkts[i].flow_id, pkts[i].seq};
+    slices[i] = pkts[i].data;
+  }
+}
+
+void ChainApp::run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slices, uint8_t* out,
+                            const AppDone& done) const {
+  const size_t n = pkts.size();
+  // App k after app k-1 has finished: a packet it dropped has its reason now, and app k gives it an empty slice.
+  for (uint32_t k = 0; k < apps_.size(); ++k)
+    apps_[k]->run_in_place(pkts, desc + k * n, slices + k * n, out + n * out_off_[k],
+                           [&](uint32_t, const App& a, const BatchView& v) { done(k, a, v); });
+}
+
+void ChainApp::flow_started(uint32_t id, const FlowKey& canonical) const {
+  for (const auto& a : apps_) a->flow_started(id, canonical);
+}
+
+void ChainApp::flow_seq_half(uint32_t id, uint32_t half) const {
+  for (const auto& a : apps_) a->flow_seq_half(id, half);
+}
+
+void ChainApp::take_over_from(const App& running) const {
+  // The running version is this chain with older tables (a reload keeps the app name): app k from its app k.
+  if (running.chain_length() != apps_.size()) return;
+  for (uint32_t k = 0; k < apps_.size(); ++k) apps_[k]->take_over_from(running.chain_app(k));
+}
+
+bool ChainApp::keeps_flow_state() const {
+  return std::any_of(apps_.begin(), apps_.end(), [](const auto& a) { return a->keeps_flow_state(); });
+}
+
+std::vector<std::pair<std::string, std::string>> ChainApp::summary_info() const {
+  std::vector<std::pair<std::string, std::string>> all;
+  for (const auto& a : apps_)
+    for (auto& kv : a->summary_info()) all.push_back(std::move(kv));
+  return all;
+}
+
+}  // namespace hpr::kernels

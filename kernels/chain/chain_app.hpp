@@ -1,0 +1,61 @@
+#pragma once
+// Several apps on each packet, in order (`--app ipv4,aes`: a gateway that routes, then encrypts; VPP's feature arcs,
+// Click's element chains). Each app runs on the whole batch in turn, in place on the frames; a packet one app drops
+// leaves the chain with that app's reason (the apps after it give it an empty slice and leave it alone). Each app keeps
+// its own part of the batch (descriptors, slice pointers, result bytes), reported after it finishes
+// (App::AppDone), so its events and log lines are its own.
+//
+// Native lanes only so far: an OpenCL lane runs one app per batch, so runs_on_devices() is false and run_setup leaves
+// the devices out, saying why. The per-packet hooks (slice, slices_in_place, run_native, finish) are not how a chain
+// runs: it runs through run_in_place; they run nothing.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/app.hpp"
+
+namespace hpr::kernels {
+
+class ChainApp final : public App {
+ public:
+  // Errors: fewer than two apps.
+  static Result<std::shared_ptr<ChainApp>> create(std::vector<std::shared_ptr<App>> apps);
+
+  std::string_view name() const override { return name_; }
+  Slice slice(const Packet&) const override { return {}; }
+  uint32_t max_slice_bytes() const override;
+  uint32_t result_bytes() const override { return out_off_.back(); }
+  bool writes_back() const override;
+  std::string kernel_source() const override { return {}; }
+  std::string_view kernel_name() const override { return {}; }
+  Result<std::unique_ptr<DeviceTables>> make_device_tables(const cl::Context&, const cl::CommandQueue&) const override;
+  void slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const override;
+  void run_native(const BatchView&) const override {}
+  void finish(std::span<Packet>, const BatchView&) const override {}
+
+  void run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slices, uint8_t* out,
+                    const AppDone& done) const override;
+  uint32_t chain_length() const override { return static_cast<uint32_t>(apps_.size()); }
+  const App& chain_app(uint32_t k) const override { return *apps_[k]; }
+  bool runs_on_devices() const override { return false; }
+
+  void flow_started(uint32_t id, const FlowKey& canonical) const override;
+  void flow_seq_half(uint32_t id, uint32_t half) const override;
+  void take_over_from(const App& running) const override;
+  bool keeps_flow_state() const override;
+  // Every app's, in order (their keys differ: only aes has any, key_epoch).
+  std::vector<std::pair<std::string, std::string>> summary_info() const override;
+  // Events are each app's (run_in_place reports each app's part of the batch; Summary::chain_events).
+  std::string_view event_name() const override { return apps_.back()->event_name(); }
+
+ private:
+  explicit ChainApp(std::vector<std::shared_ptr<App>> apps);
+  std::vector<std::shared_ptr<App>> apps_;
+  // App k's results begin at out + n × out_off_[k]; out_off_.back() is the chain's result_bytes. Each app's share is
+  // rounded up to 16 bytes, so every app's results stay as aligned as in a batch of its own.
+  std::vector<uint32_t> out_off_;
+  std::string name_;
+};
+
+}  // namespace hpr::kernels

@@ -1,0 +1,147 @@
+// Chains (`--app ipv4,aes`): each packet through each app in order, on native lanes; the output equals each app's
+// native reference in turn, byte for byte, on real captures and generated traffic; each app keeps its events and
+// log lines; bad chains are refused naming app.name.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "kernels/registry.hpp"
+#include "tests/pipeline/pipeline_fixture.hpp"
+
+using namespace hpr;
+using namespace hpr::test;
+
+namespace {
+
+// Real captures with TTL-expired packets (ICMP from the host), packets without a route, IPv6, and payloads that the
+// ET rules match.
+const char* kCaptures[] = {"pcap/ndpi/1kxun.pcap", "pcap/ndpi/skype.pcap", "pcap/ndpi/webex.pcap",
+                           "pcap/ndpi/6in4tunnel.pcap"};
+
+uint64_t events_of(const Summary& s, const std::string& app) {
+  for (const auto& e : s.chain_events)
+    if (e.app == app) return e.count;
+  FAIL("no events of " << app << " in the summary");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("a chain's output equals each app's native reference in turn, in place and on lane threads") {
+  for (std::string chain : {"ipv4,aes", "aes,md5", "ipv4,dpi,md5"})
+    for (const char* cap : kCaptures)
+      for (bool lane_threads : {false, true}) {
+        DYNAMIC_SECTION(chain << " " << cap << (lane_threads ? " lane threads" : " in place")) {
+          Summary s = check_against_reference(chain, data_path(cap), [&](RunConfig& c) {
+            if (!lane_threads) return;
+            c.run_to_completion = false;  // two native lanes on their own threads (the native executor)
+            c.native_lanes = 2;
+          });
+          // Devices are left out, saying why; every app's events are in the summary, in chain order.
+          REQUIRE(s.chain_events.size() == kernels::chain_apps(chain)->size());
+          CHECK(s.chain_events.back().count == s.events);
+          if (kernels::chain_has(chain, "ipv4")) CHECK(events_of(s, "ipv4") + s.dropped >= s.tx_packets);
+          for (const auto& l : s.lanes) CHECK(l.name.find("native") != std::string::npos);
+        }
+      }
+}
+
+TEST_CASE("a packet one app drops leaves the chain with that app's reason; the apps after it do not see it") {
+  // ipv4 drops TTL-expired packets (the test routes have a default route); aes after it encrypts only what ipv4
+  // forwarded.
+  const std::string cap = data_path("pcap/ndpi/1kxun.pcap");
+  Summary s = check_against_reference("ipv4,aes", cap);
+  auto reason = [&](const std::string& r) {
+    for (const auto& [k, v] : s.drops)
+      if (k == r) return v;
+    return uint64_t{0};
+  };
+  CHECK(reason("ttl_exceeded") > 0);
+  CHECK(events_of(s, "ipv4") == s.tx_packets);  // every packet sent was forwarded (ICMP: host frames, not counted)
+  CHECK(events_of(s, "aes") > 0);
+  CHECK(events_of(s, "aes") <= events_of(s, "ipv4"));
+  // In the other order aes encrypts first and md5 digests the ciphertext: the same digests as the reference's.
+  check_against_reference("aes,md5", cap);
+}
+
+TEST_CASE("a chain on generated traffic (IMIX, IPv6, TTL 1, planted patterns) equals the reference") {
+  std::string gen = tmp_path("chain_generated.pcap");
+  RunConfig g = base_config();
+  g.app = "md5";
+  g.devices = {"none"};
+  g.input = {.kind = "generator",
+             .gen_packets = 3000,
+             .gen_flows = 300,
+             .gen_zipf = 1.0,
+             .gen_sizes = "imix",
+             .gen_seed = 15,
+             .gen_patterns = {"Volume Serial Number", "cmd.exe"},
+             .gen_match_rate = 0.3,
+             .gen_ttl_low_share = 0.05,
+             .gen_ipv6_share = 0.2};
+  g.output = {.kind = "pcap", .pcap = gen};
+  REQUIRE(run_to_end(g).tx_packets == 3000);
+  for (std::string chain : {"ipv4,dpi,aes", "dpi,md5"}) {
+    DYNAMIC_SECTION(chain) {
+      Summary s = check_against_reference(chain, gen);
+      if (kernels::chain_has(chain, "dpi")) CHECK(events_of(s, "dpi") > 0);  // the planted patterns
+    }
+  }
+}
+
+TEST_CASE("the summary names each app's events, in text and JSON") {
+  Summary s = check_against_reference("ipv4,md5", data_path("pcap/ndpi/skype.pcap"));
+  const std::string text = s.to_text();
+  CHECK(text.find("forwarded") != std::string::npos);
+  CHECK(text.find("(ipv4)") != std::string::npos);
+  CHECK(text.find("digests") != std::string::npos);
+  CHECK(text.find("(md5)") != std::string::npos);
+  const auto j = nlohmann::json::parse(s.to_json());
+  REQUIRE(j.contains("chain_events"));
+  CHECK(j["chain_events"].size() == 2);
+  CHECK(j["chain_events"][0]["app"] == "ipv4");
+  CHECK(j["chain_events"][1]["name"] == "digests");
+}
+
+TEST_CASE("bad chains are refused naming app.name, nothing started") {
+  RunConfig c = base_config();
+  c.app_opts.master_key = "000102030405060708090a0b0c0d0e0f";
+  auto refused = [&](const std::string& chain, const std::string& what) {
+    c.app = chain;
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    INFO(r.status().message());
+    CHECK(r.status().message().find(what) != std::string::npos);
+    return r.status().message();
+  };
+  CHECK(refused("ipv4,", "empty app").find("app.name (--app)") != std::string::npos);
+  refused(",aes", "empty app");
+  refused("ipv4,,aes", "empty app");
+  refused("", "no app named");
+  CHECK(refused("ipv4,nat", "unknown app 'nat' in the chain 'ipv4,nat'").find("known: ipv4, dpi, md5, aes") !=
+        std::string::npos);
+  refused("ipv4,md5,ipv4", "names ipv4 twice");
+  refused("ip,ipv4", "names ipv4 twice");  // ip is ipv4
+  SECTION("a chain whose app needs a file that is missing names the file's setting") {
+    c.app_opts.rules = "/nonexistent/rules";
+    refused("ipv4,dpi", "app.rules");
+  }
+  SECTION("a chain without aes keys names the key settings") {
+    c.app_opts.master_key.clear();
+    unsetenv("HPR_MASTER_KEY");
+    refused("ipv4,aes", "app aes needs keys");
+  }
+  SECTION("devices only: every device is left out, and no lane is left") {
+    c.devices = {"pthread"};
+    c.native_lanes = 0;
+    refused("ipv4,md5", "no lane could be started");
+  }
+}
+
+TEST_CASE("chain_apps reads a chain; chain_has finds an app in it") {
+  CHECK(*kernels::chain_apps("ipv4") == std::vector<std::string>{"ipv4"});
+  CHECK(*kernels::chain_apps("ip,aes") == std::vector<std::string>{"ipv4", "aes"});
+  CHECK(kernels::chain_has("ipv4,aes", "aes"));
+  CHECK(kernels::chain_has("ipv4,aes", "ipv4"));
+  CHECK_FALSE(kernels::chain_has("ipv4,aes", "ip"));
+  CHECK_FALSE(kernels::chain_has("dpi", "md5"));
+}
