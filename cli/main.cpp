@@ -213,6 +213,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
   std::mutex sched_mu;     // the scheduler's report, copied on the status thread for hpr ctl scheduler
   std::string sched_text;
   // From here the pipelines own the app: a live reload frees the one it replaces.
+  const std::string app_name(c.app->name());
   c.app.reset();
   c.worker_apps.clear();
   Reloader reloader(cfg.app, c.app_options, *c.pipeline);  // hpr ctl reload and SIGHUP
@@ -248,7 +249,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
       // systemctl reload: the app's files again (as the run loaded them, or as the last reload named them), on a
       // thread of its own so that status ticks go on.
       if (reloader.kinds().empty()) {
-        spdlog::info("SIGHUP: the {} app has no files to reload; nothing to do", cfg.app);
+        spdlog::info("SIGHUP: the {} app has no files to reload; nothing to do", app_name);
       } else if (hup_busy.load()) {
         spdlog::warn("SIGHUP: the last SIGHUP's reload is still running; this one is skipped");
       } else {
@@ -287,7 +288,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
   if (hup_reload.joinable()) hup_reload.join();
   (*extras)->finish(s);
   tel.update(s);
-  fmt::print("\nSummary ({}):\n{}{}", cfg.app, s.to_text(), (*extras)->report());
+  fmt::print("\nSummary ({}):\n{}{}", app_name, s.to_text(), (*extras)->report());
   if (!cfg.summary_json.empty()) {
     Status w = write_file_atomic(cfg.summary_json, s.to_json() + "\n", "telemetry.summary_json (--summary-json)");
     if (w.is_ok())

@@ -55,7 +55,8 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
   auto pol = sched::parse_policy(cfg.adapt_policy);
   if (!pol) return error(Code::kInvalidArgument, "--policy: {}", pol.status().message());
   const std::string traffic = traffic_description(cfg.input);
-  const auto fp = machine_fingerprint(ctx.devices, cfg.native_lanes, cfg.app, traffic);
+  const std::string app(ctx.app->name());  // the app, the chain, or services:NAMES
+  const auto fp = machine_fingerprint(ctx.devices, cfg.native_lanes, app, traffic);
   if (learning) {
     LearnOptions lo;
     lo.params.policy = *pol;
@@ -68,7 +69,7 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
     for (size_t i = 0; i < ctx.devices.size() && i < lo.batch_searched.size(); ++i) lo.batch_searched[i] = true;
     lo.csv_path = cfg.adapt_csv;
     std::string dir = cfg.adapt_state_dir.empty() ? default_state_dir() : cfg.adapt_state_dir;
-    if (!dir.empty() && dir != "none") lo.state_path = state_file(dir, cfg.app);
+    if (!dir.empty() && dir != "none") lo.state_path = state_file(dir, app);
     lo.traffic = traffic;
     lo.fingerprint = fp;
     lo.power_source = x->power_->power_source();

@@ -64,8 +64,10 @@ class DeviceTables {
   }
 };
 
-// The longest chain: each app once (registry.hpp's chain_apps).
+// The longest chain: each app once (registry.hpp's chain_apps); and the most apps that report in run_in_place
+// (services: up to 8 chains, service_app.hpp).
 inline constexpr uint32_t kMaxChainLength = 4;
+inline constexpr uint32_t kMaxAppSlots = 8 * kMaxChainLength;
 
 class App {
  public:
@@ -121,24 +123,29 @@ class App {
   // Sets Packet::drop / out_port; never allocates.
   virtual void finish(std::span<Packet> pkts, const BatchView& batch) const = 0;
 
-  // What run_in_place reports after each app has finished a batch: its index k in the chain (one app: 0), the app, and
-  // its part of the batch, with the packets as its finish left them (the apps after it have not run yet): for
-  // count_events and append_log.
-  using AppDone = std::function<void(uint32_t k, const App& app, const BatchView& v)>;
+  // What run_in_place reports after each app has finished its packets: its index k (one app: 0; a chain's apps in
+  // order; services: chain_app), the app, the packets it ran (a service's: a copy of its packets) as its finish left
+  // them (the apps after it have not run yet), and its view of them: for count_events and append_log.
+  using AppDone = std::function<void(uint32_t k, const App& app, std::span<const Packet> pkts, const BatchView& v)>;
   // A native batch in place on its frames, in one call: slices_in_place, run_native, finish, then `done` (what native
-  // lanes and the worker path run). `desc` and `slices` hold chain_length() entries per packet, `out` n ×
-  // result_bytes(). A chain runs its apps in turn here (kernels/chain/chain_app.hpp).
+  // lanes and the worker path run). `desc` and `slices` hold desc_slots() entries per packet, `out` n ×
+  // result_bytes(). A chain runs its apps in turn here (kernels/chain/chain_app.hpp), services each service's
+  // (kernels/service/service_app.hpp).
   virtual void run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slices, uint8_t* out,
                             const AppDone& done) const {
     slices_in_place(pkts, desc, slices);
     const BatchView v{desc, static_cast<uint32_t>(pkts.size()), nullptr, out, slices};
     run_native(v);
     finish(pkts, v);
-    done(0, *this, v);
+    done(0, *this, pkts, v);
   }
-  // The apps a packet goes through, in order: this app alone, or a chain's apps.
+  // The apps that report in run_in_place, by index: this app alone, a chain's apps in order, every service's apps.
   virtual uint32_t chain_length() const { return 1; }
   virtual const App& chain_app(uint32_t /*k*/) const { return *this; }
+  // How the summary names app k: its name ("ipv4"), or "service:app" for services.
+  virtual std::string chain_label(uint32_t k) const { return std::string(chain_app(k).name()); }
+  // Descriptors (and slice pointers) per packet that run_in_place needs.
+  virtual uint32_t desc_slots() const { return chain_length(); }
   // Whether OpenCL devices can run this app (a chain: not yet; its lanes are native).
   virtual bool runs_on_devices() const { return true; }
 

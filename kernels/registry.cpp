@@ -63,7 +63,33 @@ bool chain_has(std::string_view name, std::string_view app) {
   return false;
 }
 
+bool runs_app(const std::string& name, const AppOptions& opt, std::string_view app, bool every) {
+  if (opt.services.empty()) return chain_has(name, app);
+  auto in = [&](const AppOptions::ServiceSpec& s) { return chain_has(s.chain, app); };
+  return every ? std::all_of(opt.services.begin(), opt.services.end(), in)
+               : std::any_of(opt.services.begin(), opt.services.end(), in);
+}
+
+Result<std::shared_ptr<App>> make_services(AppOptions opt) {
+  std::vector<Service> services;
+  const auto specs = std::move(opt.services);
+  opt.services.clear();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    auto a = make_app(specs[i].chain, opt);
+    if (!a) return error(a.status().code(), "service[{}].chain ({}): {}", i, specs[i].name, a.status().message());
+    // aes in several services: one key epoch for the run (the first aes's, random unless given).
+    if (opt.key_epoch.empty())
+      for (const auto& [k, v] : (*a)->summary_info())
+        if (k == "key_epoch") opt.key_epoch = v;
+    services.push_back({specs[i].name, specs[i].match, std::move(*a)});
+  }
+  auto s = ServiceApp::create(std::move(services));
+  if (!s) return s.status();
+  return std::shared_ptr<App>(std::move(*s));
+}
+
 Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions& opt) {
+  if (!opt.services.empty()) return make_services(opt);
   auto names = chain_apps(name);
   if (!names) return names.status();
   if (names->size() == 1) return make_one(names->front(), opt);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/app.hpp"
+#include "kernels/service/service_app.hpp"
 #include "runtime/frame_pools.hpp"
 
 namespace hpr::kernels {
@@ -34,6 +35,13 @@ struct AppOptions {
   uint32_t key_capacity = 65536;     // aes: key table slots (= flow table capacity; keys indexed by flow id)
   bool md5_whole_frame = false;      // md5: digest the whole frame instead of the L4 payload
   uint32_t max_frame_bytes = kDefaultMaxFrame;  // largest frame the input port hands out (ports.max_frame)
+  // [[service]] entries (kernels/service/service_app.hpp): when given, make_app makes the services, each with its
+  // chain, and the app name is not used.
+  struct ServiceSpec {
+    std::string name, chain;
+    ServiceMatch match;
+  };
+  std::vector<ServiceSpec> services;
 };
 
 std::vector<std::string> app_names();
@@ -43,8 +51,11 @@ std::vector<std::string> app_names();
 Result<std::vector<std::string>> chain_apps(std::string_view name);
 // Whether the app or chain `name` (as chain_apps accepts it, "ip" already ipv4) runs `app`.
 bool chain_has(std::string_view name, std::string_view app);
-// One app, or a chain of apps (kernels/chain/chain_app.hpp) for a name with commas.
-// Errors: those of chain_apps, and those of each app.
+// Whether the run's app (the app or chain `name`, or with opt.services the services' chains) runs `app`: in any
+// service's chain, or (`every`) in each.
+bool runs_app(const std::string& name, const AppOptions& opt, std::string_view app, bool every = false);
+// One app, or a chain of apps (kernels/chain/chain_app.hpp) for a name with commas; with opt.services, the services
+// (`name` unused). Errors: those of chain_apps, and those of each app; for services, naming service[N].
 Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions& opt);
 
 }  // namespace hpr::kernels

@@ -12,17 +12,12 @@
 
 #include "pipeline/run_config.hpp"
 #include "pipeline/settings.hpp"
+#include "pipeline/service_config.hpp"
+#include "pipeline/toml_util.hpp"
 
 namespace hpr {
 namespace {
 
-
-// Integer nodes only. toml++'s value<int64_t>() also converts a float, and casts it before checking
-// its range (undefined for 1e19: found by fuzz_run_config).
-std::optional<int64_t> integer_of(const toml::node& n) {
-  if (const auto* i = n.as_integer()) return i->get();
-  return std::nullopt;
-}
 
 template <typename T>
 Status get(const toml::table& t, const char* section, const char* key, T& out) {
@@ -47,17 +42,6 @@ Status get(const toml::table& t, const char* section, const char* key, T& out) {
   return error(Code::kInvalidArgument, "setting {}.{} has the wrong type (line {})", section, key, n->source().begin.line);
 }
 
-// Keys of a table must be among `known` (a misspelt shaper key must not pass silently).
-Status check_keys(const toml::table& t, const std::string& where, std::initializer_list<std::string_view> known) {
-  for (const auto& [k, v] : t) {
-    if (std::find(known.begin(), known.end(), k.str()) != known.end()) continue;
-    std::string list;
-    for (auto n : known) list += (list.empty() ? "" : ", ") + std::string(n);
-    return error(Code::kInvalidArgument, "{}: unknown key '{}' (line {}; known: {})", where, k.str(),
-                 k.source().begin.line, list);
-  }
-  return Status::ok();
-}
 
 // An integer or a list of integers in 0..max.
 template <typename T>
@@ -291,14 +275,15 @@ Result<RunConfig> load_run_config(const std::string& path) {
   }
   static const std::set<std::string> kSections = {"input",  "output",  "ports", "dpdk",      "app",
                                                   "lanes",  "devices", "flows", "telemetry", "run",
-                                                  "faults", "shaper",  "power", "adaptive", "neighbour"};
+                                                  "faults", "shaper",  "power", "adaptive", "neighbour",
+                                                  "service"};
   RunConfig c;
   auto wrap = [&](Status s) { return s.is_ok() ? s : error(s.code(), "{}: {}", path, s.message()); };
   for (const auto& [k, v] : t) {
     std::string section(k.str());
     if (!kSections.count(section))
       return error(Code::kInvalidArgument, "{}: unknown section [{}] (line {})", path, section, k.source().begin.line);
-    if (section == "neighbour") continue;  // [[neighbour]]: read_neighbours
+    if (section == "neighbour" || section == "service") continue;  // [[neighbour]], [[service]]: read below
     const toml::table* sec = v.as_table();
     if (sec == nullptr)
       return error(Code::kInvalidArgument, "{}: {} must be a section [{}] (line {})", path, section, section,
@@ -309,6 +294,7 @@ Result<RunConfig> load_run_config(const std::string& path) {
   HPR_RETURN_IF_ERROR(wrap(read_named_tables(t, c)));
   HPR_RETURN_IF_ERROR(wrap(read_shaper(t, c.shaping)));
   HPR_RETURN_IF_ERROR(wrap(read_neighbours(t, c.neighbours)));
+  HPR_RETURN_IF_ERROR(wrap(read_services(t, c.app_opts.services)));
   return c;
 }
 

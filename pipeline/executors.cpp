@@ -43,7 +43,7 @@ class NativeExecutor final : public Executor {
  public:
   NativeExecutor(const App& app, const ExecutorConfig& cfg)
       : app_(&app),
-        desc_(size_t{cfg.max_batch} * app.chain_length()),
+        desc_(size_t{cfg.max_batch} * app.desc_slots()),
         slices_(desc_.size()),
         out_(out_buffer_bytes(app, cfg.max_batch)) {
     slot_.pkts.resize(cfg.max_batch);
@@ -67,7 +67,7 @@ class NativeExecutor final : public Executor {
     const App& app = *slot_.app;
     // In place: the app reads and rewrites each slice in its frame (no gather, no scatter back).
     app.run_in_place(pk, desc_.data(), slices_.data(), out_.data(),
-                     [&](uint32_t k, const App& a, const BatchView& v) { on_batch(pk, v, a, k); });
+                     [&](uint32_t k, const App& a, std::span<const Packet> p, const BatchView& v) { on_batch(p, v, a, k); });
     done.insert(done.end(), pk.begin(), pk.end());
     full_ = false;
     slot_.version.reset();

@@ -92,7 +92,7 @@ enum class LaneState : uint8_t { kRunning, kFailed, kDrained, kRemoved };
 
 struct LaneStats {
   std::atomic<uint64_t> batches{0}, packets{0};
-  std::atomic<uint64_t> events[kernels::kMaxChainLength] = {};  // app k's of a chain (one app: events[0])
+  std::atomic<uint64_t> events[kernels::kMaxAppSlots] = {};  // app k's (App::chain_app; one app: events[0])
   std::atomic<uint64_t> busy_ns{0};        // time with at least one batch outstanding
   std::atomic<uint64_t> batch_pkts_sum{0}; // for the mean batch size
   std::atomic<uint64_t> queue_full{0};     // packets dropped because this lane's queue was full (dispatcher)

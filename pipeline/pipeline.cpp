@@ -407,7 +407,7 @@ Summary Pipeline::snapshot() const {
   s.event_name = std::string(version->app->event_name());
   if (const kernels::App& app = *version->app; app.chain_length() > 1)
     for (uint32_t k = 0; k < app.chain_length(); ++k)
-      s.chain_events.push_back({std::string(app.chain_app(k).name()), std::string(app.chain_app(k).event_name()), 0});
+      s.chain_events.push_back({app.chain_label(k), std::string(app.chain_app(k).event_name()), 0});
   s.app_info = version->app->summary_info();
   // After live reloads: which version of the tables runs (the first is generation 1).
   if (version->generation > 1) s.app_info.emplace_back("tables", fmt::format("generation {}", version->generation));

@@ -233,7 +233,7 @@ class Pipeline {
   struct WorkerBurst {
     FlowKey keys[Burst::kMax];
     Packet dropped[Burst::kMax];         // the app's drops, released together
-    std::vector<kernels::Desc> desc;     // kMax × the app's chain length
+    std::vector<kernels::Desc> desc;     // kMax × the app's desc_slots()
     std::vector<uint8_t*> slices;        // as many
     std::vector<uint8_t> out;            // kMax × the app's result bytes
   };

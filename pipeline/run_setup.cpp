@@ -315,7 +315,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   pc.backpressure = c.backpressure;
   pc.run_to_completion = c.run_to_completion;
   pc.balancer = c.balancer;
-  if (kernels::chain_has(c.app, "ipv4") && c.icmp_time_exceeded) {
+  if (kernels::runs_app(c.app, c.app_opts, "ipv4") && c.icmp_time_exceeded) {
     in_addr a{};
     if (inet_pton(AF_INET, c.router_addr.c_str(), &a) != 1)
       return error(Code::kInvalidArgument, "app.router_addr: '{}' is not an IPv4 address", c.router_addr);
@@ -336,7 +336,8 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   pc.log_path = c.log_path;
   pc.max_duration_ns = static_cast<uint64_t>(c.duration_s * 1e9);
   pc.status_interval_ns = static_cast<uint64_t>(c.status_interval_s * 1e9);
-  pc.parse.verify_ipv4_checksum = !kernels::chain_has(c.app, "ipv4");  // the ipv4 app checks it itself
+  // The ipv4 app checks it itself; the parser checks it where a packet may reach no ipv4 app (a service without it).
+  pc.parse.verify_ipv4_checksum = !kernels::runs_app(c.app, c.app_opts, "ipv4", true);
   auto lane_cfg = [&](const std::string& name) {
     LaneConfig lc;
     lc.name = name;
@@ -362,7 +363,9 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   std::optional<CheckSample> sample;
   for (const auto& d : chosen) {
     if (!ctx->app->runs_on_devices()) {
-      const std::string why = fmt::format("the chain {} runs on native lanes only (an OpenCL lane runs one app)", c.app);
+      const std::string why =
+          fmt::format("{} runs on native lanes only (an OpenCL lane runs one app)",
+                      c.app_opts.services.empty() ? "the chain " + c.app : std::string(ctx->app->name()));
       spdlog::info("device '{}' left out: {}", d.name, why);
       ctx->left_out.push_back(d.name + ": " + why);
       continue;

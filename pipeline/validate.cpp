@@ -111,7 +111,7 @@ Status validate_outputs(const RunConfig& c) {
       if (auto m = kernels::ipv4::parse_mac(c.port_macs[i]); !m)
         return error(Code::kInvalidArgument, "ports.macs (--port-mac): output port {}: {}", i, m.status().message());
   if (c.neighbours.empty()) return Status::ok();
-  if (!kernels::chain_has(c.app, "ipv4"))
+  if (!kernels::runs_app(c.app, c.app_opts, "ipv4"))
     return error(Code::kInvalidArgument, "neighbour: the neighbour table is for the ipv4 app, and '{}' does not run it",
                  c.app);
   if (!c.port_map.empty())

@@ -67,7 +67,7 @@ bool Pipeline::worker_switch_waits(uint64_t now) {
 
 void Pipeline::init_worker() {
   worker_ = std::make_unique<WorkerBurst>();
-  worker_->desc.resize(size_t{Burst::kMax} * app_->chain_length());
+  worker_->desc.resize(size_t{Burst::kMax} * app_->desc_slots());
   worker_->slices.resize(worker_->desc.size());
   worker_->out.resize(size_t{Burst::kMax} * std::max<uint32_t>(app_->result_bytes(), 1));
 }
@@ -118,7 +118,9 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
     // The app, in place on the frames (what the native executor does with a batch).
     std::span<Packet> batch(pkts, m);
     app_->run_in_place(batch, w.desc.data(), w.slices.data(), w.out.data(),
-                       [&](uint32_t k, const kernels::App& a, const kernels::BatchView& v) { lane.account(batch, v, a, k); });
+                       [&](uint32_t k, const kernels::App& a, std::span<const Packet> p, const kernels::BatchView& v) {
+                         lane.account(p, v, a, k);
+                       });
   }
   const uint64_t done = monotonic_ns();
   LaneStats& st = lane.stats();

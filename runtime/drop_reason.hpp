@@ -17,8 +17,8 @@ namespace hpr {
   _(kBadTotalLength, "bad_total_length", "IPv4/IPv6 length beyond the frame or below the header")     \
   _(kBadChecksum, "bad_checksum", "IPv4 header checksum wrong")                                       \
   _(kBadExtHeader, "bad_ext_header", "IPv6 extension header chain malformed or too long")             \
-  _(kTtlExceeded, "ttl_exceeded", "IPv4 TTL <= 1 (ICMP Time Exceeded produced on the host)")          \
-  _(kNoRoute, "no_route", "IPv4 LPM miss and no default")                                             \
+  _(kTtlExceeded, "ttl_exceeded", "IPv4 TTL or IPv6 hop limit <= 1 (ICMP Time Exceeded from the host)") \
+  _(kNoRoute, "no_route", "IPv4 or IPv6 LPM miss and no default route")                                \
   _(kNotIPv4, "not_ipv4", "the ipv4 app was told to drop non-IPv4 traffic")                           \
   _(kFrameTooLong, "frame_too_long", "longer than ports.max_frame or than the port holds")            \
   _(kUnsupportedLink, "unsupported_link", "capture link type we cannot map to Ethernet")              \
@@ -29,7 +29,8 @@ namespace hpr {
   _(kTxFailed, "tx_failed", "the output port refused the packet (ring or queue full)")                \
   _(kPoolEmpty, "pool_empty", "no buffer for the frame (the large-frame pool was empty)")             \
   _(kShaperDrain, "shaper_drain", "still waiting in the egress shaper when the drain timeout ran out") \
-  _(kTxError, "tx_error", "writing the packet failed (output file: disk full, I/O error)")
+  _(kTxError, "tx_error", "writing the packet failed (output file: disk full, I/O error)")             \
+  _(kNoService, "no_service", "matched no [[service]] and there is no default service")
 
 enum class DropReason : uint8_t {
 #define HPR_DROP_ENUM(e, name, what) e,

@@ -44,7 +44,7 @@ void ChainApp::run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slices
   // App k after app k-1 has finished: a packet it dropped has its reason now, and app k gives it an empty slice.
   for (uint32_t k = 0; k < apps_.size(); ++k)
     apps_[k]->run_in_place(pkts, desc + k * n, slices + k * n, out + n * out_off_[k],
-                           [&](uint32_t, const App& a, const BatchView& v) { done(k, a, v); });
+                           [&](uint32_t, const App& a, std::span<const Packet> pk, const BatchView& v) { done(k, a, pk, v); });
 }
 
 void ChainApp::flow_started(uint32_t id, const FlowKey& canonical) const {

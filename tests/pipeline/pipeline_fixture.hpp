@@ -68,6 +68,41 @@ struct Reference {
   std::vector<std::string> log;  // result-log lines (DPI alerts, MD5 digests) without the leading rx time
 };
 
+// Each app of a chain in turn (one app: itself), each in the device layout (gathered, then scattered back): a packet
+// one app drops has an empty slice in the next. Services: each service's chain on its packets (in batch order), a
+// packet that matches none dropped as no_service.
+inline void reference_apps(const kernels::App& app, std::vector<Packet>& kept, std::string& lines) {
+  if (const auto* svc = dynamic_cast<const kernels::ServiceApp*>(&app)) {
+    std::vector<int> of(kept.size());
+    for (size_t i = 0; i < kept.size(); ++i) {
+      of[i] = kept[i].drop == DropReason::kNone ? svc->classify(kept[i]) : -1;
+      if (of[i] < 0 && kept[i].drop == DropReason::kNone) kept[i].drop = DropReason::kNoService;
+    }
+    for (size_t s = 0; s < svc->services().size(); ++s) {
+      std::vector<Packet> sub;
+      std::vector<size_t> idx;
+      for (size_t i = 0; i < kept.size(); ++i)
+        if (of[i] == static_cast<int>(s)) {
+          sub.push_back(kept[i]);
+          idx.push_back(i);
+        }
+      if (sub.empty()) continue;
+      reference_apps(*svc->services()[s].app, sub, lines);
+      for (size_t j = 0; j < idx.size(); ++j) kept[idx[j]] = sub[j];
+    }
+    return;
+  }
+  for (uint32_t k = 0; k < app.chain_length(); ++k) {
+    const kernels::App& a = app.chain_app(k);
+    auto hb = kernels::gather(a, kept);
+    auto v = hb.view();
+    a.run_native(v);
+    kernels::scatter_back(a, kept, v);
+    a.finish(kept, v);
+    a.append_log(kept, v, [&](uint32_t i) { return flow_text(kept[i]); }, lines);
+  }
+}
+
 inline Reference native_reference(const kernels::App& app, const Capture& cap, const RunConfig& c) {
   Reference r;
   auto ft = FlowTable::create(c.flow_capacity, static_cast<uint64_t>(c.flow_idle_s * 1e9));
@@ -82,7 +117,7 @@ inline Reference native_reference(const kernels::App& app, const Capture& cap, c
   }
   pkts.resize(frames.size());
   ParseOptions po;
-  po.verify_ipv4_checksum = !kernels::chain_has(c.app, "ipv4");
+  po.verify_ipv4_checksum = !kernels::runs_app(c.app, c.app_opts, "ipv4", true);
   std::vector<Packet> kept;
   std::vector<size_t> idx;
   for (size_t i = 0; i < frames.size(); ++i) {
@@ -104,24 +139,14 @@ inline Reference native_reference(const kernels::App& app, const Capture& cap, c
     kept.push_back(p);
     idx.push_back(i);
   }
-  // Each app of a chain in turn (one app: itself), each in the device layout (gathered, then scattered back): a packet
-  // one app drops has an empty slice in the next.
   std::string lines;
-  for (uint32_t k = 0; k < app.chain_length(); ++k) {
-    const kernels::App& a = app.chain_app(k);
-    auto hb = kernels::gather(a, kept);
-    auto v = hb.view();
-    a.run_native(v);
-    kernels::scatter_back(a, kept, v);
-    a.finish(kept, v);
-    a.append_log(kept, v, [&](uint32_t i) { return flow_text(kept[i]); }, lines);
-  }
+  reference_apps(app, kept, lines);
   for (size_t a = 0, b; (b = lines.find('\n', a)) != std::string::npos; a = b + 1)
     r.log.push_back(lines.substr(a, b - a));
   for (size_t j = 0; j < kept.size(); ++j) {
     if (kept[j].drop != DropReason::kNone) {
       ++r.dropped;
-      if (kernels::chain_has(c.app, "ipv4") && c.icmp_time_exceeded && kept[j].drop == DropReason::kTtlExceeded) {
+      if (kernels::runs_app(c.app, c.app_opts, "ipv4") && c.icmp_time_exceeded && kept[j].drop == DropReason::kTtlExceeded) {
         std::vector<uint8_t> icmp(2048);
         auto n = kernels::ipv4::build_icmp_time_exceeded(kept[j], 0xc0000201 /*192.0.2.1*/, icmp);
         if (n) {

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Chains (issue 15): what a chain of apps costs against its apps run alone, on the same lanes, in one run.
+
+Input: the 6,000-packet mix of real captures (bench/runtime/vs_testpmd.make_mix), replayed by net_pcap
+(infinite_rx) into `hpr run` with one native lane (--devices none: a chain runs on native lanes), out to net_null.
+Routes: the real BGP table plus a default route, so that ipv4 forwards what the table does not hold (most of the
+mix's private and local addresses) and the app after it in a chain sees every packet, as it does alone; without
+it, ipv4,aes would encrypt only the few packets the table routes and look faster than aes alone.
+Each round runs, in turn and never at once, every app of the chains alone and every chain, --seconds each; the cases
+rotate from round to round so that drift hits all alike.
+
+For each chain A,B it reports, over the rounds (median and min-max of the per-round ratios):
+  chain / slower   the chain's rate against the slower of its apps alone (the issue's goal: >= 0.9)
+  chain / serial   the chain's rate against 1 / (1/rate_A + 1/rate_B), what the two apps cost one after the other
+                   on one core with nothing shared: above 1, the chain costs less than its apps (one receive, one
+                   classification, one transmit); below 1, chaining adds a cost of its own.
+Mpps counts the packets the lanes processed (as workers_scaling.py). AES keys: a fixed master key of this script.
+Writes every sample to --out (CSV) and prints the table.
+"""
+import argparse, csv, json, os, statistics, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime"))
+import vs_testpmd  # noqa: E402
+
+ROOT = vs_testpmd.ROOT
+
+
+def routes_with_default(path):
+    """The BGP table (pyasn text) and 0.0.0.0/0, one file."""
+    import gzip
+    with gzip.open(os.path.join(vs_testpmd.DATA, "routes", "ipasn_20140513.dat.gz"), "rt") as f, open(path, "w") as o:
+        o.write(f.read())
+        o.write("0.0.0.0/0\t0\n")
+
+
+def hpr_mpps(binary, app, capture, seconds, routes):
+    with tempfile.TemporaryDirectory() as d:
+        js = os.path.join(d, "s.json")
+        cmd = [binary, "run", "-q", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
+               "--vdev", f"net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev", "net_null0,no-rx=1",
+               "--devices", "none", "--native", "1", "--duration", str(seconds), "--summary-json", js,
+               "--state-dir", "none", "--static", "--routes", routes]
+        env = dict(os.environ, HPR_STATE_DIR="none", HPR_MASTER_KEY="000102030405060708090a0b0c0d0e0f")
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            print(" ".join(cmd), r.stdout[-1000:], r.stderr[-2000:], file=sys.stderr)
+            return None
+        s = json.load(open(js))
+        return sum(l["packets"] for l in s["lanes"]) / s["seconds"] / 1e6
+
+
+def spread(xs):
+    return f"{statistics.median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f})"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chains", default="ipv4,aes ipv4,dpi dpi,md5", help="chains, separated by spaces")
+    ap.add_argument("--seconds", type=float, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--hpr", default=os.path.join(ROOT, "build", "cli", "hpr"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "out", "chain", "chain_bench.csv"))
+    a = ap.parse_args()
+    work = os.path.join(ROOT, "out", "runtime", "workers")
+    os.makedirs(work, exist_ok=True)
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    mix = os.path.join(work, "mix.pcap")
+    if not os.path.exists(mix):
+        vs_testpmd.make_mix(mix)
+    routes = os.path.join(os.path.dirname(a.out), "routes_default.dat")
+    if not os.path.exists(routes):
+        routes_with_default(routes)
+    chains = a.chains.split()
+    cases = sorted({x for c in chains for x in c.split(",")}) + chains
+    rows, rate = [], {c: [] for c in cases}
+    for r in range(a.rounds):
+        order = cases[r % len(cases):] + cases[:r % len(cases)]
+        for c in order:
+            m = hpr_mpps(a.hpr, c, mix, a.seconds, routes)
+            if m is None:
+                sys.exit(f"hpr run --app {c} failed")
+            rate[c].append(m)
+            rows.append({"round": r, "case": c, "mpps": m})
+            print(f"round {r} {c:<14} {m:.3f} Mpps", flush=True)
+    with open(a.out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["round", "case", "mpps"])
+        w.writeheader()
+        w.writerows(rows)
+    print(f"\n{'case':<14} Mpps median (min-max) over {a.rounds} rounds of {a.seconds} s")
+    for c in cases:
+        print(f"{c:<14} {spread(rate[c])}")
+    print(f"\n{'chain':<14} {'chain / slower app':<26} chain / serial (1 / sum of 1/rate)")
+    for c in chains:
+        apps = c.split(",")
+        slower = [min(rate[x][r] for x in apps) for r in range(a.rounds)]
+        serial = [1 / sum(1 / rate[x][r] for x in apps) for r in range(a.rounds)]
+        print(f"{c:<14} {spread([rate[c][r] / slower[r] for r in range(a.rounds)]):<26} "
+              f"{spread([rate[c][r] / serial[r] for r in range(a.rounds)])}")
+
+
+if __name__ == "__main__":
+    main()

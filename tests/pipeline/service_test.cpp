@@ -1,0 +1,173 @@
+// Services ([[service]]): each packet to the first service it matches, through that service's chain; the output
+// equals each service's chain run on its packets by the native reference; unmatched packets without a default service
+// are counted as no_service; the generator's four Holt-Winters services carry four chains; bad entries are refused
+// naming service[N].
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "kernels/registry.hpp"
+#include "pipeline/run_config.hpp"
+#include "tests/pipeline/pipeline_fixture.hpp"
+
+using namespace hpr;
+using namespace hpr::test;
+
+namespace {
+
+kernels::AppOptions::ServiceSpec spec(const std::string& name, const std::string& chain,
+                                      const std::function<void(kernels::ServiceMatch&)>& m = {}) {
+  kernels::AppOptions::ServiceSpec s{name, chain, {}};
+  if (m) m(s.match);
+  return s;
+}
+
+uint64_t events_of(const Summary& s, const std::string& label) {
+  for (const auto& e : s.chain_events)
+    if (e.app == label) return e.count;
+  FAIL("no events of " << label << " in the summary");
+  return 0;
+}
+
+uint64_t drops_of(const Summary& s, const std::string& reason) {
+  for (const auto& [r, n] : s.drops)
+    if (r == reason) return n;
+  return 0;
+}
+
+Result<RunConfig> config_from(const std::string& toml) {
+  const std::string path = tmp_path("services.toml");
+  std::ofstream(path) << toml;
+  return load_run_config(path);
+}
+
+}  // namespace
+
+TEST_CASE("services: each packet through its service's chain, equal to the reference, in place and on lane threads") {
+  for (const char* cap : {"pcap/ndpi/1kxun.pcap", "pcap/ndpi/skype.pcap", "pcap/ndpi/webex.pcap"})
+    for (bool lane_threads : {false, true}) {
+      DYNAMIC_SECTION(cap << (lane_threads ? " lane threads" : " in place")) {
+        Summary s = check_against_reference("services", data_path(cap), [&](RunConfig& c) {
+          c.app = "ipv4";  // not used with services (the name is for the log and temp files here)
+          c.app_opts.services = {spec("gw", "ipv4,aes", [](auto& m) { m.proto = 6; }),
+                                 spec("dns", "ipv4,dpi", [](auto& m) { m.port = 53; }),
+                                 spec("rest", "md5")};
+          if (!lane_threads) return;
+          c.run_to_completion = false;
+          c.native_lanes = 2;
+        });
+        REQUIRE(s.chain_events.size() == 5);
+        CHECK(s.chain_events[0].app == "gw:ipv4");
+        CHECK(s.chain_events[1].app == "gw:aes");
+        CHECK(s.chain_events[3].app == "dns:dpi");
+        CHECK(s.chain_events[4].app == "rest:md5");
+        CHECK(events_of(s, "gw:ipv4") + events_of(s, "dns:ipv4") + events_of(s, "rest:md5") > 0);
+        CHECK(drops_of(s, "no_service") == 0);  // a default service takes the rest
+      }
+    }
+}
+
+TEST_CASE("services without a default: what matches none is dropped as no_service, counted") {
+  const std::string cap = data_path("pcap/ndpi/skype.pcap");
+  Summary s = check_against_reference("services", cap, [](RunConfig& c) {
+    c.app = "ipv4";
+    c.app_opts.services = {spec("udp", "md5", [](auto& m) { m.proto = 17; }),
+                           spec("private", "ipv4", [](auto& m) { m.dst = 0xc0a80000; m.dst_len = 16; }),
+                           spec("ef", "dpi", [](auto& m) { m.dscp = 46; })};
+  });
+  CHECK(drops_of(s, "no_service") > 0);
+  CHECK(events_of(s, "udp:md5") > 0);
+}
+
+TEST_CASE("the generator's four Holt-Winters services carry four chains") {
+  RunConfig c = base_config();
+  c.app_opts.master_key = "000102030405060708090a0b0c0d0e0f";
+  c.input = {.kind = "generator", .gen_packets = 0, .gen_flows = 400, .gen_sizes = "imix", .gen_seed = 7,
+             .gen_rate_model = "laps-set1", .gen_rate_scale = 0.01};
+  c.app_opts.services = {spec("s0", "ipv4,aes", [](auto& m) { m.gen_service = 0; }),
+                         spec("s1", "ipv4,dpi", [](auto& m) { m.gen_service = 1; }),
+                         spec("s2", "dpi,md5", [](auto& m) { m.gen_service = 2; }),
+                         spec("s3", "md5", [](auto& m) { m.gen_service = 3; })};
+  c.devices = {"none"};
+  c.duration_s = 1;
+  Summary s = run_to_end(c);
+  check_books(s);
+  CHECK(drops_of(s, "no_service") == 0);
+  for (const char* label : {"s0:ipv4", "s1:ipv4", "s3:md5"}) CHECK(events_of(s, label) > 0);
+  CHECK(events_of(s, "s2:md5") > 0);
+}
+
+TEST_CASE("[[service]] entries read from the config file; bad ones refused naming service[N]") {
+  auto ok = config_from(R"(
+[[service]]
+name = "gw"
+chain = "ipv4,aes"
+proto = "tcp"
+dst = "10.0.0.0/8"
+port = 443
+dscp = 46
+[[service]]
+name = "other"
+chain = "ip"
+)");
+  REQUIRE(ok.is_ok());
+  REQUIRE(ok->app_opts.services.size() == 2);
+  const auto& m = ok->app_opts.services[0].match;
+  CHECK(*m.proto == 6);
+  CHECK(*m.dst == 0x0a000000);
+  CHECK(m.dst_len == 8);
+  CHECK(*m.port == 443);
+  CHECK(*m.dscp == 46);
+  CHECK(ok->app_opts.services[1].chain == "ip");
+  auto refused = [](const std::string& toml, const std::string& what) {
+    auto r = config_from(toml);
+    REQUIRE_FALSE(r.is_ok());
+    INFO(r.status().message());
+    CHECK(r.status().message().find(what) != std::string::npos);
+  };
+  refused("[[service]]\nchain = \"ipv4\"\n", "service[0].name: missing");
+  refused("[[service]]\nname = \"a\"\n", "service[0].chain: missing");
+  refused("[[service]]\nname = \"a\"\nchain = \"ipv4,nat\"\n", "service[0].chain (a): unknown app 'nat'");
+  refused("[[service]]\nname = \"a\"\nchain = \"\"\n", "service[0].chain: want a non-empty string");
+  refused("[[service]]\nname = \"a\"\nchain = \"md5\"\ndst = \"10.0.0.1/8\"\n", "service[0].dst: want a prefix without host bits");
+  refused("[[service]]\nname = \"a\"\nchain = \"md5\"\ndst = \"10.0.0.0/33\"\n", "service[0].dst");
+  refused("[[service]]\nname = \"a\"\nchain = \"md5\"\ndscp = 64\n", "service[0].dscp: want an integer in 0..63");
+  refused("[[service]]\nname = \"a\"\nchain = \"md5\"\nproto = \"tcpp\"\n", "service[0].proto");
+  refused("[[service]]\nname = \"a\"\nchain = \"md5\"\nports = 1\n", "service[0]: unknown key 'ports'");
+  refused("[[service]]\nname = \"a\"\nchain = \"md5\"\n[[service]]\nname = \"a\"\nchain = \"dpi\"\n",
+          "service[1].name: want a name of its own");
+  refused("[service]\nname = \"a\"\n", "service must be a list of tables");
+}
+
+TEST_CASE("services: what cannot run is refused at start, naming service[N], nothing started") {
+  RunConfig c = base_config();
+  c.app_opts.master_key = "000102030405060708090a0b0c0d0e0f";
+  auto refused = [&](const std::string& what) {
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    INFO(r.status().message());
+    CHECK(r.status().message().find(what) != std::string::npos);
+  };
+  SECTION("two default services") {
+    c.app_opts.services = {spec("a", "md5"), spec("b", "dpi")};
+    refused("service[1] (b): a second default service (service[0], a");
+  }
+  SECTION("a default service before others") {
+    c.app_opts.services = {spec("a", "md5", [](auto& m) { m.is_default = true; }),
+                           spec("b", "dpi", [](auto& m) { m.proto = 6; })};
+    refused("service[0] (a): the default service must be the last one");
+  }
+  SECTION("a default service with conditions") {
+    c.app_opts.services = {spec("a", "md5", [](auto& m) { m.is_default = true; m.proto = 6; })};
+    refused("give it no match condition");
+  }
+  SECTION("a chain that needs a file that is missing") {
+    c.app_opts.rules = "/nonexistent/rules";
+    c.app_opts.services = {spec("a", "md5", [](auto& m) { m.proto = 6; }), spec("ids", "ipv4,dpi")};
+    refused("service[1].chain (ids): app.rules (--rules)");
+  }
+  SECTION("more than eight services") {
+    for (int i = 0; i < 9; ++i) c.app_opts.services.push_back(spec("s" + std::to_string(i), "md5", [&](auto& m) { m.port = static_cast<uint16_t>(i); }));
+    refused("9 services, at most 8");
+  }
+}
