@@ -148,6 +148,11 @@ class App {
   virtual uint32_t desc_slots() const { return chain_length(); }
   // Whether OpenCL devices can run this app (a chain: not yet; its lanes are native).
   virtual bool runs_on_devices() const { return true; }
+  // Traffic classes for the LAPS balancer (its service partitions, laps-hash-afd-load-balancing.txt §III-C): how many,
+  // and a packet's. Default: one, or the generator's service number (Packet::service) for LAPS experiments;
+  // services: the [[service]] the packet matches (service_app.hpp).
+  virtual uint32_t service_count() const { return 1; }
+  virtual uint8_t balance_service(const Packet& p) const { return p.service; }
 
   // Appends one line per packet whose result is worth logging (DPI: an alert with the pattern ids;
   // MD5: the digest), each prefixed by `prefix(i)`, the caller's "time flow" text. Default: none.

@@ -77,6 +77,15 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   bc.lane_weights = policy_weights(p->weights_);
   bc.flow_slots = p->flows_->capacity();
   bc.burst_max = 256;
+  if (cfg.balancer == "laps" && app->service_count() > 1) {
+    // LAPS's service partitions are the run's [[service]] entries: each its share of the lanes.
+    bc.services = app->service_count();
+    if (bc.services > bc.lanes)
+      return error(Code::kInvalidArgument,
+                   "lanes.balancer: laps gives each of the {} services lanes of its own, and there are {} lanes: give "
+                   "as many lanes (--native) or another balancer",
+                   bc.services, bc.lanes);
+  }
   auto bal = balance::make_balancer(cfg.balancer, bc);
   if (!bal) return error(bal.status().code(), "lanes.balancer: {}", bal.status().message());
   p->balancer_ = std::move(*bal);

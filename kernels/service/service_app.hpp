@@ -71,6 +71,13 @@ class ServiceApp final : public App {
   std::vector<std::pair<std::string, std::string>> summary_info() const override;
   std::string_view event_name() const override { return "events"; }
 
+  uint32_t service_count() const override { return static_cast<uint32_t>(services_.size()); }
+  // The matched service (what matches none: 0; the lane drops it as no_service).
+  uint8_t balance_service(const Packet& p) const override {
+    const int s = classify(p);
+    return static_cast<uint8_t>(s < 0 ? 0 : s);
+  }
+
   const std::vector<Service>& services() const { return services_; }
   // The service of `p` (its index), or -1: none matched and there is no default.
   int classify(const Packet& p) const;

@@ -171,3 +171,32 @@ TEST_CASE("services: what cannot run is refused at start, naming service[N], not
     refused("9 services, at most 8");
   }
 }
+
+TEST_CASE("LAPS in the daemon: each service is a LAPS service with lanes of its own") {
+  RunConfig c = base_config();
+  c.app = "md5";
+  // The generator's four Holt-Winters services (every packet IP, so every packet goes through the balancer; a frame
+  // without a flow, ARP say, is spread by hash over all lanes).
+  c.input = {.kind = "generator", .gen_packets = 0, .gen_flows = 400, .gen_sizes = "imix", .gen_seed = 9,
+             .gen_rate_model = "laps-set1", .gen_rate_scale = 0.01};
+  c.duration_s = 1;
+  c.devices = {"none"};
+  c.balancer = "laps";
+  c.run_to_completion = false;
+  c.native_lanes = 2;
+  c.app_opts.services = {spec("s0", "md5", [](auto& m) { m.gen_service = 0; }), spec("rest", "md5")};
+  Summary s = run_to_end(c);
+  check_books(s);
+  REQUIRE(s.lanes.size() == 2);
+  // LAPS splits the lanes between the services: native0 runs every packet of s0 and nothing else, native1 the rest.
+  CHECK(s.lanes[0].packets == events_of(s, "s0:md5"));
+  CHECK(s.lanes[1].packets == events_of(s, "rest:md5"));
+  CHECK(s.lanes[0].packets > 0);
+  CHECK(s.lanes[1].packets > 0);
+  SECTION("more services than lanes is refused, naming lanes.balancer") {
+    c.app_opts.services.insert(c.app_opts.services.begin(), spec("udp", "md5", [](auto& m) { m.proto = 17; }));
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("lanes.balancer: laps gives each of the 3 services lanes"));
+  }
+}
