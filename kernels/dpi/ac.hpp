@@ -185,7 +185,9 @@ inline void ac_outputs(const AcTables& t, AcLane& l, uint32_t k) {
   }
 }
 
-inline void ac_step(const AcTables& t, AcLane& l, uint32_t k) {
+// Always inlined: the prefilter path (prefilter_matcher.cpp) calls it from several places, where GCC
+// otherwise keeps it out of line.
+[[gnu::always_inline]] inline void ac_step(const AcTables& t, AcLane& l, uint32_t k) {
   const uint32_t e = t.trans[l.row + t.cls[l.p[l.i]]];
   l.row = e & kRowMask;
   if (e & kHasOutput) {

@@ -52,6 +52,7 @@ class FingerprintFilter {
   uint32_t next(const uint8_t* p, uint32_t len, uint32_t from) const;
 
   SimdPath simd() const { return simd_; }
+  void set_simd(SimdPath simd) { simd_ = resolve_simd(simd); }  // not while another thread scans
   uint32_t hash_bits() const { return 32 - shift_; }
   uint32_t fingerprints() const { return fingerprints_; }  // distinct folded 4-byte prefixes
 

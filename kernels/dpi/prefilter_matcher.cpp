@@ -11,19 +11,25 @@ Result<std::unique_ptr<PrefilterMatcher>> PrefilterMatcher::build(const std::vec
   if (patterns.empty()) return error(Code::kInvalidArgument, "DPI prefilter: no patterns");
   auto m = std::unique_ptr<PrefilterMatcher>(new PrefilterMatcher());
   std::vector<Pattern> sp, lp;
+  std::vector<uint32_t> short_global;
   for (uint32_t id = 0; id < patterns.size(); ++id) {
     if (patterns[id].bytes.empty()) return error(Code::kInvalidArgument, "DPI prefilter: pattern {} is empty", id);
     const bool is_long = patterns[id].bytes.size() >= kFingerprintBytes;
     (is_long ? lp : sp).push_back(patterns[id]);
-    (is_long ? m->long_ : m->short_).global.push_back(id);
+    (is_long ? m->long_.global : short_global).push_back(id);
   }
-  for (auto* part : {&m->short_, &m->long_}) {
-    const auto& ps = part == &m->short_ ? sp : lp;
-    if (ps.empty()) continue;
-    auto d = AcDfa::build(ps, max_table_bytes);
+  if (!sp.empty()) {
+    auto s = ShortMatcher::build(sp, short_global);
+    if (!s.is_ok()) return s.status();
+    m->short_ = std::move(*s);
+    m->has_short_ = true;
+    m->stats_.table_bytes += m->short_.table_bytes();
+  }
+  if (!lp.empty()) {
+    auto d = AcDfa::build(lp, max_table_bytes);
     if (!d.is_ok()) return d.status();
-    part->dfa = std::make_unique<AcDfa>(std::move(*d));
-    m->stats_.table_bytes += part->dfa->stats().table_bytes;
+    m->long_.dfa = std::make_unique<AcDfa>(std::move(*d));
+    m->stats_.table_bytes += m->long_.dfa->stats().table_bytes;
   }
   m->filter_ = FingerprintFilter(lp, simd);
   if (m->long_.dfa) {
@@ -36,18 +42,6 @@ Result<std::unique_ptr<PrefilterMatcher>> PrefilterMatcher::build(const std::vec
   m->stats_.hash_bits = m->filter_.hash_bits();
   m->stats_.table_bytes += (uint64_t{1} << m->stats_.hash_bits) / 8;
   return m;
-}
-
-uint32_t PrefilterMatcher::scan_short(const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t* ends, uint32_t k) const {
-  if (!short_.dfa) return 0;
-  const AcTables t = short_.dfa->tables();
-  AcLane l;
-  l.p = p;
-  l.len = len;
-  l.ids = ids;
-  l.ends = ends;
-  while (l.i < l.len) ac_step(t, l, k);
-  return l.count;
 }
 
 uint32_t PrefilterMatcher::scan_long(const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t* ends, uint32_t k) const {
@@ -79,15 +73,15 @@ uint32_t PrefilterMatcher::scan_long(const uint8_t* p, uint32_t len, uint32_t* i
 uint32_t PrefilterMatcher::scan(const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t k) const {
   k = std::min(k, kMaxIds);
   uint32_t sid[kMaxIds], send[kMaxIds], lid[kMaxIds], lend[kMaxIds];
-  const uint32_t cs = scan_short(p, len, sid, send, k);
+  const uint32_t cs = has_short_ ? short_.scan(p, len, sid, send, k) : 0;
   const uint32_t cl = scan_long(p, len, lid, lend, k);
   const uint32_t ns = std::min(cs, k), nl = std::min(cl, k), n = std::min(ns + nl, k);
   // Merge the two (end, id) lists; ids mapped to the whole set.
   uint32_t a = 0, b = 0;
   for (uint32_t j = 0; j < n; ++j) {
     const bool take_short =
-        b >= nl || (a < ns && (send[a] < lend[b] || (send[a] == lend[b] && short_.global[sid[a]] < long_.global[lid[b]])));
-    ids[j] = take_short ? short_.global[sid[a++]] : long_.global[lid[b++]];
+        b >= nl || (a < ns && (send[a] < lend[b] || (send[a] == lend[b] && sid[a] < long_.global[lid[b]])));
+    ids[j] = take_short ? sid[a++] : long_.global[lid[b++]];
   }
   return cs + cl;
 }

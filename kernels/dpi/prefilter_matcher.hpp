@@ -11,8 +11,8 @@
 //   and ends after i would make the state at i deeper than D; a pattern starting at or after i-D+1
 //   ends after i (>= 4 bytes) and its start is a candidate again. Runs cover disjoint,
 //   increasing end ranges, so their matches come out in (end, id) order as in one pass.
-// Short patterns (1..3 bytes, e.g. 127 one-byte ones in ET): their own small automaton over every
-//   byte (depth <= 3, a table of a few MB instead of 181 MB).
+// Short patterns (1..3 bytes, e.g. 127 one-byte ones in ET): ShortMatcher (short_matcher.hpp),
+//   table lookups on the last 1..3 raw bytes, no automaton and no byte-to-byte dependency.
 // The two lists of first K (end, id) are merged. Ids are those of the whole set (the parts map
 // their local ids back; local order is global order, so each part's list stays sorted).
 #include <cstdint>
@@ -22,6 +22,7 @@
 #include "hpr/status.hpp"
 #include "kernels/dpi/ac.hpp"
 #include "kernels/dpi/prefilter.hpp"
+#include "kernels/dpi/short_matcher.hpp"
 
 namespace hpr::dpi {
 
@@ -44,6 +45,7 @@ class PrefilterMatcher {
 
   static constexpr uint32_t kMaxIds = 64;
   SimdPath simd() const { return filter_.simd(); }
+  void set_simd(SimdPath simd) { filter_.set_simd(simd); }  // tests and the bench; not while scanning
   const PrefilterStats& stats() const { return stats_; }
   const FingerprintFilter& filter() const { return filter_; }
 
@@ -53,9 +55,10 @@ class PrefilterMatcher {
     std::vector<uint32_t> global;  // local id -> id in the whole set
   };
   uint32_t scan_long(const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t* ends, uint32_t k) const;
-  uint32_t scan_short(const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t* ends, uint32_t k) const;
 
-  Part short_, long_;
+  bool has_short_ = false;
+  ShortMatcher short_;
+  Part long_;
   FingerprintFilter filter_;
   uint32_t deep_row_ = 0;  // long automaton: first row of depth kFingerprintBytes
   uint32_t depth_rows_[kFingerprintBytes] = {};
