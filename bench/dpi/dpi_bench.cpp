@@ -167,15 +167,13 @@ int main(int argc, char** argv) {
     PatternSet ps = set_i == 0 ? *full : filter_min_length(*full, 4);
     std::string set_name = set_i == 0 ? "et-full" : "et-ge4";
     size_t npat = ps.patterns.size();
-    auto app_r = DpiApp::create(std::move(ps));
+    auto app_r = DpiApp::create(std::move(ps), {.native_engine = DpiConfig::Engine::kPrefilter});
     if (!app_r.is_ok()) { fmt::print(stderr, "{}\n", app_r.status().to_string()); return 1; }
     const DpiApp& app = **app_r;
     auto hs_r = HsPeer::compile(app.patterns().patterns);
     if (!hs_r.is_ok()) { fmt::print(stderr, "{}\n", hs_r.status().to_string()); return 1; }
     const HsPeer& hs = *hs_r;
-    auto pf_r = PrefilterMatcher::build(app.patterns().patterns);
-    if (!pf_r.is_ok()) { fmt::print(stderr, "{}\n", pf_r.status().to_string()); return 1; }
-    const PrefilterMatcher& pf = **pf_r;
+    const PrefilterMatcher& pf = *app.prefilter();
     const auto& st = app.dfa().stats();
     fmt::print("{}: {} patterns, {} states ({} with outputs), {} classes, table {:.1f} MB (build {:.2f} s), native "
                "lanes {}; hyperscan db {:.1f} MB\n",

@@ -191,14 +191,15 @@ int run_callgrind(const std::string& rules, const std::string& engine, const std
     const uint32_t lanes = engine == "automaton-1lane" ? 1 : 4;
     fn = [&, lanes](const kernels::BatchView& b) { run_native_batch(*dfa, k, b, lanes); };
   } else if (engine.starts_with("prefilter")) {
-    SimdPath sp = engine == "prefilter-scalar" ? SimdPath::kScalar : engine == "prefilter-avx2" ? SimdPath::kAvx2 : SimdPath::kAuto;
+    SimdPath sp = engine.find("scalar") != std::string::npos ? SimdPath::kScalar
+                  : engine.find("avx2") != std::string::npos ? SimdPath::kAvx2 : SimdPath::kAuto;
     auto r = PrefilterMatcher::build(ps.patterns, sp);
     if (!r.is_ok()) return fmt::print(stderr, "{}\n", r.status().to_string()), 1;
     pf = std::move(*r);
     fn = [&](const kernels::BatchView& b) { run_native_batch(*pf, k, b); };
   } else {
-    fmt::print(stderr, "--callgrind: unknown engine '{}' (hyperscan, automaton-4lane, automaton-1lane, prefilter, "
-                       "prefilter-avx2, prefilter-scalar)\n", engine);
+    fmt::print(stderr, "--callgrind: unknown engine '{}' (hyperscan, automaton-4lane, automaton-1lane, "
+                       "prefilter[-avx512|-avx2|-scalar])\n", engine);
     return 1;
   }
   dpi_bench_scan_pass(&fn, &v);

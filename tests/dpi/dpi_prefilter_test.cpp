@@ -4,6 +4,7 @@
 // Each SIMD path this CPU has is forced (the scalar one always), so the fallback is tested here too.
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <random>
 
 #include "hpr/data_dir.hpp"
@@ -54,6 +55,20 @@ std::unique_ptr<PrefilterMatcher> pf_build(const std::vector<Pattern>& p, SimdPa
   return std::move(*r);
 }
 
+// Payloads in the kernel layout, `k` ids per result.
+hpr::kernels::HostBatch batch_of(const std::vector<std::string>& payloads, uint32_t k) {
+  hpr::kernels::HostBatch b;
+  uint32_t off = 0;
+  for (const auto& s : payloads) {
+    b.desc.push_back({off, static_cast<uint16_t>(s.size()), 0, 0, 0});
+    off += hpr::kernels::align_slice(static_cast<uint32_t>(s.size()));
+  }
+  b.pkts.assign(std::max<uint32_t>(off, 16), 0);
+  for (size_t i = 0; i < payloads.size(); ++i) std::memcpy(b.pkts.data() + b.desc[i].off, payloads[i].data(), payloads[i].size());
+  b.out.assign(payloads.size() * (k + 1) * 4, 0);
+  return b;
+}
+
 // Prefilter == automaton (count, ids) == naive matcher for every payload, on every SIMD path.
 void check_equal(const std::vector<Pattern>& p, const std::vector<std::string>& payloads) {
   auto d = AcDfa::build(p);
@@ -69,6 +84,12 @@ void check_equal(const std::vector<Pattern>& p, const std::vector<std::string>& 
         CHECK(a == scan(naive, s, k));
       }
     }
+    // The batch path gives the automaton's bytes (kNoId after the ids included).
+    hpr::kernels::HostBatch b = batch_of(payloads, 8), c = b;
+    run_native_batch(*d, 8, b.view(), 1);
+    std::fill(c.out.begin(), c.out.end(), 0xEE);
+    run_native_batch(*pf, 8, c.view());
+    CHECK(c.out == b.out);
   }
 }
 
