@@ -185,10 +185,10 @@ inline void ac_outputs(const AcTables& t, AcLane& l, uint32_t k) {
   }
 }
 
-// Always inlined: the prefilter path (prefilter_matcher.cpp) calls it from several places, where GCC
-// otherwise keeps it out of line.
-[[gnu::always_inline]] inline void ac_step(const AcTables& t, AcLane& l, uint32_t k) {
-  const uint32_t e = t.trans[l.row + t.cls[l.p[l.i]]];
+// Moves lane `l` along transition word `e` on the byte at l.i (its outputs end there) and past it.
+// Always inlined, as ac_step: the prefilter path (prefilter_matcher.cpp) calls them from several
+// places, where GCC otherwise keeps them out of line.
+[[gnu::always_inline]] inline void ac_enter(const AcTables& t, AcLane& l, uint32_t k, uint32_t e) {
   l.row = e & kRowMask;
   if (e & kHasOutput) {
     const uint32_t inl = (e & ~kHasOutput) >> kRowBits;
@@ -196,6 +196,10 @@ inline void ac_outputs(const AcTables& t, AcLane& l, uint32_t k) {
     else ac_outputs(t, l, k);
   }
   ++l.i;
+}
+
+[[gnu::always_inline]] inline void ac_step(const AcTables& t, AcLane& l, uint32_t k) {
+  ac_enter(t, l, k, t.trans[l.row + t.cls[l.p[l.i]]]);
 }
 
 inline uint32_t ac_scan(const AcTables& t, const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t k) {

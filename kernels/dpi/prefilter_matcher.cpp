@@ -3,6 +3,8 @@
 #include "kernels/dpi/prefilter_matcher.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 
 namespace hpr::dpi {
 
@@ -35,6 +37,20 @@ Result<std::unique_ptr<PrefilterMatcher>> PrefilterMatcher::build(const std::vec
   if (m->long_.dfa) {
     for (uint32_t d = 0; d < kFingerprintBytes; ++d) m->depth_rows_[d] = m->long_.dfa->depth_row(d);
     m->deep_row_ = m->long_.dfa->depth_row(kFingerprintBytes);
+    const uint32_t bits = std::bit_width(m->filter_.fingerprints() * 2u);
+    m->entry_.assign(size_t{1} << bits, {0, 0});
+    m->entry_shift_ = 32 - bits;
+    const AcTables t = m->long_.dfa->tables();
+    for (const Pattern& p : lp) {
+      uint32_t w;
+      std::memcpy(&w, p.bytes.data(), 4);
+      uint32_t e = 0;
+      for (uint32_t j = 0; j < kFingerprintBytes; ++j) e = t.trans[(e & kRowMask) + t.cls[static_cast<uint8_t>(p.bytes[j])]];
+      uint32_t h = (fold4(w) * kFingerprintMul) >> m->entry_shift_;
+      while (m->entry_[h].second != 0 && m->entry_[h].first != fold4(w)) h = (h + 1) & (m->entry_.size() - 1);
+      m->entry_[h] = {fold4(w), e};
+    }
+    m->stats_.table_bytes += m->entry_.size() * 8;
   }
   m->stats_.short_patterns = static_cast<uint32_t>(sp.size());
   m->stats_.long_patterns = static_cast<uint32_t>(lp.size());
@@ -56,18 +72,35 @@ uint32_t PrefilterMatcher::scan_long(const uint8_t* p, uint32_t len, uint32_t* i
   for (;;) {
     const uint32_t s = filter_.next(p, len, from);
     if (s >= len) break;  // no candidate (one needs 4 bytes: s <= len - 4)
-    l.row = 0;
-    l.i = s;
-    for (uint32_t j = 1; j < kFingerprintBytes; ++j) ac_step(t, l, k);  // depth <= 3: no match yet
-    do {
+    uint32_t w;
+    std::memcpy(&w, p + s, 4);
+    const uint32_t e = entry(w);
+    if (e == 0) {  // a false positive of the bitmap
+      from = s + 1;
+      continue;
+    }
+    l.i = s + kFingerprintBytes - 1;
+    ac_enter(t, l, k, e);  // the root's 4 steps: depth 4, the outputs of 4-byte patterns
+    while (l.i < len) {
       ac_step(t, l, k);
-    } while (l.row >= deep_row_ && l.i < len);
+      if (l.row < deep_row_) break;
+    }
     if (l.row >= deep_row_) break;  // the payload ended inside a run
     uint32_t depth = 0;
     while (depth + 1 < kFingerprintBytes && l.row >= depth_rows_[depth + 1]) ++depth;
     from = l.i - depth;  // the `depth` bytes just read may start a pattern
   }
   return l.count;
+}
+
+uint32_t PrefilterMatcher::entry(uint32_t window) const {
+  const uint32_t key = fold4(window);
+  uint32_t h = (key * kFingerprintMul) >> entry_shift_;
+  for (;;) {
+    const auto& [k, e] = entry_[h];
+    if (e == 0 || k == key) return e;
+    h = (h + 1) & (entry_.size() - 1);
+  }
 }
 
 uint32_t PrefilterMatcher::scan(const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t k) const {

@@ -4,7 +4,7 @@
 //
 // Long patterns (>= 4 bytes): FingerprintFilter (prefilter.hpp, SIMD) finds the positions where
 //   one may start; the automaton of the long patterns alone is run from its root at such a
-//   position and stopped at the first byte (at least 4 bytes on) where its state is shallower than
+//   position (entered directly at the fingerprint's depth-4 state, found by hash) and stopped at the first byte (at least 4 bytes on) where its state is shallower than
 //   4 (states are BFS-numbered, so that is one compare of the row offset). Then the state's depth D
 //   (<= 3) says where the next candidate may start: the D bytes just read. Why no match is lost or
 //   counted twice: a run from root at s finds every match inside [s, i]; a match that started after s
@@ -58,8 +58,16 @@ class PrefilterMatcher {
 
   bool has_short_ = false;
   ShortMatcher short_;
+  // Transition word (from ac.hpp) into the depth-4 state of each fingerprint.
+  uint32_t entry(uint32_t window) const;
+
   Part long_;
   FingerprintFilter filter_;
+  // Fingerprint -> the transition word from the root's 4 steps into its depth-4 state (open
+  // addressing; word 0 = empty: no depth-4 state is row 0). A candidate is confirmed here (no
+  // false positive goes further) and its run starts at that state, 3 table loads later saved.
+  std::vector<std::pair<uint32_t, uint32_t>> entry_;
+  uint32_t entry_shift_ = 32;
   uint32_t deep_row_ = 0;  // long automaton: first row of depth kFingerprintBytes
   uint32_t depth_rows_[kFingerprintBytes] = {};
   PrefilterStats stats_;
