@@ -145,11 +145,13 @@ int main(int argc, char** argv) {
   cli.add_option("--series", series, "instead of the matrix: this many interleaved rounds on all capture payloads "
                                      "(dpi_series.hpp), CSV to --out");
   cli.add_option("--series-batch", series_batch, "batch size of --series");
+  uint32_t series_payloads = 0;
+  cli.add_option("--series-payloads", series_payloads, "--series on the first N capture payloads (0: all)");
   cli.add_option("--callgrind", callgrind_engine, "instead of the matrix: one pass of this engine for callgrind");
   cli.add_option("--callgrind-set", callgrind_set, "et-full or et-ge4");
   cli.add_option("--sample", sample, "capture payloads of --callgrind");
   CLI11_PARSE(cli, argc, argv);
-  if (series > 0) return run_series(rules, series, series_batch, out_path);
+  if (series > 0) return run_series(rules, series, series_batch, series_payloads, out_path);
   if (!callgrind_engine.empty()) return run_callgrind(rules, callgrind_engine, callgrind_set, sample);
 
   auto full = load_rule_dir(rules);

@@ -66,7 +66,7 @@ std::unique_ptr<DpiApp> slicer() {
 
 }  // namespace
 
-int run_series(const std::string& rules, int rounds, uint32_t batch, const std::string& csv_path) {
+int run_series(const std::string& rules, int rounds, uint32_t batch, uint32_t payloads, const std::string& csv_path) {
   auto full = load_rule_dir(rules);
   if (!full.is_ok()) {
     fmt::print(stderr, "{}\n", full.status().to_string());
@@ -76,7 +76,7 @@ int run_series(const std::string& rules, int rounds, uint32_t batch, const std::
   std::ofstream csv(csv_path);
   csv << "set,engine,simd,rounds,payload_bytes,matches,cpu_gbps_median,ratio_median,ratio_min,ratio_max\n";
   std::vector<uint8_t> stream;
-  Workload w = capture_workload(*slicer(), stream, size_t{1} << 30);
+  Workload w = capture_workload(*slicer(), stream, payloads == 0 ? size_t{1} << 30 : payloads);
   bool mismatch = false;
   for (int set_i = 0; set_i < 2; ++set_i) {
     PatternSet ps = set_i == 0 ? *full : filter_min_length(*full, 4);

@@ -242,3 +242,23 @@ TEST_CASE("DPI app: the prefilter engine gives the automaton's bytes") {
   (*b)->run_native(y.view());
   CHECK(x.out == y.out);
 }
+
+TEST_CASE("Short matcher: lengths other than 1..3 are refused; exact case and every nocase variant") {
+  CHECK(ShortMatcher::build({{"abcd", false, 0}}, {0}).status().code() == hpr::Code::kInvalidArgument);
+  CHECK(ShortMatcher::build({{"", false, 0}}, {0}).status().code() == hpr::Code::kInvalidArgument);
+  auto m = ShortMatcher::build({{"aB", false, 0}, {"xyz", true, 0}, {"\xff", false, 0}}, {3, 5, 9});
+  REQUIRE(m.is_ok());
+  auto run = [&](std::string_view s, uint32_t k) {
+    uint32_t ids[8], ends[8];
+    const uint32_t n = m->scan(reinterpret_cast<const uint8_t*>(s.data()), static_cast<uint32_t>(s.size()), ids, ends, k);
+    std::vector<std::pair<uint32_t, uint32_t>> v;
+    for (uint32_t j = 0; j < std::min(n, k); ++j) v.emplace_back(ends[j], ids[j]);
+    return std::make_pair(n, v);
+  };
+  CHECK(run("ab AB aB", 8).first == 1);
+  CHECK(run("XyZ xYz xyz", 8).first == 3);
+  CHECK(run("\xff" "aB" "XYZ", 8).second == std::vector<std::pair<uint32_t, uint32_t>>{{0, 9}, {2, 3}, {5, 5}});
+  CHECK(run("aBaBaBaB", 2).first == 4);  // counts go on after the ids are full
+  CHECK(run("", 8).first == 0);
+  CHECK(run("x", 8).first == 0);
+}
