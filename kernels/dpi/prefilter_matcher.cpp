@@ -1,4 +1,4 @@
-// Prefilter path: short-pattern automaton + fingerprint filter and long-pattern automaton, merged
+// Prefilter path: short-pattern tables + fingerprint filter and long-pattern automaton, merged
 // (see prefilter_matcher.hpp).
 #include "kernels/dpi/prefilter_matcher.hpp"
 
