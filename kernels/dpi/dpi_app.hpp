@@ -34,8 +34,8 @@ struct DpiConfig {
   // bench on both ET sets and every workload but noise; see docs/dpi.md).
   uint32_t native_lanes = 0;
   // Native path: the whole-set automaton (kAutomaton, the kernel's table) or the prefilter path
-  // (kPrefilter, prefilter_matcher.hpp: its own two automata, built beside the kernel's). Same
-  // result bytes either way. kAuto picks the default (see docs/dpi.md for the figures behind it).
+  // (kPrefilter, prefilter_matcher.hpp: its own tables, an automaton of the >= 4-byte patterns among
+  // them, built beside the kernel's). Same result bytes either way. kAuto picks the default (see docs/dpi.md for the figures behind it).
   enum class Engine : uint8_t { kAuto, kAutomaton, kPrefilter };
   Engine native_engine = Engine::kAuto;
   SimdPath prefilter_simd = SimdPath::kAuto;  // the prefilter's SIMD path (resolved by CPU feature)
