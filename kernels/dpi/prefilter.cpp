@@ -40,7 +40,7 @@ bool cpu_has_avx512() {
 SimdPath resolve_simd(SimdPath want) {
   if (want != SimdPath::kAuto) return best_below(want);
   // AVX2 by default: on the AMD EPYC (Zen 4) of docs/dpi.md the AVX-512 path was slower (its
-  // 16-lane gather; ET >= 4 on capture payloads 1.61x against 1.88x Hyperscan, 7 rounds).
+  // 16-lane gather; ET >= 4 on capture payloads 1.61x against 1.89x Hyperscan, 7 rounds).
   SimdPath pick = SimdPath::kAvx2;
   if (const char* env = std::getenv("HPR_DPI_SIMD")) {
     const std::string e = env;
