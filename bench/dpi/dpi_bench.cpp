@@ -1,4 +1,5 @@
-// DPI benchmark: the native Aho-Corasick lane beside Hyperscan block mode (the peer, same patterns,
+// DPI benchmark: the native Aho-Corasick lane (whole-set automaton, 1 and 4 lanes, and the prefilter
+// path on the CPU's best SIMD path) beside Hyperscan block mode (the peer, same patterns,
 // same packets, every match counted through a callback). The OpenCL devices are swept by
 // bench/apps/app_bench (the pipeline's executors, buffers allocated once).
 //
@@ -14,6 +15,8 @@
 //   warm-up, then `runs` runs; median and spread ((p90-p10)/median).
 // Batch latency: time of one batch (the scan loop), median and p99 over all batches of all runs.
 // CSV: --out (default out/dpi/dpi_bench.csv).
+// --series N and --callgrind ENGINE replace the matrix by the interleaved capture series and the
+// callgrind pass (dpi_series.hpp).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -30,46 +33,14 @@
 #include "kernels/runner.hpp"
 #include "runtime/parser.hpp"
 #include "runtime/pcap_file.hpp"
+#include "bench/dpi/dpi_workload.hpp"
+#include "bench/dpi/dpi_series.hpp"
 
 using namespace hpr;
 using namespace hpr::dpi;
+using namespace hpr::dpi::bench;
 
 namespace {
-
-constexpr uint32_t kHeaderBytes = 54;  // Ethernet + IPv4 + TCP without options
-
-struct Workload {
-  std::string name;
-  kernels::HostBatch pool;          // payloads in kernel layout (absolute offsets)
-  std::vector<uint32_t> frame_len;  // per pool packet
-};
-
-// Capture payloads (kernel slices) in file order.
-Workload capture_workload(const DpiApp& app, std::vector<uint8_t>& stream, size_t max_pkts) {
-  Workload w{"capture", {}, {}};
-  std::vector<Packet> pkts;
-  std::vector<std::vector<uint8_t>> frames;
-  for (const auto& path : list_captures(data_path("pcap/ndpi"))) {
-    auto c = load_capture(path);
-    if (!c.is_ok()) continue;
-    for (auto& f : c->frames) {
-      if (f.size() > 65535) continue;
-      frames.push_back(std::move(f));
-    }
-  }
-  for (auto& f : frames) {
-    Packet p;
-    p.data = f.data();
-    p.len = static_cast<uint16_t>(f.size());
-    if (parse(p) != DropReason::kNone || p.payload_off == kNoOffset || p.payload_len == 0) continue;
-    pkts.push_back(p);
-    stream.insert(stream.end(), p.payload(), p.payload() + p.payload_len);
-    if (pkts.size() == max_pkts) break;
-  }
-  w.pool = kernels::gather(app, pkts);
-  for (auto& p : pkts) w.frame_len.push_back(p.len);
-  return w;
-}
 
 // Frames of the given sizes (cycled), payloads cut from `stream`.
 Workload synthetic_workload(const std::string& name, const DpiApp& app, const std::vector<uint8_t>& stream,
@@ -93,12 +64,6 @@ Workload synthetic_workload(const std::string& name, const DpiApp& app, const st
   }
   w.pool.out.assign(n * app.result_bytes(), 0);
   return w;
-}
-
-uint64_t thread_cpu_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 struct Cell {
@@ -173,7 +138,21 @@ int main(int argc, char** argv) {
   cli.add_option("--distinct", distinct, "distinct payloads per workload; a run scans max(batch, distinct)");
   cli.add_option("--batches", batches, "batch sizes");
   cli.add_option("--workloads", only_workloads, "subset of capture,64,1514,mix");
+  int series = 0;
+  uint32_t series_batch = 1024;
+  std::string callgrind_engine, callgrind_set = "et-full";
+  uint32_t sample = 2000;
+  cli.add_option("--series", series, "instead of the matrix: this many interleaved rounds on all capture payloads "
+                                     "(dpi_series.hpp), CSV to --out");
+  cli.add_option("--series-batch", series_batch, "batch size of --series");
+  uint32_t series_payloads = 0;
+  cli.add_option("--series-payloads", series_payloads, "--series on the first N capture payloads (0: all)");
+  cli.add_option("--callgrind", callgrind_engine, "instead of the matrix: one pass of this engine for callgrind");
+  cli.add_option("--callgrind-set", callgrind_set, "et-full or et-ge4");
+  cli.add_option("--sample", sample, "capture payloads of --callgrind");
   CLI11_PARSE(cli, argc, argv);
+  if (series > 0) return run_series(rules, series, series_batch, series_payloads, out_path);
+  if (!callgrind_engine.empty()) return run_callgrind(rules, callgrind_engine, callgrind_set, sample);
 
   auto full = load_rule_dir(rules);
   if (!full.is_ok()) {
@@ -190,12 +169,13 @@ int main(int argc, char** argv) {
     PatternSet ps = set_i == 0 ? *full : filter_min_length(*full, 4);
     std::string set_name = set_i == 0 ? "et-full" : "et-ge4";
     size_t npat = ps.patterns.size();
-    auto app_r = DpiApp::create(std::move(ps));
+    auto app_r = DpiApp::create(std::move(ps), {.native_engine = DpiConfig::Engine::kPrefilter});
     if (!app_r.is_ok()) { fmt::print(stderr, "{}\n", app_r.status().to_string()); return 1; }
     const DpiApp& app = **app_r;
     auto hs_r = HsPeer::compile(app.patterns().patterns);
     if (!hs_r.is_ok()) { fmt::print(stderr, "{}\n", hs_r.status().to_string()); return 1; }
     const HsPeer& hs = *hs_r;
+    const PrefilterMatcher& pf = *app.prefilter();
     const auto& st = app.dfa().stats();
     fmt::print("{}: {} patterns, {} states ({} with outputs), {} classes, table {:.1f} MB (build {:.2f} s), native "
                "lanes {}; hyperscan db {:.1f} MB\n",
@@ -231,11 +211,16 @@ int main(int argc, char** argv) {
         Cell ac4 = measure(w, rb, b, runs, distinct, [&](const kernels::BatchView& v) {
           run_native_batch(app.dfa(), app.config().max_ids, v, 4);
         });
-        // app.run_native() is whichever of the two config().native_lanes picked.
+        Cell pfc = measure(w, rb, b, runs, distinct, [&](const kernels::BatchView& v) {
+          run_native_batch(pf, app.config().max_ids, v);
+        });
         const Cell& ac = app.config().native_lanes == 1 ? ac1 : ac4;
-        std::vector<std::pair<std::string, Cell>> cells = {{"native-ac-1lane", ac1}, {"native-ac-4lane", ac4}, {"hyperscan", hsc}};
-        if (ac.matches != hsc.matches)
-          fmt::print(stderr, "MISMATCH {} {} batch {}: ac {} hyperscan {}\n", set_name, w.name, b, ac.matches, hsc.matches);
+        std::vector<std::pair<std::string, Cell>> cells = {
+            {"native-ac-1lane", ac1}, {"native-ac-4lane", ac4}, {"native-prefilter", pfc}, {"hyperscan", hsc}};
+        for (const Cell* c : {&ac, static_cast<const Cell*>(&pfc)}) {
+          if (c->matches != hsc.matches)
+            fmt::print(stderr, "MISMATCH {} {} batch {}: native {} hyperscan {}\n", set_name, w.name, b, c->matches, hsc.matches);
+        }
         double hs_med = median(hsc.gbps), hs_cpu_med = median(hsc.cpu_gbps);
         double density = ac.payload_bytes ? double(ac.matches) / double(ac.payload_bytes) : 0.0;
         for (auto& [eng, c] : cells) {

@@ -89,8 +89,12 @@ Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, uint64_t max_ta
   std::vector<uint32_t> fail(nstates, 0);
   order.push_back(0);
   new_id[0] = 0;
+  std::vector<uint32_t> depth(nstates, 0);
   for (size_t qi = 0; qi < order.size(); ++qi) {
+    const uint32_t dq = depth[order[qi]];
+    if (d.depth_row_.size() == dq) d.depth_row_.push_back(static_cast<uint32_t>(qi * W));
     for (uint32_t ch = nodes[order[qi]].first_child; ch != 0; ch = nodes[ch].next_sibling) {
+      depth[ch] = dq + 1;
       new_id[ch] = static_cast<uint32_t>(order.size());
       order.push_back(ch);
     }

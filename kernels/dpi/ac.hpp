@@ -104,6 +104,12 @@ class AcDfa {
   const AcStats& stats() const { return stats_; }
   AcTables tables() const { return {trans_.get(), byte_class_.data(), out_ids_.data(), pat_bytes_.data(), pat_off_.data()}; }
   uint32_t num_patterns() const { return static_cast<uint32_t>(pat_off_.size() - 1); }
+  // Row offset of the first state of depth `d` (states are numbered in BFS order, so depth never
+  // decreases with the row); past the deepest depth it is the table's end. The prefilter path
+  // (prefilter.hpp) stops an automaton run when the state is shallower than its fingerprint.
+  uint32_t depth_row(uint32_t d) const {
+    return d < depth_row_.size() ? depth_row_[d] : static_cast<uint32_t>(trans_words_);
+  }
 
   // Scans one payload. Writes min(count, k) ids to `ids` (the rest untouched) and returns the count.
   uint32_t scan(const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t k) const;
@@ -121,6 +127,7 @@ class AcDfa {
   std::vector<uint32_t> out_ids_;
   std::vector<uint8_t> pat_bytes_;
   std::vector<uint32_t> pat_off_;
+  std::vector<uint32_t> depth_row_;  // depth -> row offset of its first state
   AcStats stats_;
 };
 
@@ -147,6 +154,7 @@ struct AcLane {
   uint32_t len = 0, i = 0;
   uint32_t row = 0, count = 0, nid = 0;
   uint32_t* ids = nullptr;
+  uint32_t* ends = nullptr;  // optional: the end offset (last byte) of each recorded id
 };
 
 // Matches ending at lane position l.i (the byte just consumed) in the state at l.row.
@@ -170,12 +178,17 @@ inline void ac_outputs(const AcTables& t, AcLane& l, uint32_t k) {
       if (m != n) continue;
     }
     ++l.count;
-    if (l.nid < k) l.ids[l.nid++] = id;
+    if (l.nid < k) {
+      if (l.ends != nullptr) l.ends[l.nid] = l.i;
+      l.ids[l.nid++] = id;
+    }
   }
 }
 
-inline void ac_step(const AcTables& t, AcLane& l, uint32_t k) {
-  const uint32_t e = t.trans[l.row + t.cls[l.p[l.i]]];
+// Moves lane `l` along transition word `e` on the byte at l.i (its outputs end there) and past it.
+// Always inlined, as ac_step: the prefilter path (prefilter_matcher.cpp) calls them from several
+// places, where GCC otherwise keeps them out of line.
+[[gnu::always_inline]] inline void ac_enter(const AcTables& t, AcLane& l, uint32_t k, uint32_t e) {
   l.row = e & kRowMask;
   if (e & kHasOutput) {
     const uint32_t inl = (e & ~kHasOutput) >> kRowBits;
@@ -183,6 +196,10 @@ inline void ac_step(const AcTables& t, AcLane& l, uint32_t k) {
     else ac_outputs(t, l, k);
   }
   ++l.i;
+}
+
+[[gnu::always_inline]] inline void ac_step(const AcTables& t, AcLane& l, uint32_t k) {
+  ac_enter(t, l, k, t.trans[l.row + t.cls[l.p[l.i]]]);
 }
 
 inline uint32_t ac_scan(const AcTables& t, const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t k) {

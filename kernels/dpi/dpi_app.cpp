@@ -43,7 +43,14 @@ Result<std::unique_ptr<DpiApp>> DpiApp::create(PatternSet patterns, DpiConfig cf
     return error(Code::kInvalidArgument, "dpi: max_slice_bytes = {} must be in 1..65535", cfg.max_slice_bytes);
   auto dfa = AcDfa::build(patterns.patterns, cfg.max_table_bytes);
   if (!dfa.is_ok()) return dfa.status();
-  return std::unique_ptr<DpiApp>(new DpiApp(std::move(patterns), std::move(*dfa), cfg));
+  if (cfg.native_engine == DpiConfig::Engine::kAuto) cfg.native_engine = kDefaultNativeEngine;
+  std::unique_ptr<PrefilterMatcher> pf;
+  if (cfg.native_engine == DpiConfig::Engine::kPrefilter) {
+    auto r = PrefilterMatcher::build(patterns.patterns, cfg.prefilter_simd, cfg.max_table_bytes);
+    if (!r.is_ok()) return r.status();
+    pf = std::move(*r);
+  }
+  return std::unique_ptr<DpiApp>(new DpiApp(std::move(patterns), std::move(*dfa), std::move(pf), cfg));
 }
 
 Result<std::unique_ptr<DpiApp>> DpiApp::from_rule_dir(const std::string& dir, DpiConfig cfg) {
@@ -111,7 +118,8 @@ Result<std::unique_ptr<kernels::DeviceTables>> DpiApp::make_device_tables(const 
 }
 
 void DpiApp::run_native(const kernels::BatchView& batch) const {
-  run_native_batch(dfa_, cfg_.max_ids, batch, cfg_.native_lanes);
+  if (prefilter_) run_native_batch(*prefilter_, cfg_.max_ids, batch);
+  else run_native_batch(dfa_, cfg_.max_ids, batch, cfg_.native_lanes);
 }
 
 void DpiApp::finish(std::span<Packet> /*pkts*/, const kernels::BatchView& /*batch*/) const {

@@ -19,17 +19,23 @@ inline void finish_lane(const AcLane& l, uint32_t* r, uint32_t k) {
   for (uint32_t j = l.nid; j < k; ++j) r[1 + j] = kNoId;
 }
 
+// One payload at a time, through any scanner with AcDfa::scan's convention.
+template <typename Scanner>
+void run_single(const Scanner& sc, uint32_t k, const kernels::BatchView& batch) {
+  auto* o = reinterpret_cast<uint32_t*>(batch.out);
+  for (uint32_t i = 0; i < batch.n; ++i) {
+    uint32_t* r = o + static_cast<size_t>(i) * (k + 1);
+    r[0] = sc.scan(batch.slice(i), batch.desc[i].len, r + 1, k);
+    for (uint32_t j = r[0] < k ? r[0] : k; j < k; ++j) r[1 + j] = kNoId;
+  }
+}
+
 }  // namespace
 
 void run_native_batch(const AcDfa& dfa, uint32_t k, const kernels::BatchView& batch, uint32_t lanes) {
   const AcTables t = dfa.tables();
   if (lanes == 1) {
-    auto* o = reinterpret_cast<uint32_t*>(batch.out);
-    for (uint32_t i = 0; i < batch.n; ++i) {
-      uint32_t* r = o + static_cast<size_t>(i) * (k + 1);
-      r[0] = ac_scan(t, batch.slice(i), batch.desc[i].len, r + 1, k);
-      for (uint32_t j = r[0] < k ? r[0] : k; j < k; ++j) r[1 + j] = kNoId;
-    }
+    run_single(dfa, k, batch);
     return;
   }
   auto* out = reinterpret_cast<uint32_t*>(batch.out);
@@ -76,6 +82,10 @@ void run_native_batch(const AcDfa& dfa, uint32_t k, const kernels::BatchView& ba
     while (lane[j].i < lane[j].len) ac_step(t, lane[j], k);
     finish_lane(lane[j], res[j], k);
   }
+}
+
+void run_native_batch(const PrefilterMatcher& pf, uint32_t k, const kernels::BatchView& batch) {
+  run_single(pf, k, batch);
 }
 
 }  // namespace hpr::dpi

@@ -108,6 +108,8 @@ TEST_CASE("DPI app: slice, result layout, alert line") {
   CHECK(DpiApp::create(one, {.max_ids = 0}).status().code() == Code::kInvalidArgument);
   CHECK(DpiApp::create(one, {.native_lanes = 3}).status().code() == Code::kInvalidArgument);
   CHECK(app.config().native_lanes == 4);  // the default
+  CHECK(app.config().native_engine == DpiConfig::Engine::kPrefilter);  // the default: run_native is the prefilter path
+  REQUIRE(app.prefilter() != nullptr);
 
   // Alert line: IPv4/TCP header bytes laid out by hand.
   uint8_t frame[64] = {};
@@ -138,8 +140,8 @@ TEST_CASE("DPI kernel == native, every device, synthetic payloads") {
   auto pl = payloads(app.patterns().patterns, 2000, 1);
   pl.push_back(std::string(9216, '\0'));  // densest case: a max-size payload of zero bytes
   HostBatch b = gather(pl, app.result_bytes());
-  app.run_native(b.view());
-  for (uint32_t lanes : {1u, 4u}) {  // both native variants give the same bytes
+  app.run_native(b.view());  // the prefilter path (the default engine)
+  for (uint32_t lanes : {1u, 4u}) {  // the automaton, both variants, gives the same bytes
     HostBatch c = b;
     std::fill(c.out.begin(), c.out.end(), 0xEE);
     run_native_batch(app.dfa(), app.config().max_ids, c.view(), lanes);
@@ -162,11 +164,11 @@ TEST_CASE("DPI kernel == native, every device, every capture") {
   for (const auto& pc : test::all_captures()) {
     if (pc.pkts.empty()) continue;
     HostBatch b = kernels::gather(app, pc.pkts);
-    app.run_native(b.view());
+    app.run_native(b.view());  // the prefilter path (the default engine)
     {
       HostBatch c = b;
       run_native_batch(app.dfa(), app.config().max_ids, c.view(), 4);
-      REQUIRE(c.out == b.out);  // the 4-lane native variant agrees too
+      REQUIRE(c.out == b.out);  // the automaton (4 lanes) agrees
     }
     for (uint32_t i = 0; i < b.desc.size(); ++i) {
       matches += app.result(b.view(), i).count;
