@@ -27,17 +27,6 @@ bool ChainApp::writes_back() const {
   return std::any_of(apps_.begin(), apps_.end(), [](const auto& a) { return a->writes_back(); });
 }
 
-Result<std::unique_ptr<DeviceTables>> ChainApp::make_device_tables(const cl::Context&, const cl::CommandQueue&) const {
-  return error(Code::kUnimplemented, "the chain {} runs on native lanes only (an OpenCL lane runs one app)", name_);
-}
-
-void ChainApp::slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const {
-  for (size_t i = 0; i < pkts.size(); ++i) {
-    desc[i] = Desc{0, 0, 0, pkts[i].flow_id, pkts[i].seq};
-    slices[i] = pkts[i].data;
-  }
-}
-
 void ChainApp::run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slices, uint8_t* out,
                             const AppDone& done) const {
   const size_t n = pkts.size();

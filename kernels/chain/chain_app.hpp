@@ -5,40 +5,30 @@
 // its own part of the batch (descriptors, slice pointers, result bytes), reported after it finishes
 // (App::AppDone), so its events and log lines are its own.
 //
-// Native lanes only so far: an OpenCL lane runs one app per batch, so runs_on_devices() is false and run_setup leaves
-// the devices out, saying why. The per-packet hooks (slice, slices_in_place, run_native, finish) are not how a chain
-// runs: it runs through run_in_place; they run nothing.
+// Native lanes only so far (composite_app.hpp).
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "kernels/app.hpp"
+#include "kernels/composite_app.hpp"
 
 namespace hpr::kernels {
 
-class ChainApp final : public App {
+class ChainApp final : public CompositeApp {
  public:
   // Errors: fewer than two apps.
   static Result<std::shared_ptr<ChainApp>> create(std::vector<std::shared_ptr<App>> apps);
 
   std::string_view name() const override { return name_; }
-  Slice slice(const Packet&) const override { return {}; }
   uint32_t max_slice_bytes() const override;
   uint32_t result_bytes() const override { return out_off_.back(); }
   bool writes_back() const override;
-  std::string kernel_source() const override { return {}; }
-  std::string_view kernel_name() const override { return {}; }
-  Result<std::unique_ptr<DeviceTables>> make_device_tables(const cl::Context&, const cl::CommandQueue&) const override;
-  void slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const override;
-  void run_native(const BatchView&) const override {}
-  void finish(std::span<Packet>, const BatchView&) const override {}
 
   void run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slices, uint8_t* out,
                     const AppDone& done) const override;
   uint32_t chain_length() const override { return static_cast<uint32_t>(apps_.size()); }
   const App& chain_app(uint32_t k) const override { return *apps_[k]; }
-  bool runs_on_devices() const override { return false; }
 
   void flow_started(uint32_t id, const FlowKey& canonical) const override;
   void flow_seq_half(uint32_t id, uint32_t half) const override;

@@ -100,17 +100,6 @@ bool ServiceApp::writes_back() const {
   return std::any_of(services_.begin(), services_.end(), [](const Service& s) { return s.app->writes_back(); });
 }
 
-Result<std::unique_ptr<DeviceTables>> ServiceApp::make_device_tables(const cl::Context&, const cl::CommandQueue&) const {
-  return error(Code::kUnimplemented, "services run on native lanes only (an OpenCL lane runs one app)");
-}
-
-void ServiceApp::slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const {
-  for (size_t i = 0; i < pkts.size(); ++i) {
-    desc[i] = Desc{0, 0, 0, pkts[i].flow_id, pkts[i].seq};
-    slices[i] = pkts[i].data;
-  }
-}
-
 int ServiceApp::classify(const Packet& p) const {
   for (size_t s = 0; s < services_.size(); ++s)
     if (services_[s].match.is_default || services_[s].match.matches(p)) return static_cast<int>(s);

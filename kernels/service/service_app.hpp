@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/app.hpp"
+#include "kernels/composite_app.hpp"
 
 namespace hpr::kernels {
 
@@ -38,23 +38,16 @@ struct Service {
 // The most services a run may have (and so the most apps a lane counts: kMaxServices × kMaxChainLength).
 inline constexpr uint32_t kMaxServices = 8;
 
-class ServiceApp final : public App {
+class ServiceApp final : public CompositeApp {
  public:
   // Errors (naming service[N]): none given, more than kMaxServices, two default services, a default service that is
-  // not last (the ones after it would never see a packet), a service with an app that runs on devices... none.
+  // not last (the services after it would never see a packet), a default service with conditions.
   static Result<std::shared_ptr<ServiceApp>> create(std::vector<Service> services);
 
   std::string_view name() const override { return name_; }
-  Slice slice(const Packet&) const override { return {}; }
   uint32_t max_slice_bytes() const override;
   uint32_t result_bytes() const override;
   bool writes_back() const override;
-  std::string kernel_source() const override { return {}; }
-  std::string_view kernel_name() const override { return {}; }
-  Result<std::unique_ptr<DeviceTables>> make_device_tables(const cl::Context&, const cl::CommandQueue&) const override;
-  void slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const override;
-  void run_native(const BatchView&) const override {}
-  void finish(std::span<Packet>, const BatchView&) const override {}
 
   void run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slices, uint8_t* out,
                     const AppDone& done) const override;
@@ -62,7 +55,6 @@ class ServiceApp final : public App {
   const App& chain_app(uint32_t k) const override { return *apps_[k]; }
   std::string chain_label(uint32_t k) const override;
   uint32_t desc_slots() const override;
-  bool runs_on_devices() const override { return false; }
 
   void flow_started(uint32_t id, const FlowKey& canonical) const override;
   void flow_seq_half(uint32_t id, uint32_t half) const override;

@@ -11,6 +11,7 @@
 #include "tests/dpi/dpi_payloads.hpp"
 
 using namespace hpr::dpi;
+using hpr::dpi::test::et;
 using hpr::dpi::test::planted_payloads;
 
 namespace {
@@ -40,14 +41,6 @@ Scan naive(const NaiveMatcher& m, std::string_view s, uint32_t k = 8) {
   return {n, ids};
 }
 
-const PatternSet& et() {
-  static PatternSet s = [] {
-    auto r = load_rule_dir(hpr::data_path("rules/et-open-2017"));
-    REQUIRE(r.is_ok());
-    return std::move(*r);
-  }();
-  return s;
-}
 const AcDfa& et_dfa() {
   static AcDfa d = [] {
     auto r = AcDfa::build(et().patterns);

@@ -1,12 +1,25 @@
 #pragma once
-// Test helper: synthetic payloads with patterns planted in them.
+// Test helpers: the ET rule set, loaded once per test binary, and synthetic payloads with patterns planted in them.
+#include <catch2/catch.hpp>
+
 #include <random>
 #include <string>
 #include <vector>
 
+#include "hpr/data_dir.hpp"
 #include "kernels/dpi/rules.hpp"
 
 namespace hpr::dpi::test {
+
+// The ET open 2017 rules (their content: patterns), loaded once.
+inline const PatternSet& et() {
+  static PatternSet s = [] {
+    auto r = load_rule_dir(hpr::data_path("rules/et-open-2017"));
+    REQUIRE(r.is_ok());
+    return std::move(*r);
+  }();
+  return s;
+}
 
 // Random bytes with ET patterns planted (nocase ones with random case flips).
 inline std::vector<std::string> planted_payloads(const std::vector<Pattern>& p, size_t n, uint32_t seed) {

@@ -17,6 +17,7 @@
 #include "tests/dpi/dpi_payloads.hpp"
 
 using namespace hpr::dpi;
+using hpr::dpi::test::et;
 using hpr::dpi::test::planted_payloads;
 
 namespace {
@@ -91,15 +92,6 @@ void check_equal(const std::vector<Pattern>& p, const std::vector<std::string>& 
     run_native_batch(*pf, 8, c.view());
     CHECK(c.out == b.out);
   }
-}
-
-const PatternSet& et() {
-  static PatternSet s = [] {
-    auto r = load_rule_dir(hpr::data_path("rules/et-open-2017"));
-    REQUIRE(r.is_ok());
-    return std::move(*r);
-  }();
-  return s;
 }
 
 }  // namespace

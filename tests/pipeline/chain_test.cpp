@@ -64,22 +64,7 @@ TEST_CASE("a packet one app drops leaves the chain with that app's reason; the a
 }
 
 TEST_CASE("a chain on generated traffic (IMIX, IPv6, TTL 1, planted patterns) equals the reference") {
-  std::string gen = tmp_path("chain_generated.pcap");
-  RunConfig g = base_config();
-  g.app = "md5";
-  g.devices = {"none"};
-  g.input = {.kind = "generator",
-             .gen_packets = 3000,
-             .gen_flows = 300,
-             .gen_zipf = 1.0,
-             .gen_sizes = "imix",
-             .gen_seed = 15,
-             .gen_patterns = {"Volume Serial Number", "cmd.exe"},
-             .gen_match_rate = 0.3,
-             .gen_ttl_low_share = 0.05,
-             .gen_ipv6_share = 0.2};
-  g.output = {.kind = "pcap", .pcap = gen};
-  REQUIRE(run_to_end(g).tx_packets == 3000);
+  const std::string gen = generated_capture("chain_generated.pcap", 15, {"Volume Serial Number", "cmd.exe"});
   for (std::string chain : {"ipv4,dpi,aes", "dpi,md5"}) {
     DYNAMIC_SECTION(chain) {
       Summary s = check_against_reference(chain, gen);

@@ -26,25 +26,7 @@ TEST_CASE("pcap to pcap: every app's output equals the native reference, on both
 }
 
 TEST_CASE("generator traffic: every app's output equals the native reference, on both devices and a native lane") {
-  // The generator's frames (IMIX, Zipf flows, 20% IPv6, 5% TTL 1, ET patterns planted in 30% of the payloads)
-  // captured once through one native lane with md5 (which does not change frames), then each app on them.
-  std::string gen = tmp_path("generated.pcap");
-  RunConfig g = base_config();
-  g.app = "md5";
-  g.devices = {"none"};
-  g.input = {.kind = "generator",
-             .gen_packets = 3000,
-             .gen_flows = 300,
-             .gen_zipf = 1.0,
-             .gen_sizes = "imix",
-             .gen_seed = 12,
-             .gen_patterns = {"Volume Serial Number", "cmd.exe", "/etc/passwd"},
-             .gen_match_rate = 0.3,
-             .gen_ttl_low_share = 0.05,
-             .gen_ipv6_share = 0.2};
-  g.output = {.kind = "pcap", .pcap = gen};
-  Summary gs = run_to_end(g);
-  REQUIRE(gs.tx_packets == 3000);
+  const std::string gen = generated_capture("generated.pcap", 12, {"Volume Serial Number", "cmd.exe", "/etc/passwd"});
   for (std::string app : {"ipv4", "dpi", "md5", "aes"}) {
     DYNAMIC_SECTION(app) { check_against_reference(app, gen); }
   }
