@@ -57,6 +57,11 @@ Status PrometheusExporter::start(std::string addr, bool shaping) {
                      .Register(*registry);
   lane_util = &prometheus::BuildGauge().Name("hpr_lane_utilisation").Help("Fraction of time a lane had work").Register(*registry);
   drops = &prometheus::BuildGauge().Name("hpr_drops_total").Help("Drops by reason").Register(*registry);
+  events = &prometheus::BuildGauge()
+                .Name("hpr_app_events_total")
+                .Help("Application events (forwarded, matches, digests, encrypted), by app: a chain's apps by name, "
+                      "services' as service:app")
+                .Register(*registry);
   power = &prometheus::BuildGauge().Name("hpr_power_watts").Help("Power of the run's devices, by source (rapl, nvml, model, mixed)").Register(*registry);
   if (shaping) {
     auto fam = [&](const char* n, const char* h) {
@@ -99,6 +104,8 @@ void PrometheusExporter::update(const Summary& s) {
   }
   for (const auto& l : s.lanes) lane_util->Add({{"lane", l.name}}).Set(l.utilisation);
   for (const auto& [r, c] : s.drops) drops->Add({{"reason", r}}).Set(static_cast<double>(c));
+  if (s.chain_events.empty()) events->Add({{"event", s.event_name}}).Set(static_cast<double>(s.events));
+  for (const auto& e : s.chain_events) events->Add({{"app", e.app}, {"event", e.name}}).Set(static_cast<double>(e.count));
   if (!s.power_source.empty()) power->Add({{"source", s.power_source}}).Set(s.power_w);
   if (shaper && s.shaping) {
     auto set = [](prometheus::Gauge* g, uint64_t v) { g->Set(static_cast<double>(v)); };

@@ -45,6 +45,7 @@ class PrometheusExporter {
   prometheus::Family<prometheus::Gauge>* lane_util = nullptr;
   prometheus::Family<prometheus::Gauge>*port_tx = nullptr, *port_tx_bytes = nullptr, *port_failed = nullptr;
   prometheus::Family<prometheus::Gauge>* drops = nullptr;
+  prometheus::Family<prometheus::Gauge>* events = nullptr;  // by app (a chain's, a service's) and event
   prometheus::Family<prometheus::Gauge>* power = nullptr;
   struct Shaper {  // egress shaper (registered when shaping is on)
     prometheus::Gauge *queues, *throttled, *heap, *heap_high_water, *waiting, *reschedules, *delayed, *unclassified;
