@@ -130,3 +130,19 @@ TEST_CASE("chain_apps reads a chain; chain_has finds an app in it") {
   CHECK_FALSE(kernels::chain_has("ipv4,aes", "ip"));
   CHECK_FALSE(kernels::chain_has("dpi", "md5"));
 }
+
+TEST_CASE("a lane that fails mid-run: a chain's packets go whole to the other lane, none lost or reordered") {
+  // A native lane fails at a submit, before any app of the chain ran on that batch: its packets are handed back
+  // untouched and run through the whole chain on the other lane, so the output still equals the reference.
+  for (std::string chain : {"ipv4,aes", "ipv4,dpi,md5"}) {
+    DYNAMIC_SECTION(chain) {
+      Summary s = check_against_reference(chain, data_path("pcap/ndpi/webex.pcap"), [](RunConfig& c) {
+        c.run_to_completion = false;
+        c.native_lanes = 2;
+        c.batch = 16;
+        c.fail_after = {{"native0", 5}};
+      });
+      CHECK(s.lane_failures == 1);
+    }
+  }
+}
