@@ -1,5 +1,7 @@
 #include "pipeline/lane.hpp"
 
+#include <algorithm>
+
 #include "pipeline/pipeline_internal.hpp"
 
 #include <spdlog/spdlog.h>
@@ -16,6 +18,7 @@ Lane::Lane(LaneConfig cfg, const kernels::App& app, std::unique_ptr<Executor> ex
   batch_.reserve(max_batch_);
   slice_capacity_ = kernels::slice_capacity(app, max_batch_);  // every version keeps the layout (Executor::adopt)
   max_slice_ = app.max_slice_bytes();
+  app_books_ = app.chain_length() > 1;
   largest_slice_ = kernels::align_slice(max_slice_);
   done_.reserve(static_cast<size_t>(max_batch_) * (exec_->slots() + 1));
 }
@@ -55,6 +58,12 @@ void Lane::fail(const Status& st) {
 
 void Lane::account(std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& app, uint32_t k) {
   bump(stats_.events[k], app.count_events(pk, v));
+  if (app_books_) {
+    bump(stats_.app_in[k], pk.size());
+    bump(stats_.app_out[k], static_cast<uint64_t>(std::count_if(pk.begin(), pk.end(), [](const Packet& p) {
+           return p.drop == DropReason::kNone;
+         })));
+  }
   if (!log_on_) return;
   std::string lines;
   app.append_log(pk, v, [&](uint32_t i) { return log_prefix_(pk[i]); }, lines);

@@ -93,6 +93,8 @@ enum class LaneState : uint8_t { kRunning, kFailed, kDrained, kRemoved };
 struct LaneStats {
   std::atomic<uint64_t> batches{0}, packets{0};
   std::atomic<uint64_t> events[kernels::kMaxAppSlots] = {};  // app k's (App::chain_app; one app: events[0])
+  // A chain's or services' app k: packets it was given, and those it passed on (not dropped by it or before it).
+  std::atomic<uint64_t> app_in[kernels::kMaxAppSlots] = {}, app_out[kernels::kMaxAppSlots] = {};
   std::atomic<uint64_t> busy_ns{0};        // time with at least one batch outstanding
   std::atomic<uint64_t> batch_pkts_sum{0}; // for the mean batch size
   std::atomic<uint64_t> queue_full{0};     // packets dropped because this lane's queue was full (dispatcher)
@@ -196,6 +198,7 @@ class Lane {
   uint32_t max_batch_ = 1;
   std::atomic<uint32_t> batch_target_{1};
   bool log_on_ = false;
+  bool app_books_ = false;  // a chain or services: each app's packets in and passed on (LaneStats::app_in, app_out)
   std::function<std::string(const Packet&)> log_prefix_;
   std::mutex log_mu_;
   std::string log_buf_;

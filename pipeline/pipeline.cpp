@@ -459,7 +459,11 @@ Summary Pipeline::snapshot() const {
     ls.events = st.events[version->app->chain_length() - 1].load();
     ls.queue_full = st.queue_full.load();
     s.events += ls.events;
-    for (size_t k = 0; k < s.chain_events.size(); ++k) s.chain_events[k].count += st.events[k].load();
+    for (size_t k = 0; k < s.chain_events.size(); ++k) {
+      s.chain_events[k].count += st.events[k].load();
+      s.chain_events[k].in += st.app_in[k].load();
+      s.chain_events[k].passed += st.app_out[k].load();
+    }
     ls.mean_batch = ls.batches != 0 ? static_cast<double>(st.batch_pkts_sum.load()) / static_cast<double>(ls.batches) : 0;
     ls.utilisation = s.seconds > 0 ? static_cast<double>(st.busy_ns.load()) / 1e9 / s.seconds : 0;
     ls.p50_ns = st.batch_latency.percentile_ns(50);

@@ -28,7 +28,11 @@ void Summary::add_worker(const Summary& w) {
   lane_failures += w.lane_failures;
   host_frames += w.host_frames;
   events += w.events;
-  for (size_t k = 0; k < chain_events.size() && k < w.chain_events.size(); ++k) chain_events[k].count += w.chain_events[k].count;
+  for (size_t k = 0; k < chain_events.size() && k < w.chain_events.size(); ++k) {
+    chain_events[k].count += w.chain_events[k].count;
+    chain_events[k].in += w.chain_events[k].in;
+    chain_events[k].passed += w.chain_events[k].passed;
+  }
   dispatch_busy_s += w.dispatch_busy_s;
   egress_busy_s += w.egress_busy_s;
   rx_buffers_in_use += w.rx_buffers_in_use;
@@ -104,7 +108,9 @@ std::string Summary::to_json() const {
   j["host_frames"] = host_frames;
   j["rx_buffers_in_use"] = rx_buffers_in_use;
   j["app_events"] = {{"name", event_name}, {"count", events}};
-  for (const auto& e : chain_events) j["chain_events"].push_back({{"app", e.app}, {"name", e.name}, {"count", e.count}});
+  for (const auto& e : chain_events)
+    j["chain_events"].push_back(
+        {{"app", e.app}, {"name", e.name}, {"count", e.count}, {"packets_in", e.in}, {"packets_passed", e.passed}});
   for (const auto& [k, v] : app_info) j["app"][k] = v;
   j["latency_ns"] = {{"p50", latency_p50_ns}, {"p99", latency_p99_ns}};
   if (!power_source.empty()) j["power"] = {{"watts", power_w}, {"energy_j", energy_j}, {"source", power_source}};
@@ -172,7 +178,8 @@ std::string Summary::to_text() const {
   s += fmt::format("  reorders    {}\n", reorders);
   s += fmt::format("  flows       {}{}\n", flows_seen, flow_table_full ? fmt::format(" (table full {} times)", flow_table_full) : "");
   if (chain_events.empty()) s += fmt::format("  {:<11} {}\n", event_name, events);
-  for (const auto& e : chain_events) s += fmt::format("  {:<11} {} ({})\n", e.name, e.count, e.app);
+  for (const auto& e : chain_events)
+    s += fmt::format("  {:<11} {} ({}: {} packets in, {} passed on)\n", e.name, e.count, e.app, e.in, e.passed);
   for (const auto& [k, v] : app_info) s += fmt::format("  {:<11} {}\n", k, v);
   s += fmt::format("  latency     p50 {:.1f} us, p99 {:.1f} us (rx to tx, 16 buckets per octave)\n", latency_p50_ns / 1e3,
                    latency_p99_ns / 1e3);

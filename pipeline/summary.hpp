@@ -35,6 +35,7 @@ struct Summary {
   struct AppEvents {
     std::string app, name;
     uint64_t count = 0;
+    uint64_t in = 0, passed = 0;  // packets the app was given, and those it passed on (the rest it or one before dropped)
   };
   std::vector<AppEvents> chain_events;
   std::vector<std::pair<std::string, std::string>> app_info;  // App::summary_info (AES: key_epoch), JSON "app"

@@ -114,26 +114,25 @@ void ServiceApp::run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slic
   thread_local std::vector<uint32_t> idx;
   const size_t n = pkts.size();
   svc.resize(n);
-  int only = -1;  // the one service of every live packet, or -2: several
+  int only = -1;  // the one service of every packet, or -2: several, or one that goes to none
   for (size_t i = 0; i < n; ++i) {
     Packet& p = pkts[i];
     int s = p.drop == DropReason::kNone ? classify(p) : -1;
     if (s < 0 && p.drop == DropReason::kNone) p.drop = DropReason::kNoService;
     svc[i] = static_cast<int8_t>(s);
-    if (s >= 0) only = only == -1 || only == s ? s : -2;
+    only = s < 0 ? -2 : only == -1 || only == s ? s : -2;
   }
-  if (only == -1) return;  // nothing for any service
   auto run = [&](int s, std::span<Packet> pk) {
     const uint32_t base = first_[static_cast<size_t>(s)];
     services_[static_cast<size_t>(s)].app->run_in_place(
         pk, desc, slices, out,
         [&](uint32_t k, const App& a, std::span<const Packet> p, const BatchView& v) { done(base + k, a, p, v); });
   };
-  if (only >= 0) {  // one service: the whole batch (a dropped packet has an empty slice)
+  if (only >= 0) {  // every packet in one service: the whole batch as it is
     run(only, pkts);
     return;
   }
-  // Several: each service's packets in their batch order, then back where they were.
+  // Several, or some to none: each service's packets in their batch order, then back where they were.
   for (int s = 0; s < static_cast<int>(services_.size()); ++s) {
     sub.clear();
     idx.clear();

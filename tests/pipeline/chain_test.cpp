@@ -59,6 +59,18 @@ TEST_CASE("a packet one app drops leaves the chain with that app's reason; the a
   CHECK(events_of(s, "ipv4") == s.tx_packets);  // every packet sent was forwarded (ICMP: host frames, not counted)
   CHECK(events_of(s, "aes") > 0);
   CHECK(events_of(s, "aes") <= events_of(s, "ipv4"));
+  // Each app's books: ipv4 is given every packet that reached the lanes, passes on all but its drops; aes is given
+  // the same packets (those ipv4 dropped with their reason, an empty slice) and passes on what ipv4 passed.
+  REQUIRE(s.chain_events.size() == 2);
+  const auto& v4 = s.chain_events[0];
+  const auto& aes = s.chain_events[1];
+  uint64_t lanes = 0;
+  for (const auto& l : s.lanes) lanes += l.packets;
+  CHECK(v4.in == lanes);
+  CHECK(v4.in - v4.passed == reason("ttl_exceeded") + reason("no_route") + reason("bad_checksum"));
+  CHECK(aes.in == v4.in);
+  CHECK(aes.passed == v4.passed - reason("key_missing"));
+  CHECK(aes.passed == s.tx_packets);
   // In the other order aes encrypts first and md5 digests the ciphertext: the same digests as the reference's.
   check_against_reference("aes,md5", cap);
 }

@@ -77,6 +77,11 @@ TEST_CASE("services without a default: what matches none is dropped as no_servic
   });
   CHECK(drops_of(s, "no_service") > 0);
   CHECK(events_of(s, "udp:md5") > 0);
+  // Per service books: every packet that reached the lanes went to one service (one app each here), or was no_service.
+  uint64_t lanes = 0, in = 0;
+  for (const auto& l : s.lanes) lanes += l.packets;
+  for (const auto& e : s.chain_events) in += e.in;
+  CHECK(in + drops_of(s, "no_service") == lanes);
 }
 
 TEST_CASE("the generator's four Holt-Winters services carry four chains") {
