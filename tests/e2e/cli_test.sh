@@ -67,8 +67,8 @@ expect 2 "lanes.workers (--workers): want auto or a worker count in 1..64" run -
   echo "ok: --app ip is the ipv4 app" || fail "--app ip: $(cat "$tmp/ip.log")"
 # A chain: each packet through ipv4, then md5; the devices are left out (native lanes only), each app's events shown.
 "$hpr" run --app ip,md5 --packets 200 >"$tmp/chain.log" 2>&1 && grep -q "^hpr run: app ipv4,md5 " "$tmp/chain.log" &&
-  grep -q "runs on native lanes only" "$tmp/chain.log" && grep -qE "^  forwarded +[0-9]+ \(ipv4\)" "$tmp/chain.log" &&
-  grep -qE "^  digests +[0-9]+ \(md5\)" "$tmp/chain.log" && echo "ok: --app ip,md5 runs the chain" ||
+  grep -q "runs on native lanes only" "$tmp/chain.log" && grep -qE "^  forwarded +[0-9]+ \(ipv4: " "$tmp/chain.log" &&
+  grep -qE "^  digests +[0-9]+ \(md5: " "$tmp/chain.log" && echo "ok: --app ip,md5 runs the chain" ||
   fail "--app ip,md5: $(cat "$tmp/chain.log")"
 "$hpr" run --workers auto --devices none --packets 100 >"$tmp/auto.log" 2>&1 &&
   grep -q "workers 1 (auto: the input has no RSS" "$tmp/auto.log" && echo "ok: --workers auto says what it chose" ||

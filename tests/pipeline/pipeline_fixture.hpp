@@ -195,13 +195,14 @@ inline void check_books(const Summary& s) {
 
 // The generator's frames (IMIX, Zipf flows, 20% IPv6, 5% TTL 1, the given ET patterns planted in 30% of the
 // payloads) captured once through one native lane with md5 (which does not change frames): a capture to run apps on.
-inline std::string generated_capture(const std::string& name, uint64_t seed, std::vector<std::string> patterns) {
+inline std::string generated_capture(const std::string& name, uint64_t seed, std::vector<std::string> patterns,
+                                     uint32_t packets = 3000) {
   std::string gen = tmp_path(name);
   RunConfig g = base_config();
   g.app = "md5";
   g.devices = {"none"};
   g.input = {.kind = "generator",
-             .gen_packets = 3000,
+             .gen_packets = packets,
              .gen_flows = 300,
              .gen_zipf = 1.0,
              .gen_sizes = "imix",
@@ -213,7 +214,7 @@ inline std::string generated_capture(const std::string& name, uint64_t seed, std
   g.output = {.kind = "pcap", .pcap = gen};
   auto ctx = prepare_run(g);
   if (!ctx) FAIL(ctx.status().to_string());
-  REQUIRE((*ctx)->pipeline->run().tx_packets == 3000);
+  REQUIRE((*ctx)->pipeline->run().tx_packets == packets);
   return gen;
 }
 
