@@ -70,6 +70,9 @@ bool runs_app(const std::string& name, const AppOptions& opt, std::string_view a
                : std::any_of(opt.services.begin(), opt.services.end(), in);
 }
 
+namespace {
+
+// [[service]] entries: each service's chain, then the services (service/service_app.hpp).
 Result<std::shared_ptr<App>> make_services(AppOptions opt) {
   std::vector<Service> services;
   const auto specs = std::move(opt.services);
@@ -87,6 +90,8 @@ Result<std::shared_ptr<App>> make_services(AppOptions opt) {
   if (!s) return s.status();
   return std::shared_ptr<App>(std::move(*s));
 }
+
+}  // namespace
 
 Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions& opt) {
   if (!opt.services.empty()) return make_services(opt);
