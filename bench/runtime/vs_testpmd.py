@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DATA = os.environ.get("HPR_DATA_DIR", os.path.join(ROOT, "..", "shared", "data"))
 HPR = os.path.join(ROOT, "build", "cli", "hpr")
 FWD = os.path.join(ROOT, "build", "bench", "runtime", "classify_fwd")
-L3FWD_SRC = "/usr/share/dpdk/examples/l3fwd"
+L3FWD_SRC = os.environ.get("HPR_L3FWD_SRC", "/usr/share/dpdk/examples/l3fwd")  # for its default rule files
 
 
 def make_mix(path, packets=6000, files=25):
@@ -77,7 +77,10 @@ def l3fwd_cmd(binary, rx_vdev, lookup, rules):
     """l3fwd's command line: one lcore polls net_pcap0 (rx_vdev, e.g. net_pcap0,rx_pcap=F,infinite_rx=1) and
     net_null0; LPM on `rules` (l3fwd_rules) or EM on its default rules."""
     v4 = rules if lookup == "lpm" else os.path.join(L3FWD_SRC, "em_default_v4.cfg")
-    return [binary, "--no-huge", "--no-shconf", "--no-pci", "-m", "1024", "-l", "1", "--log-level=error",
+    # Where DPDK is not installed (a bundle's libraries), the EAL loads the drivers from the bundle's folder.
+    drivers = os.environ.get("HPR_DPDK_DRIVER_DIR", "")
+    return [binary] + (["-d", drivers] if drivers else []) + [
+            "--no-huge", "--no-shconf", "--no-pci", "-m", "1024", "-l", "1", "--log-level=error",
             f"--vdev={rx_vdev}", "--vdev=net_null0,no-rx=1", "--", "-p", "0x3",
             "--config=(0,0,1),(1,0,1)", f"--lookup={lookup}", "--parse-ptype", f"--rule_ipv4={v4}",
             f"--rule_ipv6={os.path.join(L3FWD_SRC, lookup + '_default_v6.cfg')}"]

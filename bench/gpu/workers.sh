@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Issue 12's workers on a machine with many cores and a GPU, from a bundle (bench/runtime/workers_scaling.py there).
+#   bench/gpu/workers.sh pack DIR          here (DPDK and dpdk-doc installed): the bundle (scripts/bundle.sh), DPDK's
+#                                          l3fwd (bench/runtime/build_l3fwd.sh) with the libraries the bundle lacks
+#                                          and its rule files, and the mix split by flow into 2, 4, 8 and 16 captures
+#                                          (out/runtime/workers/). Carry DIR and out/runtime/workers to the machine.
+#   bench/gpu/workers.sh run DIR OUT [STEP...]   there, from the repository root; STEPs (default: all, in this order):
+#     scaling  ipv4 on W = 1, 2, 4, 8, 16 workers beside l3fwd exact match on W lcores, 5 rounds of 2 s
+#     lpm      l3fwd LPM on the BGP table at 1 and 16 lcores, one round (it loads the table rule by rule: ~40 s a run)
+#     ipv4-dev ipv4 on 1 and 16 workers, native only against each worker with a lane on the GPU too (learning), 8 s
+#     dpi, md5 the app on 1 and 16 workers: native only, GPU lane only, both (learning), 3 rounds of 4 s
+# GPU_DEVICE (default H200): the --devices name substring of the GPU. OUT gets machine.txt, devices.txt and a .csv
+# (a row per sample) and .txt (medians, spreads, ratios) per step. About 8 minutes in all on 16 cores.
+set -u
+cmd=${1:-}
+dir=${2:-}
+[ -n "$dir" ] || { sed -n 2,14p "$0"; exit 2; }
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+if [ "$cmd" = pack ]; then
+  set -e
+  mkdir -p "$dir/l3fwd/lib" "$dir/l3fwd/src"
+  dir=$(cd "$dir" && pwd)
+  bash "$root/scripts/bundle.sh" --out "$dir"
+  bash "$root/bench/runtime/build_l3fwd.sh" "$root/build/bench" >/dev/null
+  cp "$root/build/bench/l3fwd" "$dir/l3fwd/"
+  cp /usr/share/dpdk/examples/l3fwd/*.cfg "$dir/l3fwd/src/"
+  tar xzf "$dir"/hpr-*.tar.gz -C "$dir"
+  b=$(ls -d "$dir"/hpr-*/ | head -1)
+  for l in $(ldd "$root/build/bench/l3fwd" | awk '$3 ~ /^\// {print $3}'); do
+    n=$(basename "$l")
+    case "$n" in libc.so*|libm.so*) continue ;; esac
+    [ -e "$b/lib/$n" ] || cp -L "$l" "$dir/l3fwd/lib/"
+  done
+  rm -rf "$b"
+  # The captures: workers_scaling.py makes the mix and its splits, and the l3fwd rules (one short run of each).
+  python3 "$root/bench/runtime/workers_scaling.py" --workers 2,4,8,16 --cases hpr,lpm --rounds 0 --out /dev/null
+  echo "workers.sh: packed $dir; carry it and out/runtime/workers"
+  exit 0
+fi
+[ "$cmd" = run ] || { echo "workers.sh: pack DIR | run DIR OUT [STEP...]" >&2; exit 2; }
+out=${3:?workers.sh run DIR OUT [STEP...]}
+shift 3
+steps=${*:-scaling lpm ipv4-dev dpi md5}
+dir=$(cd "$dir" && pwd)
+mkdir -p "$out"
+gpu=${GPU_DEVICE:-H200}
+t0=$(date +%s)
+tar xzf "$dir"/hpr-*.tar.gz -C "$dir"
+b=$(ls -d "$dir"/hpr-*/ | head -1)
+{ date -u; nproc; lscpu | grep -E 'Model name|Thread|Core|Socket|NUMA node|L3'; nvidia-smi -L; free -g | head -2
+  head -2 /etc/os-release; command -v python3; python3 --version; } > "$out/machine.txt" 2>&1
+export HPR_L3FWD_SRC=$dir/l3fwd/src HPR_BUNDLE_QUIET=1 HPR_STATE_DIR=none
+export LD_LIBRARY_PATH=$dir/l3fwd/lib:$b/lib
+# Without DPDK installed, the EAL loads the bundle's drivers (l3fwd through vs_testpmd's -d, hpr through its launcher).
+if ! [ -d /usr/lib/x86_64-linux-gnu/dpdk ]; then
+  export HPR_DPDK_DRIVER_DIR=$b/lib/dpdk-pmds LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$b/lib/dpdk-pmds
+fi
+"$b/hpr" devices > "$out/devices.txt" 2>&1
+ws() { python3 "$root/bench/runtime/workers_scaling.py" --hpr "$b/hpr" --l3fwd "$dir/l3fwd/l3fwd" "$@"; }
+for s in $steps; do
+  case "$s" in
+    scaling) ws --workers 2,4,8,16 --cases hpr,em --rounds 5 --seconds 2 --out "$out/$s.csv" ;;
+    lpm) ws --workers 16 --cases lpm --rounds 1 --seconds 4 --out "$out/$s.csv" ;;
+    ipv4-dev) ws --workers 16 --cases hpr,dev --dev-devices "$gpu" --rounds 3 --seconds 8 --out "$out/$s.csv" ;;
+    dpi|md5) ws --app "$s" --workers 16 --cases hpr,dev,devonly --dev-devices "$gpu" --rounds 3 --seconds 4 \
+                --out "$out/$s.csv" ;;
+    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5)" ;;
+  esac > "$out/$s.txt" 2>&1
+  echo "$s rc=$? at $(( $(date +%s) - t0 )) s" >> "$out/machine.txt"
+done
+rm -rf "$b"
+cat "$out/machine.txt"
