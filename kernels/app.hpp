@@ -152,6 +152,8 @@ class App {
   // and a packet's. Default: one, or the generator's service number (Packet::service) for LAPS experiments;
   // services: the [[service]] the packet matches (service_app.hpp).
   virtual uint32_t service_count() const { return 1; }
+  // The [[service]] names, by Packet::svc (services only: the pipeline keeps books per service; else none).
+  virtual std::vector<std::string> service_names() const { return {}; }
   virtual uint8_t balance_service(const Packet& p) const { return p.service; }
 
   // Appends one line per packet whose result is worth logging (DPI: an alert with the pattern ids;

@@ -27,4 +27,13 @@ struct DropCounters {
   }
 };
 
+// Per [[service]] (Packet::svc): the packets its chain passed to the output, their bytes and rx-to-tx latency, and
+// the packets it dropped. Written where packets leave (egress, or the worker path: one at a time, as the run's
+// latency histogram), read by the summary.
+struct ServiceBooks {
+  std::atomic<uint64_t> out{0}, out_bytes{0}, dropped{0};
+  LatencyHistogram latency;
+};
+inline constexpr size_t kServiceBooks = 8;  // kernels::kMaxServices (pipeline.cpp checks)
+
 }  // namespace hpr

@@ -52,6 +52,7 @@ void Pipeline::transmit(std::vector<Packet>& txq) {
 // makes one (ICMP Time Exceeded). The caller returns its buffer.
 void Pipeline::drop_at_egress(const Packet& p) {
   drops_egress_.add(p.drop);
+  if (p.svc < kServiceBooks) bump((*svc_books_)[p.svc].dropped);
   if (p.drop == cfg_.on_drop_reason && cfg_.on_drop) {
     auto frame = cfg_.on_drop(p, eg_.scratch);
     if (!frame.empty()) {
@@ -209,6 +210,7 @@ bool Pipeline::egress_poll() {
         continue;
       }
       latency_.add(now - p.rx_ns);
+      if (p.svc < kServiceBooks) book_service(p, now - p.rx_ns);
       if (shaper_) shape(p, now);
       else e.txq.push_back(p);
     }

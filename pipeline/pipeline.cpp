@@ -8,9 +8,12 @@
 #include "hpr/clock.hpp"
 #include "pipeline/pipeline_internal.hpp"
 #include "runtime/balance_glue.hpp"
+#include "kernels/service/service_app.hpp"
 #include "runtime/ports/dpdk_port.hpp"
 
 namespace hpr {
+
+static_assert(kernels::kMaxServices <= kServiceBooks, "a book for every service");
 using detail::backoff;
 using detail::kNoLane;
 using detail::policy_weights;
@@ -142,6 +145,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   }
   p->cfg_ = std::move(cfg);
   p->burst_ = std::make_unique<Burst>();
+  p->svc_books_ = std::make_unique<std::array<ServiceBooks, kServiceBooks>>();
   p->init_egress();
   if (p->cfg_.run_to_completion)
     for (auto& l : p->lanes_) l->on_completions_full([pp = p.get()] { pp->egress_poll(); });
@@ -418,6 +422,17 @@ Summary Pipeline::snapshot() const {
     for (uint32_t k = 0; k < app.chain_length(); ++k)
       s.chain_events.push_back({app.chain_label(k), std::string(app.chain_app(k).event_name()), 0});
   s.app_info = version->app->summary_info();
+  const std::vector<std::string> services = version->app->service_names();
+  for (size_t i = 0; i < services.size() && i < kServiceBooks; ++i) {
+    const ServiceBooks& b = (*svc_books_)[i];
+    const auto c = b.latency.counts();
+    s.services.push_back({.name = services[i],
+                          .out = b.out.load(std::memory_order_relaxed),
+                          .out_bytes = b.out_bytes.load(std::memory_order_relaxed),
+                          .dropped = b.dropped.load(std::memory_order_relaxed),
+                          .latency_buckets = {c.begin(), c.end()}});
+    s.services.back().set_latency();
+  }
   // After live reloads: which version of the tables runs (the first is generation 1).
   if (version->generation > 1) s.app_info.emplace_back("tables", fmt::format("generation {}", version->generation));
   s.balancer = cfg_.balancer;

@@ -264,6 +264,13 @@ class Pipeline {
   void transmit(std::vector<Packet>& txq);
   void send(size_t port, Packet* pkts, uint16_t n);  // to one output port, counted
   void drop_at_egress(const Packet& p);
+  // A packet of a [[service]] leaves for the output `latency_ns` after rx: its service's books.
+  void book_service(const Packet& p, uint64_t latency_ns) {
+    ServiceBooks& b = (*svc_books_)[p.svc];
+    bump(b.out);
+    bump(b.out_bytes, p.len);
+    b.latency.add(latency_ns);
+  }
   uint8_t pick_lane(uint32_t hash) const;
   bool handle_failed_lanes();
   std::vector<Packet> retire(Lane& lane);
@@ -311,6 +318,7 @@ class Pipeline {
   std::atomic<uint64_t> dispatch_busy_ns_{0}, egress_busy_ns_{0};
   uint64_t wait_service_ns_ = 0;
   LatencyHistogram latency_;
+  std::unique_ptr<std::array<ServiceBooks, kServiceBooks>> svc_books_;  // by Packet::svc
   std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
   Egress eg_;
   std::unique_ptr<Burst> burst_;         // dispatcher-owned

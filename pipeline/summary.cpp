@@ -9,6 +9,11 @@
 
 namespace hpr {
 
+void Summary::ServiceBook::set_latency() {
+  latency_p50_ns = LogLinear::percentile(latency_buckets, 50);
+  latency_p99_ns = LogLinear::percentile(latency_buckets, 99);
+}
+
 void Summary::add_worker(const Summary& w) {
   rx_packets += w.rx_packets;
   rx_bytes += w.rx_bytes;
@@ -32,6 +37,18 @@ void Summary::add_worker(const Summary& w) {
     chain_events[k].count += w.chain_events[k].count;
     chain_events[k].in += w.chain_events[k].in;
     chain_events[k].passed += w.chain_events[k].passed;
+  }
+  if (services.size() < w.services.size()) services.resize(w.services.size());
+  for (size_t i = 0; i < w.services.size(); ++i) {
+    ServiceBook& b = services[i];
+    const ServiceBook& o = w.services[i];
+    b.name = o.name;
+    b.out += o.out;
+    b.out_bytes += o.out_bytes;
+    b.dropped += o.dropped;
+    if (b.latency_buckets.size() < o.latency_buckets.size()) b.latency_buckets.resize(o.latency_buckets.size(), 0);
+    for (size_t k = 0; k < o.latency_buckets.size(); ++k) b.latency_buckets[k] += o.latency_buckets[k];
+    b.set_latency();
   }
   dispatch_busy_s += w.dispatch_busy_s;
   egress_busy_s += w.egress_busy_s;
@@ -112,6 +129,12 @@ std::string Summary::to_json() const {
     j["chain_events"].push_back(
         {{"app", e.app}, {"name", e.name}, {"count", e.count}, {"packets_in", e.in}, {"packets_passed", e.passed}});
   for (const auto& [k, v] : app_info) j["app"][k] = v;
+  for (const auto& b : services)
+    j["services"].push_back({{"name", b.name},
+                             {"packets_out", b.out},
+                             {"bytes_out", b.out_bytes},
+                             {"dropped", b.dropped},
+                             {"latency_ns", {{"p50", b.latency_p50_ns}, {"p99", b.latency_p99_ns}}}});
   j["latency_ns"] = {{"p50", latency_p50_ns}, {"p99", latency_p99_ns}};
   if (!power_source.empty()) j["power"] = {{"watts", power_w}, {"energy_j", energy_j}, {"source", power_source}};
   if (balance)
@@ -181,6 +204,10 @@ std::string Summary::to_text() const {
   for (const auto& e : chain_events)
     s += fmt::format("  {:<11} {} ({}: {} packets in, {} passed on)\n", e.name, e.count, e.app, e.in, e.passed);
   for (const auto& [k, v] : app_info) s += fmt::format("  {:<11} {}\n", k, v);
+  if (!services.empty()) s += "  services    what each chain passed to the output and dropped, rx-to-tx latency:\n";
+  for (const auto& b : services)
+    s += fmt::format("    {:<12} {} packets out ({} bytes), {} dropped, p50 {:.1f} us, p99 {:.1f} us\n", b.name, b.out,
+                     b.out_bytes, b.dropped, b.latency_p50_ns / 1e3, b.latency_p99_ns / 1e3);
   s += fmt::format("  latency     p50 {:.1f} us, p99 {:.1f} us (rx to tx, 16 buckets per octave)\n", latency_p50_ns / 1e3,
                    latency_p99_ns / 1e3);
   if (!power_source.empty()) s += fmt::format("  power       {:.1f} W, energy {:.1f} J (source: {})\n", power_w, energy_j, power_source);

@@ -38,6 +38,16 @@ struct Summary {
     uint64_t in = 0, passed = 0;  // packets the app was given, and those it passed on (the rest it or one before dropped)
   };
   std::vector<AppEvents> chain_events;
+  // [[service]] runs: per service, what its chain passed to the output (packets, bytes, rx-to-tx latency) and what it
+  // dropped. A packet dropped before a service took it (parse errors, no_service, full queues) is in the totals only.
+  struct ServiceBook {
+    std::string name;
+    uint64_t out = 0, out_bytes = 0, dropped = 0;
+    std::vector<uint64_t> latency_buckets;  // LogLinear layout
+    uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
+    void set_latency();  // the percentiles from the buckets
+  };
+  std::vector<ServiceBook> services;
   std::vector<std::pair<std::string, std::string>> app_info;  // App::summary_info (AES: key_epoch), JSON "app"
   // Egress shaper (when on).
   bool shaping = false;

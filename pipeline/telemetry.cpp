@@ -62,6 +62,18 @@ Status PrometheusExporter::start(std::string addr, bool shaping) {
                 .Help("Application events (forwarded, matches, digests, encrypted), by app: a chain's apps by name, "
                       "services' as service:app")
                 .Register(*registry);
+  svc_packets = &prometheus::BuildGauge()
+                     .Name("hpr_service_packets_total")
+                     .Help("[[service]] runs: packets each service's chain passed to the output (what=out) or dropped")
+                     .Register(*registry);
+  svc_bytes = &prometheus::BuildGauge()
+                   .Name("hpr_service_bytes_total")
+                   .Help("[[service]] runs: bytes each service's chain passed to the output")
+                   .Register(*registry);
+  svc_latency = &prometheus::BuildGauge()
+                     .Name("hpr_service_latency_seconds")
+                     .Help("[[service]] runs: rx-to-tx latency of each service's packets, by quantile (0.5, 0.99)")
+                     .Register(*registry);
   power = &prometheus::BuildGauge().Name("hpr_power_watts").Help("Power of the run's devices, by source (rapl, nvml, model, mixed)").Register(*registry);
   if (shaping) {
     auto fam = [&](const char* n, const char* h) {
@@ -106,6 +118,13 @@ void PrometheusExporter::update(const Summary& s) {
   for (const auto& [r, c] : s.drops) drops->Add({{"reason", r}}).Set(static_cast<double>(c));
   if (s.chain_events.empty()) events->Add({{"event", s.event_name}}).Set(static_cast<double>(s.events));
   for (const auto& e : s.chain_events) events->Add({{"app", e.app}, {"event", e.name}}).Set(static_cast<double>(e.count));
+  for (const auto& b : s.services) {
+    svc_packets->Add({{"service", b.name}, {"what", "out"}}).Set(static_cast<double>(b.out));
+    svc_packets->Add({{"service", b.name}, {"what", "dropped"}}).Set(static_cast<double>(b.dropped));
+    svc_bytes->Add({{"service", b.name}}).Set(static_cast<double>(b.out_bytes));
+    svc_latency->Add({{"service", b.name}, {"quantile", "0.5"}}).Set(static_cast<double>(b.latency_p50_ns) / 1e9);
+    svc_latency->Add({{"service", b.name}, {"quantile", "0.99"}}).Set(static_cast<double>(b.latency_p99_ns) / 1e9);
+  }
   if (!s.power_source.empty()) power->Add({{"source", s.power_source}}).Set(s.power_w);
   if (shaper && s.shaping) {
     auto set = [](prometheus::Gauge* g, uint64_t v) { g->Set(static_cast<double>(v)); };

@@ -47,6 +47,8 @@ class PrometheusExporter {
   prometheus::Family<prometheus::Gauge>* drops = nullptr;
   prometheus::Family<prometheus::Gauge>* events = nullptr;  // by app (a chain's, a service's) and event
   prometheus::Family<prometheus::Gauge>* power = nullptr;
+  // [[service]] runs: by service (and what: out, dropped; quantile 0.5, 0.99).
+  prometheus::Family<prometheus::Gauge>*svc_packets = nullptr, *svc_bytes = nullptr, *svc_latency = nullptr;
   struct Shaper {  // egress shaper (registered when shaping is on)
     prometheus::Gauge *queues, *throttled, *heap, *heap_high_water, *waiting, *reschedules, *delayed, *unclassified;
     prometheus::Family<prometheus::Gauge>*class_packets, *class_bytes, *class_dropped, *class_waiting, *class_throttled;

@@ -137,6 +137,7 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
       w.dropped[nd++] = p;
       continue;
     }
+    if (p.svc < kServiceBooks) book_service(p, done - now);
     if (shaper_) shape(p, done);
     else if (k != i) pkts[k++] = p;
     else ++k;

@@ -12,6 +12,7 @@ namespace hpr {
 
 inline constexpr uint16_t kNoOffset = 0xffff;
 inline constexpr uint32_t kNoFlow = 0xffffffffu;
+inline constexpr uint8_t kNoSvc = 0xff;  // Packet::svc of a packet no [[service]] has taken
 
 enum class L3 : uint8_t { kNone = 0, kIPv4 = 4, kIPv6 = 6, kOther = 255 };
 
@@ -46,9 +47,11 @@ struct Packet {
   uint8_t service = 0;       // service (application) id for multi-service balancing
   uint16_t port = 0;         // rx port index
   uint8_t buf_kind = 0;      // BufKind of `buf`
+  uint8_t svc = kNoSvc;      // the [[service]] whose chain ran it (kernels/service), for the per-service books
 
   const uint8_t* payload() const { return data + payload_off; }
   uint8_t* payload() { return data + payload_off; }
 };
+static_assert(sizeof(Packet) == 64, "a Packet descriptor is one cache line");
 
 }  // namespace hpr

@@ -119,6 +119,7 @@ void ServiceApp::run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slic
     Packet& p = pkts[i];
     int s = p.drop == DropReason::kNone ? classify(p) : -1;
     if (s < 0 && p.drop == DropReason::kNone) p.drop = DropReason::kNoService;
+    p.svc = s < 0 ? kNoSvc : static_cast<uint8_t>(s);
     svc[i] = static_cast<int8_t>(s);
     only = s < 0 ? -2 : only == -1 || only == s ? s : -2;
   }
@@ -161,6 +162,12 @@ void ServiceApp::take_over_from(const App& running) const {
 bool ServiceApp::keeps_flow_state() const {
   return std::any_of(services_.begin(), services_.end(), [](const Service& s) { return s.app->keeps_flow_state(); });
 }
+std::vector<std::string> ServiceApp::service_names() const {
+  std::vector<std::string> names;
+  for (const auto& s : services_) names.push_back(s.name);
+  return names;
+}
+
 std::vector<std::pair<std::string, std::string>> ServiceApp::summary_info() const {
   std::vector<std::pair<std::string, std::string>> all;
   for (const auto& s : services_) {

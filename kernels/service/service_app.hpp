@@ -64,6 +64,7 @@ class ServiceApp final : public CompositeApp {
   std::string_view event_name() const override { return "events"; }
 
   uint32_t service_count() const override { return static_cast<uint32_t>(services_.size()); }
+  std::vector<std::string> service_names() const override;
   // The matched service (what matches none: 0; the lane drops it as no_service).
   uint8_t balance_service(const Packet& p) const override {
     const int s = classify(p);

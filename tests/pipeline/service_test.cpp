@@ -35,6 +35,29 @@ uint64_t drops_of(const Summary& s, const std::string& reason) {
   return 0;
 }
 
+// Each service's books (Summary::services) against its apps' books: what its first app was given either left for the
+// output or was dropped by the chain, what its last app passed on went out, and every packet out has a latency.
+void check_service_books(const Summary& s, const std::vector<std::pair<std::string, std::pair<size_t, size_t>>>& apps) {
+  REQUIRE(s.services.size() == apps.size());
+  uint64_t out = 0;
+  for (size_t i = 0; i < apps.size(); ++i) {
+    const Summary::ServiceBook& b = s.services[i];
+    const auto& [first, last] = apps[i].second;
+    INFO("service " << apps[i].first);
+    CHECK(b.name == apps[i].first);
+    CHECK(b.out + b.dropped == s.chain_events[first].in);
+    CHECK(b.out == s.chain_events[last].passed);
+    uint64_t timed = 0;
+    for (uint64_t c : b.latency_buckets) timed += c;
+    CHECK(timed == b.out);
+    CHECK((b.out == 0 || b.latency_p99_ns >= b.latency_p50_ns));
+    out += b.out;
+  }
+  CHECK(out == s.tx_packets);
+  CHECK(s.to_text().find("services    what each chain passed") != std::string::npos);
+  CHECK(s.to_json().find("\"services\"") != std::string::npos);
+}
+
 Result<RunConfig> config_from(const std::string& toml) {
   const std::string path = tmp_path("services.toml");
   std::ofstream(path) << toml;
@@ -63,6 +86,7 @@ TEST_CASE("services: each packet through its service's chain, equal to the refer
         CHECK(s.chain_events[4].app == "rest:md5");
         CHECK(events_of(s, "gw:ipv4") + events_of(s, "dns:ipv4") + events_of(s, "rest:md5") > 0);
         CHECK(drops_of(s, "no_service") == 0);  // a default service takes the rest
+        check_service_books(s, {{"gw", {0, 1}}, {"dns", {2, 3}}, {"rest", {4, 4}}});
       }
     }
 }
@@ -82,6 +106,7 @@ TEST_CASE("services without a default: what matches none is dropped as no_servic
   for (const auto& l : s.lanes) lanes += l.packets;
   for (const auto& e : s.chain_events) in += e.in;
   CHECK(in + drops_of(s, "no_service") == lanes);
+  check_service_books(s, {{"udp", {0, 0}}, {"private", {1, 1}}, {"ef", {2, 2}}});
 }
 
 TEST_CASE("the generator's four Holt-Winters services carry four chains") {
