@@ -103,11 +103,9 @@ Status read_shaper(const toml::table& t, ShapingConfig& sc) {
   HPR_RETURN_IF_ERROR(get(t, "shaper", "alpha_bytes", sc.alpha_bytes));
   HPR_RETURN_IF_ERROR(get(t, "shaper", "queue_packets", sc.queue_packets));
   HPR_RETURN_IF_ERROR(get(t, "shaper", "waiting_packets", sc.waiting_packets));
-  if (const toml::node* n = sh->get("class")) {
-    const toml::array* a = n->as_array();
-    if (a == nullptr || !a->is_array_of_tables())
-      return error(Code::kInvalidArgument, "shaper.class must be a list of tables: [[shaper.class]] (line {})",
-                   n->source().begin.line);
+  auto classes = tables_of(*sh, "class", "shaper.class");
+  if (!classes) return classes.status();
+  if (const toml::array* a = *classes) {
     sc.classes.clear();
     for (size_t i = 0; i < a->size(); ++i) {
       const std::string sec = fmt::format("shaper.class[{}]", i);
@@ -144,12 +142,10 @@ Status read_shaper(const toml::table& t, ShapingConfig& sc) {
 
 // [[neighbour]] entries: next_hop, port, mac (checked against the outputs and the app by validate()).
 Status read_neighbours(const toml::table& t, std::vector<NeighbourConfig>& out) {
-  const toml::node* n = t.get("neighbour");
-  if (n == nullptr) return Status::ok();
-  const toml::array* a = n->as_array();
-  if (a == nullptr || !a->is_array_of_tables())
-    return error(Code::kInvalidArgument, "neighbour must be a list of tables: [[neighbour]] (line {})",
-                 n->source().begin.line);
+  auto list = tables_of(t, "neighbour");
+  if (!list) return list.status();
+  const toml::array* a = *list;
+  if (a == nullptr) return Status::ok();
   out.clear();
   for (size_t i = 0; i < a->size(); ++i) {
     const toml::table& e = *a->get(i)->as_table();

@@ -44,12 +44,10 @@ Status read_prefix(const std::string& sec, const char* key, const toml::node& v,
 }  // namespace
 
 Status read_services(const toml::table& t, std::vector<kernels::AppOptions::ServiceSpec>& out) {
-  const toml::node* n = t.get("service");
-  if (n == nullptr) return Status::ok();
-  const toml::array* a = n->as_array();
-  if (a == nullptr || !a->is_array_of_tables())
-    return error(Code::kInvalidArgument, "service must be a list of tables: [[service]] (line {})",
-                 n->source().begin.line);
+  auto list = tables_of(t, "service");
+  if (!list) return list.status();
+  const toml::array* a = *list;
+  if (a == nullptr) return Status::ok();
   out.clear();
   for (size_t i = 0; i < a->size(); ++i) {
     const toml::table& e = *a->get(i)->as_table();

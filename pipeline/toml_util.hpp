@@ -31,4 +31,17 @@ inline Status check_keys(const toml::table& t, const std::string& where, std::in
   return Status::ok();
 }
 
+// The `[[name]]` list at `key` of `t` (name: its full name, "shaper.class"; default the key): nullptr when the key is
+// absent, an error naming it when it is not a list of tables.
+inline Result<const toml::array*> tables_of(const toml::table& t, std::string_view key, std::string_view name = {}) {
+  if (name.empty()) name = key;
+  const toml::node* n = t.get(key);
+  if (n == nullptr) return static_cast<const toml::array*>(nullptr);
+  const toml::array* a = n->as_array();
+  if (a == nullptr || !a->is_array_of_tables())
+    return error(Code::kInvalidArgument, "{} must be a list of tables: [[{}]] (line {})", name, name,
+                 n->source().begin.line);
+  return a;
+}
+
 }  // namespace hpr

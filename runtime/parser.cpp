@@ -127,6 +127,7 @@ DropReason parse(Packet& p, const ParseOptions& opt) {
   p.l4 = 0;
   p.flags = 0;
   p.drop = DropReason::kNone;
+  p.svc = kNoSvc;  // no service has taken it yet (a reused descriptor may hold the last packet's)
   if (p.len < 14) return fail(p, DropReason::kTruncated);
   uint32_t off = 12;
   uint16_t et = load_be16(p.data + off);
