@@ -65,6 +65,26 @@ Status get_int_list(const toml::table& t, const std::string& section, const char
   return one(*n);
 }
 
+// A string or a list of strings.
+Status get_str_list(const toml::table& t, const std::string& section, const char* key, std::vector<std::string>& out) {
+  const toml::node* n = t.at_path(section + "." + key).node();
+  if (n == nullptr) return Status::ok();
+  out.clear();
+  auto one = [&](const toml::node& e) -> Status {
+    auto v = e.value<std::string>();
+    if (!v || v->empty())
+      return error(Code::kInvalidArgument, "setting {}.{} must be a name or a list of names (line {})", section, key,
+                   e.source().begin.line);
+    out.push_back(*v);
+    return Status::ok();
+  };
+  if (const toml::array* a = n->as_array()) {
+    for (const auto& e : *a) HPR_RETURN_IF_ERROR(one(e));
+    return Status::ok();
+  }
+  return one(*n);
+}
+
 // A rate in bits/s (integer or float) → bytes/s; 0 .. 8e12 bits/s (the shaper's 1e12 bytes/s).
 Status get_rate_bps(const toml::table& t, const std::string& section, uint64_t& bytes_per_s) {
   double bps = static_cast<double>(bytes_per_s) * 8;
@@ -110,11 +130,12 @@ Status read_shaper(const toml::table& t, ShapingConfig& sc) {
     for (size_t i = 0; i < a->size(); ++i) {
       const std::string sec = fmt::format("shaper.class[{}]", i);
       HPR_RETURN_IF_ERROR(check_keys(*a->get(i)->as_table(), sec,
-                                     {"name", "dscp", "out_port", "rate_bps", "burst_bytes", "alpha_bytes"}));
+                                     {"name", "dscp", "out_port", "service", "rate_bps", "burst_bytes", "alpha_bytes"}));
       ShapingClass k;
       HPR_RETURN_IF_ERROR(get(t, sec.c_str(), "name", k.name));
       HPR_RETURN_IF_ERROR(get_int_list(t, sec, "dscp", 63, k.dscp));
       HPR_RETURN_IF_ERROR(get_int_list(t, sec, "out_port", 65535, k.ports));
+      HPR_RETURN_IF_ERROR(get_str_list(t, sec, "service", k.services));
       HPR_RETURN_IF_ERROR(get_rate_bps(t, sec, k.rate_bytes_per_s));
       HPR_RETURN_IF_ERROR(get(t, sec.c_str(), "burst_bytes", k.burst_bytes));
       HPR_RETURN_IF_ERROR(get(t, sec.c_str(), "alpha_bytes", k.alpha_bytes));

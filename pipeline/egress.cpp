@@ -81,7 +81,7 @@ void Pipeline::init_egress() {
   }
 }
 
-// The first class whose DSCP and output-port lists both match (an empty list matches anything).
+// The first class whose DSCP, output-port and service lists all match (an empty list matches anything).
 uint32_t Pipeline::shaper_class(const Packet& p) const {
   int dscp = -1;  // non-IP: matches only classes with no DSCP list
   if (p.l3_off != kNoOffset && p.l3 == L3::kIPv4)
@@ -92,6 +92,7 @@ uint32_t Pipeline::shaper_class(const Packet& p) const {
     const ClassMatch& m = class_match_[i];
     if (!m.any_dscp && (dscp < 0 || ((m.dscp_mask >> dscp) & 1) == 0)) continue;
     if (!m.ports.empty() && std::find(m.ports.begin(), m.ports.end(), p.out_port) == m.ports.end()) continue;
+    if (m.svc_mask != 0 && (p.svc >= 32 || ((m.svc_mask >> p.svc) & 1) == 0)) continue;
     return static_cast<uint32_t>(i);
   }
   return kNoClass;

@@ -133,6 +133,14 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
       m.any_dscp = k.dscp.empty();
       for (uint8_t d : k.dscp) m.dscp_mask |= 1ull << (d & 63);
       m.ports = k.ports;
+      const std::vector<std::string> services = app->service_names();
+      for (const std::string& name : k.services) {
+        auto it = std::find(services.begin(), services.end(), name);
+        if (it == services.end())
+          return error(Code::kInvalidArgument, "shaper.class[{}].service: '{}' is not a [[service]] of this run ({})", i,
+                       name, services.empty() ? "it has none" : fmt::format("{}", fmt::join(services, ", ")));
+        m.svc_mask |= 1u << (it - services.begin());
+      }
       p->class_match_.push_back(std::move(m));
       p->shaper_classes_.push_back({.name = k.name, .rate_bytes_per_s = k.rate_bytes_per_s});
     }

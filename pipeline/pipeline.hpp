@@ -78,6 +78,7 @@ struct ShapingClass {
   std::string name;
   std::vector<uint8_t> dscp;    // 0..63: upper 6 bits of the IPv4 TOS / IPv6 traffic class
   std::vector<uint16_t> ports;  // output port chosen by the app (ipv4: the route's port)
+  std::vector<std::string> services;  // [[service]] names: the packets their chains passed on
   uint64_t rate_bytes_per_s = 0;
   uint32_t burst_bytes = 0;  // >= the largest frame (ports.max_frame)
   uint32_t alpha_bytes = 0;  // reschedule threshold (alpha_min when adaptive); 0: burst / 4
@@ -342,6 +343,7 @@ class Pipeline {
     bool any_dscp = true;         // no DSCP list: any packet, IP or not
     uint64_t dscp_mask = 0;       // bit d: DSCP d matches
     std::vector<uint16_t> ports;  // empty: any
+    uint32_t svc_mask = 0;        // bit s: Packet::svc s matches; 0: any
   };
   std::vector<ClassMatch> class_match_;               // kClass, one per class
   std::vector<Summary::ShaperClass> shaper_classes_;  // egress copy for snapshots (under shaper_mu_)

@@ -56,10 +56,10 @@ Status validate_shaping(const ShapingConfig& sc, uint32_t largest_frame) {
                      k.burst_bytes, k.name);
       for (uint8_t d : k.dscp)
         if (d > 63) return error(Code::kInvalidArgument, "shaper.class[{}].dscp: {} is not a DSCP value (0..63)", i, d);
-      if (k.dscp.empty() && k.ports.empty() && i + 1 < sc.classes.size())
+      if (k.dscp.empty() && k.ports.empty() && k.services.empty() && i + 1 < sc.classes.size())
         return error(
             Code::kInvalidArgument,
-            "shaper.class[{}] ('{}') has no dscp and no out_port, so it matches every packet and the classes after "
+            "shaper.class[{}] ('{}') has no dscp, out_port or service, so it matches every packet and the classes after "
             "it never match: list it last (as the default class)",
             i, k.name);
     }

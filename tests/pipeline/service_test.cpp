@@ -230,3 +230,32 @@ TEST_CASE("LAPS in the daemon: each service is a LAPS service with lanes of its 
     CHECK_THAT(r.status().message(), Catch::Contains("lanes.balancer: laps gives each of the 3 services lanes"));
   }
 }
+
+TEST_CASE("per-service shaping: a [[shaper.class]] with service = [...] takes what those services' chains passed on") {
+  RunConfig c = base_config();
+  c.input = {.kind = "pcap", .pcap = data_path("pcap/ndpi/skype.pcap")};
+  c.output = {.kind = "null"};
+  c.devices = {"none"};
+  c.app_opts.services = {spec("gw", "ipv4", [](auto& m) { m.proto = 17; }), spec("rest", "md5")};
+  c.shaping.enabled = true;
+  c.shaping.by = ShapeBy::kClass;
+  c.shaping.classes = {{.name = "gw-out", .services = {"gw"}, .rate_bytes_per_s = 100'000'000, .burst_bytes = 65536}};
+  SECTION("the class's packets are the service's, the rest leaves unshaped") {
+    Summary s = run_to_end(c);
+    check_books(s);
+    REQUIRE(s.services.size() == 2);
+    REQUIRE(s.shaper_classes.size() == 1);
+    CHECK(s.services[0].out > 0);
+    CHECK(s.shaper_classes[0].packets == s.services[0].out);
+    CHECK(s.shaper_classes[0].bytes == s.services[0].out_bytes);
+    CHECK(s.shaper_unclassified == s.services[1].out);
+  }
+  SECTION("a service name that is not a [[service]] of the run is refused, naming the setting") {
+    c.shaping.classes[0].services = {"gateway"};
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    INFO(r.status().message());
+    CHECK(r.status().message().find("shaper.class[0].service: 'gateway' is not a [[service]] of this run (gw, rest)") !=
+          std::string::npos);
+  }
+}

@@ -217,7 +217,7 @@ TEST_CASE("bad shaper classes: the error names the setting") {
       {"a name used twice", head + ok + ok, "shaper.class[1].name: 'a' is used twice"},
       {"a catch-all class before others",
        head + "[[shaper.class]]\nname = \"all\"\nrate_bps = 1e6\nburst_bytes = 4096\n" + ok,
-       "shaper.class[0] ('all') has no dscp and no out_port"},
+       "shaper.class[0] ('all') has no dscp, out_port or service"},
       {"by class without classes", head, "shaper.by = \"class\" needs at least one [[shaper.class]]"},
       {"classes with by flow",
        ports + "[shaper]\nenabled = true\nby = \"flow\"\nrate_bps = 1e6\nburst_bytes = 4096\n" + ok,
