@@ -106,6 +106,7 @@ burst_bytes = 4096
 [[shaper.class]]
 name = "to-lan"
 out_port = 3
+service = ["gw", "dns"]
 rate_bps = 1000000
 burst_bytes = 8192
 alpha_bytes = 1024
@@ -141,6 +142,8 @@ TEST_CASE("[[shaper.class]] and [shaper.adaptive] are read from the configuratio
   CHECK(sc.classes[0].alpha_bytes == 0);
   CHECK(sc.classes[1].ports == std::vector<uint16_t>{3});
   CHECK(sc.classes[1].dscp.empty());
+  CHECK(sc.classes[1].services == std::vector<std::string>{"gw", "dns"});
+  CHECK(sc.classes[0].services.empty());
   CHECK(sc.classes[1].rate_bytes_per_s == 125'000);
   CHECK(sc.classes[1].alpha_bytes == 1024);
   CHECK(sc.classes[2].name == "rest");
@@ -211,6 +214,9 @@ TEST_CASE("bad shaper classes: the error names the setting") {
       {"an output port of 70000",
        head + "[[shaper.class]]\nname = \"a\"\nout_port = 70000\nrate_bps = 1e6\nburst_bytes = 4096\n",
        "shaper.class[0].out_port must be an integer 0..65535"},
+      {"a service as a number",
+       head + "[[shaper.class]]\nname = \"a\"\nservice = 3\nrate_bps = 1e6\nburst_bytes = 4096\n",
+       "shaper.class[0].service must be a name or a list of names"},
       {"a misspelt key", head + "[[shaper.class]]\nname = \"a\"\ndcsp = 46\nrate_bps = 1e6\nburst_bytes = 4096\n",
        "shaper.class[0]: unknown key 'dcsp'"},
       {"no name", head + "[[shaper.class]]\ndscp = 46\nrate_bps = 1e6\nburst_bytes = 4096\n", "shaper.class[0].name"},
