@@ -154,6 +154,8 @@ class App {
   virtual uint32_t service_count() const { return 1; }
   // The [[service]] names, by Packet::svc (services only: the pipeline keeps books per service; else none).
   virtual std::vector<std::string> service_names() const { return {}; }
+  // The [[service]] a packet matches (its index), or kNoSvc: none, or a run without services.
+  virtual uint8_t service_index(const Packet& /*p*/) const { return kNoSvc; }
   virtual uint8_t balance_service(const Packet& p) const { return p.service; }
 
   // Appends one line per packet whose result is worth logging (DPI: an alert with the pattern ids;

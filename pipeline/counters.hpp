@@ -28,7 +28,7 @@ struct DropCounters {
 };
 
 // Per [[service]] (Packet::svc): the packets its chain passed to the output, their bytes and rx-to-tx latency, and
-// the packets it dropped. Written where packets leave (egress, or the worker path: one at a time, as the run's
+// the packets dropped (by its chain; at dispatch: a full lane queue, no lane). Written where packets leave (egress, or the worker path: one at a time, as the run's
 // latency histogram), read by the summary.
 struct ServiceBooks {
   std::atomic<uint64_t> out{0}, out_bytes{0}, dropped{0};

@@ -15,6 +15,9 @@ using detail::policy_weights;
 
 void Pipeline::drop_at_dispatch(Packet* p, uint16_t n, DropReason r) {
   drops_dispatch_.add(r, n);
+  if (svc_books_on_)
+    for (uint16_t i = 0; i < n; ++i)
+      if (p[i].svc < kServiceBooks) bump((*svc_books_)[p[i].svc].dropped);
   rx_->release(p, n);
 }
 
@@ -157,6 +160,8 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     // it, a flow with packets in flight stays where they are.
     flow_pending_[p.flow_id] = held_to_.empty() ? flows_->in_flight(p.flow_id).load(std::memory_order_acquire) : 0;
     metas[nm++] = {to_five_tuple(k), p.hash, p.flow_id, p.len, app_->balance_service(p), 0};
+    // Services: the packet's, so that a drop on the way to its lane (full queue, no lane) is in its books too.
+    if (svc_books_on_) p.svc = app_->service_index(p);
   }
   if (nm > 0) {
     for (size_t l = 0; l < lanes_.size(); ++l) {

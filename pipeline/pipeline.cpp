@@ -158,6 +158,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   if (p->cfg_.run_to_completion)
     for (auto& l : p->lanes_) l->on_completions_full([pp = p.get()] { pp->egress_poll(); });
   p->app_ = std::move(app);
+  p->svc_books_on_ = !p->app_->service_names().empty();
   p->rx_ = &rx;
   p->txs_ = std::move(tx);
   if (p->cfg_.port_map.empty())

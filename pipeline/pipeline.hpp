@@ -320,6 +320,7 @@ class Pipeline {
   uint64_t wait_service_ns_ = 0;
   LatencyHistogram latency_;
   std::unique_ptr<std::array<ServiceBooks, kServiceBooks>> svc_books_;  // by Packet::svc
+  bool svc_books_on_ = false;  // the dispatcher's app has [[service]] entries (dispatcher-owned)
   std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
   Egress eg_;
   std::unique_ptr<Burst> burst_;         // dispatcher-owned

@@ -127,6 +127,7 @@ void Pipeline::adopt_app() {
   if (v->app->keeps_flow_state())
     flows_->for_each_live([&](uint32_t id, const FlowKey& k) { v->app->flow_started(id, k); });
   app_ = v->app;
+  svc_books_on_ = !app_->service_names().empty();
   swap_->publish(v);
   // Lanes this thread polls take it now: the in-place worker path polls none, and would keep the old one alive.
   if (cfg_.run_to_completion)

@@ -65,6 +65,10 @@ class ServiceApp final : public CompositeApp {
 
   uint32_t service_count() const override { return static_cast<uint32_t>(services_.size()); }
   std::vector<std::string> service_names() const override;
+  uint8_t service_index(const Packet& p) const override {
+    const int s = classify(p);
+    return s < 0 ? kNoSvc : static_cast<uint8_t>(s);
+  }
   // The matched service (what matches none: 0; the lane drops it as no_service).
   uint8_t balance_service(const Packet& p) const override {
     const int s = classify(p);

@@ -259,3 +259,33 @@ TEST_CASE("per-service shaping: a [[shaper.class]] with service = [...] takes wh
           std::string::npos);
   }
 }
+
+TEST_CASE("per-service books at overload: a full lane queue's drops are in the dropping packet's service") {
+  RunConfig c = base_config();
+  c.input = {.kind = "generator", .gen_packets = 20000, .gen_flows = 400, .gen_sizes = "fixed:64", .gen_seed = 5,
+             .gen_rate_model = "laps-set1", .gen_rate_scale = 0.01};
+  c.output = {.kind = "null"};
+  c.devices = {"none"};
+  c.backpressure = false;
+  c.queue = 64;
+  c.batch = 32;
+  c.native_lanes = 2;
+  c.run_to_completion = false;
+  c.run_to_completion_given = true;
+  c.slow_lane_us = {{"native1", 2000}};  // one lane sleeps 2 ms a batch: its queue fills
+  c.app_opts.services = {spec("s0", "md5", [](auto& m) { m.gen_service = 0; }), spec("rest", "md5")};
+  Summary s = run_to_end(c);
+  check_books(s);
+  INFO(s.to_text());
+  REQUIRE(s.services.size() == 2);
+  CHECK(drops_of(s, "queue_full") > 0);
+  // Every generated packet has a flow and a service: each is in one service's books, sent or dropped.
+  uint64_t out = 0, dropped = 0;
+  for (const auto& b : s.services) {
+    out += b.out;
+    dropped += b.dropped;
+  }
+  CHECK(out == s.tx_packets);
+  CHECK(dropped == s.dropped);
+  CHECK(out + dropped == s.rx_packets);
+}
