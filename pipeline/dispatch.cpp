@@ -17,7 +17,7 @@ void Pipeline::drop_at_dispatch(Packet* p, uint16_t n, DropReason r) {
   drops_dispatch_.add(r, n);
   if (svc_books_on_)
     for (uint16_t i = 0; i < n; ++i)
-      if (p[i].svc < kServiceBooks) bump((*svc_books_)[p[i].svc].dropped);
+      if (p[i].svc < kServiceBooks) bump((*svc_books_)[p[i].svc].lost);
   rx_->release(p, n);
 }
 

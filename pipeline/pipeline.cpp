@@ -439,6 +439,7 @@ Summary Pipeline::snapshot() const {
                           .out = b.out.load(std::memory_order_relaxed),
                           .out_bytes = b.out_bytes.load(std::memory_order_relaxed),
                           .dropped = b.dropped.load(std::memory_order_relaxed),
+                          .lost = b.lost.load(std::memory_order_relaxed),
                           .latency_buckets = {c.begin(), c.end()}});
     s.services.back().set_latency();
   }

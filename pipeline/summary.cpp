@@ -46,6 +46,7 @@ void Summary::add_worker(const Summary& w) {
     b.out += o.out;
     b.out_bytes += o.out_bytes;
     b.dropped += o.dropped;
+    b.lost += o.lost;
     if (b.latency_buckets.size() < o.latency_buckets.size()) b.latency_buckets.resize(o.latency_buckets.size(), 0);
     for (size_t k = 0; k < o.latency_buckets.size(); ++k) b.latency_buckets[k] += o.latency_buckets[k];
     b.set_latency();
@@ -134,6 +135,7 @@ std::string Summary::to_json() const {
                              {"packets_out", b.out},
                              {"bytes_out", b.out_bytes},
                              {"dropped", b.dropped},
+                             {"lost", b.lost},
                              {"latency_ns", {{"p50", b.latency_p50_ns}, {"p99", b.latency_p99_ns}}}});
   j["latency_ns"] = {{"p50", latency_p50_ns}, {"p99", latency_p99_ns}};
   if (!power_source.empty()) j["power"] = {{"watts", power_w}, {"energy_j", energy_j}, {"source", power_source}};
@@ -204,10 +206,11 @@ std::string Summary::to_text() const {
   for (const auto& e : chain_events)
     s += fmt::format("  {:<11} {} ({}: {} packets in, {} passed on)\n", e.name, e.count, e.app, e.in, e.passed);
   for (const auto& [k, v] : app_info) s += fmt::format("  {:<11} {}\n", k, v);
-  if (!services.empty()) s += "  services    what each chain passed to the output and dropped, rx-to-tx latency:\n";
+  if (!services.empty())
+    s += "  services    what each chain passed to the output and dropped, lost on the way to a lane, rx-to-tx latency:\n";
   for (const auto& b : services)
-    s += fmt::format("    {:<12} {} packets out ({} bytes), {} dropped, p50 {:.1f} us, p99 {:.1f} us\n", b.name, b.out,
-                     b.out_bytes, b.dropped, b.latency_p50_ns / 1e3, b.latency_p99_ns / 1e3);
+    s += fmt::format("    {:<12} {} packets out ({} bytes), {} dropped, {} lost, p50 {:.1f} us, p99 {:.1f} us\n", b.name,
+                     b.out, b.out_bytes, b.dropped, b.lost, b.latency_p50_ns / 1e3, b.latency_p99_ns / 1e3);
   s += fmt::format("  latency     p50 {:.1f} us, p99 {:.1f} us (rx to tx, 16 buckets per octave)\n", latency_p50_ns / 1e3,
                    latency_p99_ns / 1e3);
   if (!power_source.empty()) s += fmt::format("  power       {:.1f} W, energy {:.1f} J (source: {})\n", power_w, energy_j, power_source);

@@ -38,12 +38,12 @@ struct Summary {
     uint64_t in = 0, passed = 0;  // packets the app was given, and those it passed on (the rest it or one before dropped)
   };
   std::vector<AppEvents> chain_events;
-  // [[service]] runs: per service, what its chain passed to the output (packets, bytes, rx-to-tx latency) and what was
-  // dropped (by its chain, or on the way to its lane). A packet of no service (parse errors, no_service) is in the
-  // totals only.
+  // [[service]] runs: per service, what its chain passed to the output (packets, bytes, rx-to-tx latency), what its
+  // chain dropped, and what was lost on the way to a lane (full queue, no lane). A packet of no service (parse errors,
+  // no_service) is in the totals only.
   struct ServiceBook {
     std::string name;
-    uint64_t out = 0, out_bytes = 0, dropped = 0;
+    uint64_t out = 0, out_bytes = 0, dropped = 0, lost = 0;
     std::vector<uint64_t> latency_buckets;  // LogLinear layout
     uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
     void set_latency();  // the percentiles from the buckets

@@ -64,7 +64,8 @@ Status PrometheusExporter::start(std::string addr, bool shaping) {
                 .Register(*registry);
   svc_packets = &prometheus::BuildGauge()
                      .Name("hpr_service_packets_total")
-                     .Help("[[service]] runs: packets each service's chain passed to the output (what=out) or dropped")
+                     .Help("[[service]] runs: packets each service's chain passed to the output (what=out) or dropped "
+                           "(what=dropped), and those lost on the way to a lane (what=lost: full queue, no lane)")
                      .Register(*registry);
   svc_bytes = &prometheus::BuildGauge()
                    .Name("hpr_service_bytes_total")
@@ -121,6 +122,7 @@ void PrometheusExporter::update(const Summary& s) {
   for (const auto& b : s.services) {
     svc_packets->Add({{"service", b.name}, {"what", "out"}}).Set(static_cast<double>(b.out));
     svc_packets->Add({{"service", b.name}, {"what", "dropped"}}).Set(static_cast<double>(b.dropped));
+    svc_packets->Add({{"service", b.name}, {"what", "lost"}}).Set(static_cast<double>(b.lost));
     svc_bytes->Add({{"service", b.name}}).Set(static_cast<double>(b.out_bytes));
     svc_latency->Add({{"service", b.name}, {"quantile", "0.5"}}).Set(static_cast<double>(b.latency_p50_ns) / 1e9);
     svc_latency->Add({{"service", b.name}, {"quantile", "0.99"}}).Set(static_cast<double>(b.latency_p99_ns) / 1e9);

@@ -10,7 +10,10 @@ port_missed. Each round runs every balancer in turn (rotated), --seconds each.
 
 Reports per balancer, median (min-max) over the rounds: drops (queue_full + port_missed) as a share of what was
 offered, the ratio of each balancer's drops to hash's (the LAPS paper reports about -60 % for LAPS), flow migrations,
-refused moves, and reorders (0 for all: the move rule keeps order). Writes every sample to --out (CSV).
+refused moves, and reorders (0 for all: the move rule keeps order); then per service (the summary's per-service books)
+its packets out in Mpps, what it lost on the way to its lanes (full queues) as a share of its packets, and its p99
+rx-to-tx latency. --zipf S draws flows
+with Zipf exponent S (heavy flows for LAPS's aggressive-flow detector). Writes every sample to --out (CSV).
 """
 import argparse, csv, json, os, statistics, subprocess, sys, tempfile
 
@@ -29,7 +32,7 @@ def run(binary, cfg, balancer, a):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
         cmd = [binary, "run", "-q", "-c", cfg, "--in", "gen", "--out", "null", "--rate-model", "laps-set1",
-               "--rate-scale", str(a.scale), "--packets", "0", "--flows", "4000", "--devices", "none", "--native", str(a.lanes),
+               "--rate-scale", str(a.scale), "--packets", "0", "--flows", "4000", "--zipf", str(a.zipf), "--devices", "none", "--native", str(a.lanes),
                "--run-to-completion", "off", "--backpressure", "off", "--balancer", balancer, "--static",
                "--state-dir", "none", "--duration", str(a.seconds), "--summary-json", js]
         r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, HPR_STATE_DIR="none"))
@@ -41,8 +44,14 @@ def run(binary, cfg, balancer, a):
         lost = drops.get("queue_full", 0) + missed
         offered = s["rx"]["packets"] + missed
         b = s.get("balancer", {})
-        return {"offered": offered, "lost": lost, "share": lost / max(offered, 1), "migrations": b.get("migrations", 0),
-                "moves": b.get("moves", 0), "refused": b.get("blocked_moves", 0), "reorders": s["reorders"]}
+        x = {"offered": offered, "lost": lost, "share": lost / max(offered, 1), "migrations": b.get("migrations", 0),
+             "moves": b.get("moves", 0), "refused": b.get("blocked_moves", 0), "reorders": s["reorders"]}
+        for v in s.get("services", []):
+            n = v["name"]
+            x[f"{n}_mpps"] = v["packets_out"] / s["seconds"] / 1e6
+            x[f"{n}_lost_share"] = v["lost"] / max(v["packets_out"] + v["dropped"] + v["lost"], 1)
+            x[f"{n}_p99_us"] = v["latency_ns"]["p99"] / 1e3
+        return x
 
 
 def med(xs):
@@ -54,6 +63,7 @@ def main():
     ap.add_argument("--balancers", default="laps afs crc16")
     ap.add_argument("--scale", type=float, default=0.5, help="--rate-scale: laps-set1's rates times this (overload)")
     ap.add_argument("--lanes", type=int, default=4)
+    ap.add_argument("--zipf", type=float, default=1.0, help="the generator's --zipf (1: its default)")
     ap.add_argument("--seconds", type=float, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--hpr", default=os.path.join(ROOT, "build", "cli", "hpr"))
@@ -82,6 +92,12 @@ def main():
         print(f"{b:<8} {med([x['share'] for x in res[b]]):<22} {med(ratio):<22} "
               f"{med([x['migrations'] for x in res[b]]):<22} {med([x['refused'] for x in res[b]]):<12} "
               f"{max(x['reorders'] for x in res[b])}")
+    services = [k[:-5] for k in rows[0] if k.endswith("_mpps")]
+    print(f"\nper service, median (min-max): Mpps out | lost / its packets | p99 us")
+    for b in bals:
+        for n in services:
+            print(f"{b:<8} {n:<4} {med([x[n + '_mpps'] for x in res[b]]):<22} "
+                  f"{med([x[n + '_lost_share'] for x in res[b]]):<22} {med([x[n + '_p99_us'] for x in res[b]])}")
 
 
 if __name__ == "__main__":
