@@ -28,8 +28,9 @@ struct DropCounters {
 };
 
 // Per [[service]] (Packet::svc): the packets its chain passed to the output, their bytes and rx-to-tx latency, the
-// packets its chain dropped (the apps' verdicts), and those lost on the way to a lane (a full lane queue, no lane). Written where packets leave (egress, or the worker path: one at a time, as the run's
-// latency histogram), read by the summary.
+// packets its chain dropped (the apps' verdicts), and those lost on the way to a lane (a full lane queue, no lane).
+// out, dropped and latency are written where packets leave (egress, or the worker path: one at a time, as the run's
+// latency histogram), lost by the dispatcher; read by the summary.
 struct ServiceBooks {
   std::atomic<uint64_t> out{0}, out_bytes{0}, dropped{0}, lost{0};
   LatencyHistogram latency;

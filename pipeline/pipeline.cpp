@@ -7,8 +7,8 @@
 
 #include "hpr/clock.hpp"
 #include "pipeline/pipeline_internal.hpp"
-#include "runtime/balance_glue.hpp"
 #include "kernels/service/service_app.hpp"
+#include "runtime/balance_glue.hpp"
 #include "runtime/ports/dpdk_port.hpp"
 
 namespace hpr {
