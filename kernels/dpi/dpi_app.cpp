@@ -3,6 +3,8 @@
 
 #include <arpa/inet.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -41,8 +43,6 @@ Result<std::unique_ptr<DpiApp>> DpiApp::create(PatternSet patterns, DpiConfig cf
     return error(Code::kInvalidArgument, "dpi: native_lanes = {} must be 0 (auto), 1 or 4", cfg.native_lanes);
   if (cfg.max_slice_bytes < 1 || cfg.max_slice_bytes > 65535)
     return error(Code::kInvalidArgument, "dpi: max_slice_bytes = {} must be in 1..65535", cfg.max_slice_bytes);
-  auto dfa = AcDfa::build(patterns.patterns, cfg.max_table_bytes);
-  if (!dfa.is_ok()) return dfa.status();
   if (cfg.native_engine == DpiConfig::Engine::kAuto) cfg.native_engine = kDefaultNativeEngine;
   std::unique_ptr<PrefilterMatcher> pf;
   if (cfg.native_engine == DpiConfig::Engine::kPrefilter) {
@@ -50,7 +50,31 @@ Result<std::unique_ptr<DpiApp>> DpiApp::create(PatternSet patterns, DpiConfig cf
     if (!r.is_ok()) return r.status();
     pf = std::move(*r);
   }
-  return std::unique_ptr<DpiApp>(new DpiApp(std::move(patterns), std::move(*dfa), std::move(pf), cfg));
+  std::unique_ptr<DpiApp> app(new DpiApp(std::move(patterns), std::move(pf), cfg));
+  if (cfg.native_engine == DpiConfig::Engine::kAutomaton) {  // the native path needs it: build it now
+    auto a = app->automaton();
+    if (!a.is_ok()) return a.status();
+  }
+  return app;
+}
+
+Result<const AcDfa*> DpiApp::automaton() const {
+  std::call_once(dfa_once_, [this] {
+    auto d = AcDfa::build(patterns_.patterns, cfg_.max_table_bytes);
+    if (d.is_ok()) dfa_.emplace(std::move(*d));
+    else dfa_status_ = d.status();
+  });
+  if (!dfa_) return dfa_status_;
+  return &*dfa_;
+}
+
+const AcDfa& DpiApp::dfa() const {
+  auto a = automaton();
+  if (!a.is_ok()) {  // tests and benches only: their pattern sets build
+    fmt::print(stderr, "dpi: {}\n", a.status().message());
+    std::abort();
+  }
+  return **a;
 }
 
 Result<std::unique_ptr<DpiApp>> DpiApp::from_rule_dir(const std::string& dir, DpiConfig cfg) {
@@ -83,7 +107,10 @@ std::string DpiApp::build_options() const {
 
 Result<std::unique_ptr<kernels::DeviceTables>> DpiApp::make_device_tables(const cl::Context& ctx,
                                                                           const cl::CommandQueue& /*queue*/) const {
-  const uint64_t trans_bytes = dfa_.trans().size() * 4ull;
+  auto built = automaton();
+  if (!built.is_ok()) return built.status();
+  const AcDfa& dfa = **built;
+  const uint64_t trans_bytes = dfa.trans().size() * 4ull;
   try {
     for (const auto& dev : ctx.getInfo<CL_CONTEXT_DEVICES>()) {
       uint64_t max_alloc = dev.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
@@ -91,35 +118,35 @@ Result<std::unique_ptr<kernels::DeviceTables>> DpiApp::make_device_tables(const 
         return error(Code::kInvalidArgument,
                      "dpi: the DFA table ({} MB, {} states x {} words) exceeds CL_DEVICE_MAX_MEM_ALLOC_SIZE ({} MB) of "
                      "device '{}'; use fewer patterns",
-                     trans_bytes >> 20, dfa_.stats().states, dfa_.row_words(), max_alloc >> 20,
+                     trans_bytes >> 20, dfa.stats().states, dfa.row_words(), max_alloc >> 20,
                      dev.getInfo<CL_DEVICE_NAME>());
       }
     }
     bool unified = true;
     for (const auto& dev : ctx.getInfo<CL_CONTEXT_DEVICES>()) unified = unified && dev.getInfo<CL_DEVICE_HOST_UNIFIED_MEMORY>();
     auto t = std::make_unique<DpiDeviceTables>();
-    t->cls = ro_buffer(ctx, dfa_.byte_class().data(), 256);
+    t->cls = ro_buffer(ctx, dfa.byte_class().data(), 256);
     if (unified) {
       // Host-unified devices use the host table in place (2 MB aligned): no 184 MB copy per context.
       // The app must outlive the tables (it owns the DFA), as it must outlive its programs anyway.
-      t->trans = cl::Buffer(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, dfa_.trans().size() * 4,
-                            const_cast<uint32_t*>(dfa_.trans().data()));
+      t->trans = cl::Buffer(ctx, CL_MEM_READ_ONLY | CL_MEM_USE_HOST_PTR, dfa.trans().size() * 4,
+                            const_cast<uint32_t*>(dfa.trans().data()));
     } else {
-      t->trans = ro_buffer(ctx, dfa_.trans().data(), dfa_.trans().size());
+      t->trans = ro_buffer(ctx, dfa.trans().data(), dfa.trans().size());
     }
-    t->out_ids = ro_buffer(ctx, dfa_.out_ids().data(), dfa_.out_ids().size());
-    t->pat_bytes = ro_buffer(ctx, dfa_.pat_bytes().data(), dfa_.pat_bytes().size());
-    t->pat_off = ro_buffer(ctx, dfa_.pat_off().data(), dfa_.pat_off().size());
+    t->out_ids = ro_buffer(ctx, dfa.out_ids().data(), dfa.out_ids().size());
+    t->pat_bytes = ro_buffer(ctx, dfa.pat_bytes().data(), dfa.pat_bytes().size());
+    t->pat_off = ro_buffer(ctx, dfa.pat_off().data(), dfa.pat_off().size());
     return std::unique_ptr<kernels::DeviceTables>(std::move(t));
   } catch (const cl::Error& e) {
     return error(Code::kUnavailable, "dpi: creating device tables ({} MB) failed: {} ({})",
-                 dfa_.stats().table_bytes >> 20, e.what(), e.err());
+                 dfa.stats().table_bytes >> 20, e.what(), e.err());
   }
 }
 
 void DpiApp::run_native(const kernels::BatchView& batch) const {
   if (prefilter_) run_native_batch(*prefilter_, cfg_.max_ids, batch);
-  else run_native_batch(dfa_, cfg_.max_ids, batch, cfg_.native_lanes);
+  else run_native_batch(*dfa_, cfg_.max_ids, batch, cfg_.native_lanes);  // built at create
 }
 
 void DpiApp::finish(std::span<Packet> /*pkts*/, const kernels::BatchView& /*batch*/) const {

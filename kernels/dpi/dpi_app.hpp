@@ -14,6 +14,8 @@
 // Kernel arguments from index 4: byte_class, trans, out_ids, pat_bytes, pat_off.
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -81,18 +83,24 @@ class DpiApp final : public kernels::App {
   std::string_view event_name() const override { return "matches"; }
 
   MatchView result(const kernels::BatchView& batch, uint32_t i) const;
-  const AcDfa& dfa() const { return dfa_; }
+  // The whole-set automaton (the kernel's table, and the native path with kAutomaton): built at create for
+  // kAutomaton, else on first use, by the first device lane (a native-only run with the prefilter never holds it).
+  // automaton() gives its build error (the table too large, say); dfa() is for tests and benches, which know it builds.
+  Result<const AcDfa*> automaton() const;
+  const AcDfa& dfa() const;
   const PrefilterMatcher* prefilter() const { return prefilter_.get(); }  // null unless kPrefilter
   const PatternSet& patterns() const { return patterns_; }
   const DpiConfig& config() const { return cfg_; }
 
  private:
-  DpiApp(PatternSet p, AcDfa d, std::unique_ptr<PrefilterMatcher> pf, DpiConfig c)
-      : patterns_(std::move(p)), dfa_(std::move(d)), prefilter_(std::move(pf)), cfg_(c) {
+  DpiApp(PatternSet p, std::unique_ptr<PrefilterMatcher> pf, DpiConfig c)
+      : patterns_(std::move(p)), prefilter_(std::move(pf)), cfg_(c) {
     if (cfg_.native_lanes == 0) cfg_.native_lanes = 4;
   }
   PatternSet patterns_;
-  AcDfa dfa_;
+  mutable std::once_flag dfa_once_;
+  mutable std::optional<AcDfa> dfa_;
+  mutable Status dfa_status_;
   std::unique_ptr<PrefilterMatcher> prefilter_;
   DpiConfig cfg_;
 };

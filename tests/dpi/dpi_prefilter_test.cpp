@@ -254,3 +254,24 @@ TEST_CASE("Short matcher: lengths other than 1..3 are refused; exact case and ev
   CHECK(run("", 8).first == 0);
   CHECK(run("x", 8).first == 0);
 }
+
+TEST_CASE("DPI app: with the prefilter engine the kernel's automaton is built on first use, its error there") {
+  // A native-only run never needs the whole-set automaton (the kernel's table): it is not built at create, so a rule
+  // set whose automaton is over the table limit still runs natively, and a device lane gets the build's error.
+  PatternSet ps = filter_min_length(et(), 1);
+  auto whole = DpiApp::create(ps, {.native_engine = DpiConfig::Engine::kAutomaton});
+  REQUIRE(whole.is_ok());
+  const uint64_t automaton_bytes = (*whole)->dfa().stats().table_bytes;
+  auto pf = DpiApp::create(ps, {.max_table_bytes = automaton_bytes - 1, .native_engine = DpiConfig::Engine::kPrefilter});
+  REQUIRE(pf.is_ok());  // before: refused at create, for the automaton it did not need
+  auto a = (*pf)->automaton();
+  REQUIRE_FALSE(a.is_ok());
+  CHECK(a.status().message().find("exceed") != std::string::npos);
+  // Built once: the same table on every call.
+  auto ok = DpiApp::create(ps, {.native_engine = DpiConfig::Engine::kPrefilter});
+  REQUIRE(ok.is_ok());
+  auto x = (*ok)->automaton(), y = (*ok)->automaton();
+  REQUIRE(x.is_ok());
+  CHECK(*x == *y);
+  CHECK((*x)->stats().table_bytes == automaton_bytes);
+}
