@@ -159,9 +159,10 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     // With move holding the balancer may move any flow (a busy one's packets wait in move_hold.cpp); without
     // it, a flow with packets in flight stays where they are.
     flow_pending_[p.flow_id] = held_to_.empty() ? flows_->in_flight(p.flow_id).load(std::memory_order_acquire) : 0;
-    metas[nm++] = {to_five_tuple(k), p.hash, p.flow_id, p.len, app_->balance_service(p), 0};
-    // Services: the packet's, so that a drop on the way to its lane (full queue, no lane) is in its books too.
+    // Services: the packet's, so that a drop on the way to its lane (full queue, no lane) is in its books too
+    // (and the balancer reads it from there).
     if (svc_books_on_) p.svc = app_->service_index(p);
+    metas[nm++] = {to_five_tuple(k), p.hash, p.flow_id, p.len, app_->balance_service(p), 0};
   }
   if (nm > 0) {
     for (size_t l = 0; l < lanes_.size(); ++l) {

@@ -69,10 +69,11 @@ class ServiceApp final : public CompositeApp {
     const int s = classify(p);
     return s < 0 ? kNoSvc : static_cast<uint8_t>(s);
   }
-  // The matched service (what matches none: 0; the lane drops it as no_service).
+  // The matched service (what matches none: 0; the lane drops it as no_service). The dispatcher has put it in
+  // Packet::svc (service_index) just before: read there, not classified a second time.
   uint8_t balance_service(const Packet& p) const override {
-    const int s = classify(p);
-    return static_cast<uint8_t>(s < 0 ? 0 : s);
+    const uint8_t s = p.svc != kNoSvc ? p.svc : service_index(p);
+    return s == kNoSvc ? 0 : s;
   }
 
   const std::vector<Service>& services() const { return services_; }
