@@ -124,6 +124,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
       if (!prof) return error(prof.status().code(), "shaper: {}", prof.status().message());
       HPR_RETURN_IF_ERROR(p->shaper_->configure_all(*prof, now));
     }
+    const std::vector<std::string> services = app->service_names();  // what a class's service names refer to
     for (size_t i = 0; by_class && i < sc.classes.size(); ++i) {
       const ShapingClass& k = sc.classes[i];
       auto prof = p->shaper_->add_profile(profile(k.rate_bytes_per_s, k.burst_bytes, k.alpha_bytes));
@@ -133,7 +134,6 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
       m.any_dscp = k.dscp.empty();
       for (uint8_t d : k.dscp) m.dscp_mask |= 1ull << (d & 63);
       m.ports = k.ports;
-      const std::vector<std::string> services = app->service_names();
       for (const std::string& name : k.services) {
         auto it = std::find(services.begin(), services.end(), name);
         if (it == services.end())

@@ -12,8 +12,8 @@ Reports per balancer, median (min-max) over the rounds: drops (queue_full + port
 offered, the ratio of each balancer's drops to hash's (the LAPS paper reports about -60 % for LAPS), flow migrations,
 refused moves, and reorders (0 for all: the move rule keeps order); then per service (the summary's per-service books)
 its packets out in Mpps, what it lost on the way to its lanes (full queues) as a share of its packets, and its p99
-rx-to-tx latency. --zipf S draws flows
-with Zipf exponent S (heavy flows for LAPS's aggressive-flow detector). Writes every sample to --out (CSV).
+rx-to-tx latency. --zipf S draws flows with Zipf exponent S (heavy flows for LAPS's aggressive-flow detector).
+Writes every sample to --out (CSV).
 """
 import argparse, csv, json, os, statistics, subprocess, sys, tempfile
 
@@ -32,7 +32,8 @@ def run(binary, cfg, balancer, a):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
         cmd = [binary, "run", "-q", "-c", cfg, "--in", "gen", "--out", "null", "--rate-model", "laps-set1",
-               "--rate-scale", str(a.scale), "--packets", "0", "--flows", "4000", "--zipf", str(a.zipf), "--devices", "none", "--native", str(a.lanes),
+               "--rate-scale", str(a.scale), "--packets", "0", "--flows", "4000", "--zipf", str(a.zipf),
+               "--devices", "none", "--native", str(a.lanes),
                "--run-to-completion", "off", "--backpressure", "off", "--balancer", balancer, "--static",
                "--state-dir", "none", "--duration", str(a.seconds), "--summary-json", js]
         r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, HPR_STATE_DIR="none"))

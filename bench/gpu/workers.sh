@@ -33,7 +33,7 @@ if [ "$cmd" = pack ]; then
     [ -e "$b/lib/$n" ] || cp -L "$l" "$dir/l3fwd/lib/"
   done
   rm -rf "$b"
-  # The captures: workers_scaling.py makes the mix and its splits, and the l3fwd rules (one short run of each).
+  # The captures: workers_scaling.py makes the mix, its splits and the l3fwd rules file, and runs nothing (0 rounds).
   python3 "$root/bench/runtime/workers_scaling.py" --workers 2,4,8,16 --cases hpr,lpm --rounds 0 --out /dev/null
   echo "workers.sh: packed $dir; carry it and out/runtime/workers"
   exit 0

@@ -97,17 +97,16 @@ def main():
     rules = vs_testpmd.l3fwd_rules(work) if "lpm" in wanted else ""
     cases = {}
     for n in counts:
-        spread = "auto" if n == 1 else "queues"
+        rx = "auto" if n == 1 else "queues"  # --rx-spread: one rx queue per worker
         if "hpr" in wanted:
-            cases[f"hpr-{n}"] = lambda n=n, spread=spread: hpr_n(hpr, parts[n], n, spread, a.seconds, app=a.app)
+            cases[f"hpr-{n}"] = lambda n=n, rx=rx: hpr_n(hpr, parts[n], n, rx, a.seconds, app=a.app)
         if "hash" in wanted and n > 1:
             cases[f"hpr-{n}-hash"] = lambda n=n: hpr_n(hpr, [mix], n, "hash", a.seconds, app=a.app)
         if "dev" in wanted:
-            cases[f"hpr-{n}-dev"] = lambda n=n, spread=spread: hpr_n(hpr, parts[n], n, spread, a.seconds,
-                                                                     a.dev_devices, a.app)
+            cases[f"hpr-{n}-dev"] = lambda n=n, rx=rx: hpr_n(hpr, parts[n], n, rx, a.seconds, a.dev_devices, a.app)
         if "devonly" in wanted:
-            cases[f"hpr-{n}-devonly"] = lambda n=n, spread=spread: hpr_n(hpr, parts[n], n, spread, a.seconds,
-                                                                         a.dev_devices, a.app, native=0)
+            cases[f"hpr-{n}-devonly"] = lambda n=n, rx=rx: hpr_n(hpr, parts[n], n, rx, a.seconds, a.dev_devices,
+                                                                 a.app, native=0)
         if "em" in wanted:
             cases[f"l3fwd-em-{n}"] = lambda n=n: l3fwd_n(l3fwd, parts[n], a.seconds, rules, "em")
         if "lpm" in wanted:
