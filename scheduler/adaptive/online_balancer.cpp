@@ -11,6 +11,10 @@ namespace {
 
 // Scores below every carried one: a setup that does not carry the rate loses to any that does.
 constexpr double kShort = -1e6;
+// A lane is run alone in the solo phase only when its bits per busy second are at least 1/kSoloMargin of the best's.
+constexpr int kSoloMargin = 4;
+// A lane's bits per busy second are the median of its last kBusyWindow scored quanta with a share.
+constexpr size_t kBusyWindow = 8;
 
 // A lane's bits per busy second over the quantum; 0 when it was too little busy to tell.
 double lane_rate(const QuantumFigures& q, size_t i) {
@@ -148,9 +152,9 @@ std::vector<Setup> OnlineBalancer::candidates() const {
   size_t n = inc_.weight.size();
   auto rank = [&](size_t i) { return i < order_.size() ? order_[i] : 0.0; };
   if (phase_ == Phase::kSolo) {
-    std::vector<size_t> lanes;
+    std::vector<size_t> lanes;  // not those whose rate alone start_phase() already estimated
     for (size_t i = 0; i < n; ++i)
-      if (alive_[i]) lanes.push_back(i);
+      if (alive_[i] && solo_rate_[i] <= 0) lanes.push_back(i);
     std::stable_sort(lanes.begin(), lanes.end(), [&](size_t a, size_t b) { return rank(a) > rank(b); });
     for (size_t i : lanes) {
       Setup c = inc_;
@@ -212,8 +216,37 @@ void OnlineBalancer::start_phase(Phase ph) {
     hold_until_ns_ = now_ns_ + static_cast<uint64_t>(hold_s_ * 1e9);
     return;
   }
-  if (ph == Phase::kSolo) solo_rate_.assign(inc_.weight.size(), 0.0);
+  if (ph == Phase::kSolo) skip_slow_solos();
   if (!next_block()) after(ph);
+}
+
+// A lane alone delivers at most its own bits per busy second. One whose rate per busy second is under 1/kSoloMargin
+// of the best lane's is not run alone: that would cost a block of quanta at a fraction of the rate. The margin is
+// wide because the figures are rough bounds: a lane that shares cores with another is measured at about half its
+// speed alone (2 cores), and a native lane's busy time is the app's alone (not rx, parse, tx), which overstates what
+// it delivers alone. A device that many workers share is the case in point: its rate per busy second is the
+// device's, counted once, against all workers' native lanes (16 workers on one H200: md5 alone on the GPU ran at
+// 0.12 of native only, and each quantum of it cost 88 % of the rate). Such a lane's rate alone is taken to be its
+// rate per busy second; the mix phase gives it a share in proportion, and the shift phase moves load in steps.
+void OnlineBalancer::skip_slow_solos() {
+  const size_t n = inc_.weight.size();
+  solo_rate_.assign(n, 0.0);
+  double best = 0;
+  size_t top = n;
+  for (size_t i = 0; i < n; ++i)
+    if (alive_[i] && i < order_.size() && order_[i] > best) {
+      best = order_[i];
+      top = i;
+    }
+  std::string skipped;
+  for (size_t i = 0; i < n; ++i) {
+    if (!alive_[i] || i >= order_.size() || order_[i] <= 0 || order_[i] * kSoloMargin >= best) continue;
+    solo_rate_[i] = order_[i];
+    skipped += fmt::format("{}lane {} ({:.3g} Gbit/s)", skipped.empty() ? "" : ", ", i, order_[i] / 1e9);
+  }
+  if (!skipped.empty())
+    event_ += fmt::format("{}not run alone, under 1/{} of lane {}'s {:.3g} Gbit/s per busy second: {}",
+                          event_.empty() ? "" : "; ", kSoloMargin, top, best / 1e9, skipped);
 }
 
 void OnlineBalancer::after(Phase ph) {
@@ -365,6 +398,7 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
     if (next.weight[i] <= 0 || lane_ref_[i] <= 0 || r <= 0) continue;
     if (r < 0.5 * lane_ref_[i] && next.weight[i] < 0.999f) {
       next.weight[i] = 0;
+      fell_.push_back(i);
       event_ += fmt::format("; lane {} fell to {:.0f} % of its rate: share {:.2f} -> 0", i, 100 * r / lane_ref_[i],
                             inc_.weight[i]);
     }
@@ -372,7 +406,11 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
   normalise(next.weight);
   if (std::accumulate(next.weight.begin(), next.weight.end(), 0.f) > 0) inc_ = next;  // else every lane fell: keep
   inc_stats_ = {};  // the next block measures the incumbent afresh
-  note_lanes(q);
+  for (size_t i : fell_) {  // what it delivers now is not what it will when it recovers: it is tried alone
+    order_[i] = 0;
+    busy_rates_[i].clear();
+  }
+  fell_.clear();
   start_phase(Phase::kSolo);
 }
 
@@ -398,7 +436,7 @@ bool OnlineBalancer::rate_moved() {
 void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
   // Under a policy whose best setup depends on the load (energy, latency), a step of the offered rate is a reason to
   // search again, as the paper's Fig. 7 steps are; a fall of the score alone (drift) is another.
-  if (rate_moved()) return note_lanes(q);
+  if (rate_moved()) return;
   if (drifted(s, q, p_.drift_quanta)) return restart(s, q);
   if (now_ns_ >= hold_until_ns_) {
     hold_s_ = std::min(2 * hold_s_, p_.max_hold_s);
@@ -408,8 +446,16 @@ void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
 }
 
 void OnlineBalancer::note_lanes(const QuantumFigures& q) {
-  order_.assign(inc_.weight.size(), 0.0);
-  for (size_t i = 0; i < order_.size(); ++i) order_[i] = lane_rate(q, i);
+  const size_t n = inc_.weight.size();
+  order_.resize(n, 0.0);  // a lane without a share now keeps what it delivered when it had one
+  busy_rates_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    double r = lane_rate(q, i);
+    if (r <= 0) continue;
+    busy_rates_[i].push_back(r);
+    if (busy_rates_[i].size() > kBusyWindow) busy_rates_[i].pop_front();
+    order_[i] = median(std::vector<double>(busy_rates_[i].begin(), busy_rates_[i].end()));
+  }
 }
 
 void OnlineBalancer::Samples::add(double s, const QuantumFigures& q) {
@@ -432,12 +478,12 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
     return running_;
   }
   double s = score(q);
+  note_lanes(q);
   switch (phase_) {
     case Phase::kStart:
       if (samples_.empty()) samples_.assign(1, {});
       samples_[0].add(s, q);
-      note_lanes(q);
-      if (!from_saved_ || samples_[0].score.size() >= p_.min_samples) {
+      if (samples_[0].score.size() >= p_.min_samples) {
         inc_stats_ = median_spread(samples_[0].score);
         ref_offered_ = recent_offered(p_.min_samples);
         // A saved setup is held, unless the policy's best depends on the offered rate (energy, latency): the saved

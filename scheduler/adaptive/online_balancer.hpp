@@ -12,7 +12,8 @@
 //             candidate replaces I when its median score beats I's by more than both spreads together and by
 //             min_gain (hpr/median_spread.hpp).
 //   phases    solo    each lane alone, the lane that delivered most per busy second first (the first decisions come
-//                     within the first second);
+//                     within the first second); not a lane whose bits per busy second are under 1/4 of the best
+//                     lane's (it cannot win alone; a GPU shared by many workers): its rate alone is taken to be that;
 //             mix     the best k lanes alone (k = 2 … N), shares in proportion to their rates alone;
 //             batch   ×2 and ÷2 for the lanes whose batch is worth searching (OpenCL lanes), within bounds,
 //                     until a pass finds nothing better;
@@ -133,6 +134,7 @@ class OnlineBalancer {
   bool drifted(double s, const QuantumFigures& q, uint32_t quanta);
   void restart(double s, const QuantumFigures& q);
   void note_lanes(const QuantumFigures& q);  // order_ from the lanes' delivered bits per busy second
+  void skip_slow_solos();  // solo_rate_: estimated for the lanes too slow to be run alone
 
   BalancerParams p_;
   std::vector<bool> searched_, alive_;
@@ -142,9 +144,11 @@ class OnlineBalancer {
   bool from_saved_ = false;
   bool won_in_pass_ = false;
   double step_ = 0.125;
-  std::vector<double> order_;      // per lane: delivered bits per busy second (solo order)
+  std::vector<double> order_;      // per lane: delivered bits per busy second, median of busy_rates_ (solo order)
+  std::vector<std::deque<double>> busy_rates_;  // per lane: the last quanta's bits per busy second
   std::vector<double> solo_rate_;  // per lane: median rate alone (0: not measured)
   std::vector<double> lane_ref_;   // per lane: bits per busy second while the incumbent ran as expected
+  std::vector<size_t> fell_;       // lanes that lost their share at a restart because their own rate fell
   bool confirming_ = false;        // the block confirms the winner of the previous one
   bool local_shift_ = true;        // the shift phase follows batch (not when one lane alone beat every mix)
   bool recheck_ = false;           // the batch and shift passes are a re-check from hold
