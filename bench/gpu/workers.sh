@@ -9,6 +9,9 @@
 #     lpm      l3fwd LPM on the BGP table at 1 and 16 lcores, one round (it loads the table rule by rule: ~40 s a run)
 #     ipv4-dev ipv4 on 1 and 16 workers, native only against each worker with a lane on the GPU too (learning), 8 s
 #     dpi, md5 the app on 1 and 16 workers: native only, GPU lane only, both (learning), 3 rounds of 4 s
+#     md5-mix  md5 on 1 and 16 workers: native only, both (learning), and at 16 static splits with 5, 10 and 20 % on
+#              the GPU (the best static split), 3 rounds of 4 s
+#     md5-learn  one learning run of md5 on 16 workers, 8 s: its summary (the decisions) and --adapt-csv
 # GPU_DEVICE (default H200): the --devices name substring of the GPU. OUT gets machine.txt, devices.txt and a .csv
 # (a row per sample) and .txt (medians, spreads, ratios) per step. About 8 minutes in all on 16 cores.
 set -u
@@ -65,7 +68,14 @@ for s in $steps; do
     ipv4-dev) ws --workers 16 --cases hpr,dev --dev-devices "$gpu" --rounds 3 --seconds 8 --out "$out/$s.csv" ;;
     dpi|md5) ws --app "$s" --workers 16 --cases hpr,dev,devonly --dev-devices "$gpu" --rounds 3 --seconds 4 \
                 --out "$out/$s.csv" ;;
-    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5)" ;;
+    md5-mix) ws --app md5 --workers 16 --cases hpr,dev --mix 0.05,0.1,0.2 --dev-devices "$gpu" --rounds 3 \
+                --seconds 4 --out "$out/$s.csv" ;;
+    md5-learn) mkdir -p "$out/learn"
+               "$b/hpr" run --app md5 --in dpdk:net_pcap0 --out dpdk:net_null0 --vdev "net_pcap0,$(
+                 for i in $(seq 0 15); do printf 'rx_pcap=%s,' "$root/out/runtime/workers/mix_16_$i.pcap"; done
+               )infinite_rx=1" --vdev net_null0,no-rx=1 --devices "$gpu" --workers 16 --rx-spread queues \
+                 --duration 8 --state-dir none --adapt-csv "$out/learn/md5-16.csv" ;;
+    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5 md5-mix md5-learn)" ;;
   esac > "$out/$s.txt" 2>&1
   echo "$s rc=$? at $(( $(date +%s) - t0 )) s" >> "$out/machine.txt"
 done

@@ -37,7 +37,7 @@ def l3fwd_n(binary, captures, seconds, rules, lookup="lpm"):
     return vs_testpmd.l3fwd_mpps(cmd, seconds)
 
 
-def hpr_n(binary, captures, workers, spread, seconds, devices="none", app="ipv4", native=1):
+def hpr_n(binary, captures, workers, spread, seconds, devices="none", app="ipv4", native=1, extra=()):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
         rx = "net_pcap0," + ",".join(f"rx_pcap={c}" for c in captures) + ",infinite_rx=1"
@@ -48,7 +48,7 @@ def hpr_n(binary, captures, workers, spread, seconds, devices="none", app="ipv4"
         env.setdefault("HPR_MASTER_KEY", "000102030405060708090a0b0c0d0e0f")  # aes: a test key
         env.setdefault("POCL_DEVICES", "pthread basic")
         try:
-            r = subprocess.run(cmd + ["--state-dir", "none"], capture_output=True, text=True, env=env,
+            r = subprocess.run(cmd + ["--state-dir", "none"] + list(extra), capture_output=True, text=True, env=env,
                                timeout=seconds + 120)
         except subprocess.TimeoutExpired:
             print(f"hpr with {workers} workers did not end within {seconds + 120} s", file=sys.stderr)
@@ -72,6 +72,8 @@ def main():
     ap.add_argument("--l3fwd", default="", help="l3fwd binary (default: BUILD/bench/l3fwd; none: leave it out)")
     ap.add_argument("--devices", action="store_true", help="also case dev: lanes on OpenCL devices (learning)")
     ap.add_argument("--dev-devices", default="all", help="hpr --devices of case dev (default all)")
+    ap.add_argument("--mix", default="", help="device shares, comma-separated: a case mixS per share S, static "
+                    "weights native 1-S and the --dev-devices device S (a sweep for the best static split)")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "runtime", "workers_scaling.csv"))
     a = ap.parse_args()
     hpr = a.hpr or os.path.join(a.build, "cli", "hpr")
@@ -107,6 +109,10 @@ def main():
         if "devonly" in wanted:
             cases[f"hpr-{n}-devonly"] = lambda n=n, rx=rx: hpr_n(hpr, parts[n], n, rx, a.seconds, a.dev_devices,
                                                                  a.app, native=0)
+        for share in (float(x) for x in a.mix.split(",") if x and n > 1):
+            w = ["--static", "--weight", f"native={1 - share:g}", "--weight", f"{a.dev_devices}={share:g}"]
+            cases[f"hpr-{n}-mix{share:g}"] = lambda n=n, rx=rx, w=w: hpr_n(hpr, parts[n], n, rx, a.seconds,
+                                                                          a.dev_devices, a.app, extra=w)
         if "em" in wanted:
             cases[f"l3fwd-em-{n}"] = lambda n=n: l3fwd_n(l3fwd, parts[n], a.seconds, rules, "em")
         if "lpm" in wanted:
@@ -148,6 +154,13 @@ def main():
             if x in med and y in med and x != y:
                 extra = f"  (goal >= {0.8 * n:.1f})" if label == f"hpr-{n} / hpr-1" and n > 1 else ""
                 print(f"{label:<24} {med[x] / med[y]:.2f}{extra}")
+        mixes = [k for k in med if k.startswith(f"hpr-{n}-mix")]
+        for k in mixes:
+            if f"hpr-{n}" in med:
+                print(f"{k + ' / hpr-' + str(n):<24} {med[k] / med[f'hpr-{n}']:.2f}")
+        if mixes and f"hpr-{n}-dev" in med:
+            best = max(mixes, key=lambda k: med[k])
+            print(f"hpr-{n}-dev / {best} (best static) {med[f'hpr-{n}-dev'] / med[best]:.2f}")
     print(f"CSV: {a.out}")
 
 

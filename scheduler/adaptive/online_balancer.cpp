@@ -271,6 +271,7 @@ void OnlineBalancer::after(Phase ph) {
 bool OnlineBalancer::next_block() {
   block_ = {inc_};
   confirming_ = false;
+  fresh_inc_ = false;
   for (auto& c : candidates())
     if (std::find(block_.begin(), block_.end(), c) == block_.end()) block_.push_back(std::move(c));
   if (block_.size() < 2) {
@@ -486,9 +487,16 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
       if (samples_[0].score.size() >= p_.min_samples) {
         inc_stats_ = median_spread(samples_[0].score);
         ref_offered_ = recent_offered(p_.min_samples);
+        Samples first = std::move(samples_[0]);
         // A saved setup is held, unless the policy's best depends on the offered rate (energy, latency): the saved
         // figures may come from another load (a profile at saturation), so the lanes alone are tried at this one.
         start_phase(from_saved_ && p_.policy == Policy::kThroughputCritical ? Phase::kHold : Phase::kSolo);
+        // The first solo block takes the start's samples as the incumbent's: they were taken just now, and every
+        // quantum more of equal shares costs (16 workers on one GPU: a fifth of the rate).
+        if (phase_ == Phase::kSolo && !block_.empty()) {
+          samples_[0] = std::move(first);
+          fresh_inc_ = true;
+        }
       }
       break;
     case Phase::kHold:
@@ -505,11 +513,21 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
       if (--left_ > 0) break;
       if (visit_ == 0 && block_done()) {  // decided at the end of a round (the incumbent is visited last)
         finish_block();
-      } else {
-        visit_ = (visit_ + 1) % block_.size();
-        left_ = p_.visit_quanta;
-        run(block_[visit_]);
+        break;
       }
+      visit_ = (visit_ + 1) % block_.size();
+      if (visit_ == 0 && fresh_inc_) {  // the incumbent's samples are the start's: the candidates' turns first
+        const bool sampled = std::all_of(samples_.begin(), samples_.end(),
+                                         [&](const Samples& x) { return x.score.size() >= p_.min_samples; });
+        if (!sampled) {
+          visit_ = 1;
+        } else if (fresh_inc_ = false; block_done()) {
+          finish_block();
+          break;
+        }
+      }
+      left_ = p_.visit_quanta;
+      run(block_[visit_]);
   }
   return running_;
 }
