@@ -205,12 +205,22 @@ std::string Summary::to_text() const {
   if (chain_events.empty()) s += fmt::format("  {:<11} {}\n", event_name, events);
   for (const auto& e : chain_events)
     s += fmt::format("  {:<11} {} ({}: {} packets in, {} passed on)\n", e.name, e.count, e.app, e.in, e.passed);
-  for (const auto& [k, v] : app_info) s += fmt::format("  {:<11} {}\n", k, v);
+  // A service's chain is an app_info line "service NAME" (the start lines show it); the services block names it.
+  auto chain_of = [&](const std::string& name) -> const std::string* {
+    for (const auto& [k, v] : app_info)
+      if (k == "service " + name) return &v;
+    return nullptr;
+  };
+  for (const auto& [k, v] : app_info)
+    if (services.empty() || !k.starts_with("service ")) s += fmt::format("  {:<11} {}\n", k, v);
   if (!services.empty())
     s += "  services    what each chain passed to the output and dropped, lost on the way to a lane, rx-to-tx latency:\n";
-  for (const auto& b : services)
-    s += fmt::format("    {:<12} {} packets out ({} bytes), {} dropped, {} lost, p50 {:.1f} us, p99 {:.1f} us\n", b.name,
-                     b.out, b.out_bytes, b.dropped, b.lost, b.latency_p50_ns / 1e3, b.latency_p99_ns / 1e3);
+  for (const auto& b : services) {
+    const std::string* chain = chain_of(b.name);
+    s += fmt::format("    {:<12} {}{} packets out ({} bytes), {} dropped, {} lost, p50 {:.1f} us, p99 {:.1f} us\n",
+                     b.name, chain ? "(" + *chain + ") " : "", b.out, b.out_bytes, b.dropped, b.lost,
+                     b.latency_p50_ns / 1e3, b.latency_p99_ns / 1e3);
+  }
   s += fmt::format("  latency     p50 {:.1f} us, p99 {:.1f} us (rx to tx, 16 buckets per octave)\n", latency_p50_ns / 1e3,
                    latency_p99_ns / 1e3);
   if (!power_source.empty()) s += fmt::format("  power       {:.1f} W, energy {:.1f} J (source: {})\n", power_w, energy_j, power_source);

@@ -55,7 +55,13 @@ void check_service_books(const Summary& s, const std::vector<std::pair<std::stri
     out += b.out;
   }
   CHECK(out == s.tx_packets);
-  CHECK(s.to_text().find("services    what each chain passed") != std::string::npos);
+  const std::string text = s.to_text();
+  CHECK(text.find("services    what each chain passed") != std::string::npos);
+  // Each service once, with its chain, in the services block (not also as a "service NAME" line above it).
+  for (const auto& [name, span] : apps) {
+    CHECK(text.find("  service " + name) == std::string::npos);
+    CHECK(text.find("    " + name) != std::string::npos);
+  }
   CHECK(s.to_json().find("\"services\"") != std::string::npos);
 }
 
