@@ -394,12 +394,13 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
   off_count_ = 0;
   // A lane whose own rate (bits per busy second) fell by more than half loses its share at once.
   Setup next = inc_;
+  std::vector<size_t> fell;
   for (size_t i = 0; i < next.weight.size() && i < lane_ref_.size(); ++i) {
     double r = lane_rate(q, i);
     if (next.weight[i] <= 0 || lane_ref_[i] <= 0 || r <= 0) continue;
     if (r < 0.5 * lane_ref_[i] && next.weight[i] < 0.999f) {
       next.weight[i] = 0;
-      fell_.push_back(i);
+      fell.push_back(i);
       event_ += fmt::format("; lane {} fell to {:.0f} % of its rate: share {:.2f} -> 0", i, 100 * r / lane_ref_[i],
                             inc_.weight[i]);
     }
@@ -407,11 +408,10 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
   normalise(next.weight);
   if (std::accumulate(next.weight.begin(), next.weight.end(), 0.f) > 0) inc_ = next;  // else every lane fell: keep
   inc_stats_ = {};  // the next block measures the incumbent afresh
-  for (size_t i : fell_) {  // what it delivers now is not what it will when it recovers: it is tried alone
+  for (size_t i : fell) {  // what it delivers now is not what it will when it recovers: it is tried alone
     order_[i] = 0;
     busy_rates_[i].clear();
   }
-  fell_.clear();
   start_phase(Phase::kSolo);
 }
 

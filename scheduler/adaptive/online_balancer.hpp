@@ -148,7 +148,6 @@ class OnlineBalancer {
   std::vector<std::deque<double>> busy_rates_;  // per lane: the last quanta's bits per busy second
   std::vector<double> solo_rate_;  // per lane: median rate alone (0: not measured)
   std::vector<double> lane_ref_;   // per lane: bits per busy second while the incumbent ran as expected
-  std::vector<size_t> fell_;       // lanes that lost their share at a restart because their own rate fell
   bool confirming_ = false;        // the block confirms the winner of the previous one
   bool fresh_inc_ = false;         // the block's incumbent samples are the start phase's: it is not visited first
   bool local_shift_ = true;        // the shift phase follows batch (not when one lane alone beat every mix)
