@@ -47,7 +47,7 @@ void Pipeline::wait_step(int& rounds) {
 // Run-to-completion: one round of every lane and of egress, on the dispatcher's thread.
 bool Pipeline::service() {
   bool did = false;
-  for (auto& l : lanes_) did |= l->poll();
+  for (size_t i = 0; i < lanes_.size(); ++i) did |= in_place_[i] ? lane_in_place(i) : lanes_[i]->poll();
   did |= egress_poll();
   return did;
 }

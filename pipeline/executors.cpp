@@ -111,6 +111,9 @@ class ClExecutor final : public Executor {
     uint8_t* pkts_host = nullptr;
     uint8_t* out_host = nullptr;
     cl::Event done;
+    // Unified: desc_buf and pkts_buf stay mapped (read and write) from the end of one batch to the start of the next,
+    // so that submit does not wait for a blocking map to go round the device's queue.
+    bool premapped = false;
   };
 
   static Result<std::unique_ptr<Executor>> create(const App& app, std::shared_ptr<kernels::AppProgram> prog,
@@ -205,8 +208,12 @@ class ClExecutor final : public Executor {
     try {
       if (unified_) {
         inject(fault::ClPoint::kMap, CL_MAP_FAILURE, "clEnqueueMapBuffer");
-        s.desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(s.desc_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, desc_bytes_));
-        s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, pkts_bytes_));
+        if (s.premapped) {
+          s.premapped = false;  // mapped since the last batch of this slot completed
+        } else {
+          s.desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(s.desc_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, desc_bytes_));
+          s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, pkts_bytes_));
+        }
       }
       s.pkts_bytes = kernels::gather_into(app, {s.pkts.data(), n}, s.desc_host, s.pkts_host, pkts_bytes_);
       if (Status st = prog_->tables->stage(kernel_, prog_->context, s.desc_host, n, s.app_stage); !st.is_ok()) {
@@ -233,9 +240,11 @@ class ClExecutor final : public Executor {
       s.queue.enqueueNDRangeKernel(kernel_, cl::NullRange, ls.global, ls.local);
       const size_t out_used = std::max<size_t>(size_t{n} * app.result_bytes(), 16);
       if (unified_) {
+        // Whole and for writing too: the next batch of this slot writes its descriptors and slices into these maps.
+        constexpr cl_map_flags kRw = CL_MAP_READ | CL_MAP_WRITE;
         s.out_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.out_buf, CL_FALSE, CL_MAP_READ, 0, out_used));
-        s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_FALSE, CL_MAP_READ, 0, used));
-        s.desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(s.desc_buf, CL_FALSE, CL_MAP_READ, 0, sizeof(Desc) * n, nullptr, &s.done));
+        s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_FALSE, kRw, 0, pkts_bytes_));
+        s.desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(s.desc_buf, CL_FALSE, kRw, 0, desc_bytes_, nullptr, &s.done));
       } else {
         if (app.writes_back()) s.queue.enqueueReadBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
         s.queue.enqueueReadBuffer(s.out_buf, CL_FALSE, 0, out_used, s.out_host, nullptr, &s.done);
@@ -273,8 +282,7 @@ class ClExecutor final : public Executor {
       done.insert(done.end(), pk.begin(), pk.end());
       if (unified_) {
         s.queue.enqueueUnmapMemObject(s.out_buf, s.out_host);
-        s.queue.enqueueUnmapMemObject(s.pkts_buf, s.pkts_host);
-        s.queue.enqueueUnmapMemObject(s.desc_buf, s.desc_host);
+        s.premapped = true;  // desc and pkts stay mapped for the slot's next batch
       }
     } catch (const cl::Error& err) {
       return error(Code::kUnavailable, "{} failed on '{}': {}", err.what(), prog_->device.getInfo<CL_DEVICE_NAME>(),

@@ -167,8 +167,9 @@ bool Lane::poll() {
   bool close = !batch_.empty() && (full || now - first_ns_ >= cfg_.batch_timeout_ns ||
                                    ((stopping || cfg_.run_what_arrived) && input_.empty()));
   if (close && exec_->outstanding() == exec_->slots()) {
-    reap(/*wait=*/true);  // all slots busy: wait for the oldest
+    did |= reap(/*wait=*/!polled_);  // all slots busy: wait for the oldest (polled: only take it if it is done)
     if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) return true;
+    close = exec_->outstanding() < exec_->slots();
   }
   if (close) {
     follow_swap();

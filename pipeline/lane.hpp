@@ -125,6 +125,9 @@ class Lane {
   // Called when the completion ring is full (the lane waits for egress): run-to-completion mode
   // drains egress here; otherwise the lane yields.
   void on_completions_full(std::function<void()> f) { on_completions_full_ = std::move(f); }
+  // Run to completion: the dispatcher polls this lane between its bursts, so poll() must never wait for the device.
+  // With every executor slot busy the batch stays open (and keeps filling) instead of waiting for the oldest.
+  void set_polled() { polled_ = true; }
   // Ask the lane to finish: it keeps running until its queue and executor are empty.
   void request_stop() { stop_.store(true, std::memory_order_release); }
   void join();
@@ -195,6 +198,7 @@ class Lane {
   uint64_t busy_since_ = 0;   // when the executor last went from idle to busy (or the last checkpoint)
   static constexpr uint64_t kBusyCheckpointNs = 1'000'000;  // busy time is added to stats at least this often
   std::function<void()> on_completions_full_;
+  bool polled_ = false;
   uint32_t max_batch_ = 1;
   std::atomic<uint32_t> batch_target_{1};
   bool log_on_ = false;

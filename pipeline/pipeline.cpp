@@ -156,7 +156,10 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   p->svc_books_ = std::make_unique<std::array<ServiceBooks, kServiceBooks>>();
   p->init_egress();
   if (p->cfg_.run_to_completion)
-    for (auto& l : p->lanes_) l->on_completions_full([pp = p.get()] { pp->egress_poll(); });
+    for (auto& l : p->lanes_) {
+      l->on_completions_full([pp = p.get()] { pp->egress_poll(); });
+      l->set_polled();
+    }
   p->app_ = std::move(app);
   p->svc_books_on_ = !p->app_->service_names().empty();
   p->rx_ = &rx;
@@ -171,6 +174,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
     for (auto& v : p->eg_.split) v.reserve(Burst::kMax);
   }
   p->enqueued_.assign(p->lanes_.size(), 0);
+  p->in_place_.assign(p->lanes_.size(), 0);
   if (use_worker_path(p->cfg_)) {
     p->init_worker();
     p->worker_on_ = true;
@@ -180,6 +184,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
     if (p->cfg_.run_to_completion && !p->shaper_ && any_eligible) {  // the worker path transmits on this thread
       p->init_worker();
       p->worker_dynamic_ = true;
+      for (size_t i = 0; i < p->lanes_.size(); ++i) p->in_place_[i] = worker_eligible(p->cfg_.lanes[i]);
     }
     if (p->cfg_.move_hold > 0 && p->lanes_.size() > 1) {
       p->held_count_.assign(p->flows_->capacity(), 0);
@@ -471,9 +476,11 @@ Summary Pipeline::snapshot() const {
     auto& st = const_cast<Lane&>(*l).stats();
     LaneSummary ls;
     ls.name = l->name();
-    const bool in_place =
-        worker_on_.load(std::memory_order_relaxed) && &l == &lanes_[worker_lane_.load(std::memory_order_relaxed)];
-    ls.executor = in_place ? "native, in place on the rx burst" : l->executor();
+    const size_t li = static_cast<size_t>(&l - lanes_.data());
+    const bool in_place = worker_on_.load(std::memory_order_relaxed) && li == worker_lane_.load(std::memory_order_relaxed);
+    ls.executor = in_place        ? "native, in place on the rx burst"
+                  : in_place_[li] ? "native, in place on its queue's packets"
+                                  : l->executor();
     static const char* kStates[] = {"running", "failed", "drained", "removed"};
     const LaneState state = l->state();  // acquire: a failed lane wrote its failure before its state
     ls.state = kStates[static_cast<int>(state)];

@@ -234,6 +234,7 @@ class Pipeline {
   struct WorkerBurst {
     FlowKey keys[Burst::kMax];
     Packet dropped[Burst::kMax];         // the app's drops, released together
+    Packet queued[Burst::kMax];          // lane_in_place: what it took from the lane's queue
     std::vector<kernels::Desc> desc;     // kMax × the app's desc_slots()
     std::vector<uint8_t*> slices;        // as many
     std::vector<uint8_t> out;            // kMax × the app's result bytes
@@ -245,6 +246,8 @@ class Pipeline {
   static bool worker_eligible(const LaneSpec& l);
   void init_worker();
   uint16_t worker_burst(uint64_t now);
+  bool lane_in_place(size_t li);
+  void send_in_place(Lane& lane, Packet* pkts, uint16_t m, uint64_t t0, bool own_rx_times);
   // The worker path switched on and off at run time (worker.cpp): when the weights give every new flow to one
   // eligible native lane, the dispatcher stops receiving until every lane has drained, then runs that lane in place;
   // any other weights switch it off (nothing is in flight on it).
@@ -328,6 +331,7 @@ class Pipeline {
   std::atomic<bool> worker_on_{false};   // written by the dispatcher; read by snapshot()
   std::atomic<uint8_t> worker_lane_{0};  // the lane it runs (written by the dispatcher; read by snapshot())
   bool worker_dynamic_ = false;          // several lanes: the worker path follows the weights
+  std::vector<uint8_t> in_place_;        // per lane: run to completion polls it with lane_in_place, not Lane::poll
   uint8_t worker_pending_ = 0xff;        // a lane the weights chose alone, waiting for the others to drain
   uint64_t worker_pending_since_ = 0, worker_retry_ns_ = 0;
   std::vector<uint64_t> enqueued_;       // per lane: packets the dispatcher put on its queue

@@ -113,7 +113,39 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
     fs.bytes += p.len;
   }
   bump(flows_seen_, inserted_total);
-  Lane& lane = *lanes_[worker_lane_.load(std::memory_order_relaxed)];
+  send_in_place(*lanes_[worker_lane_.load(std::memory_order_relaxed)], pkts, m, now, false);
+  return n;
+}
+
+// Run to completion with several lanes: an eligible native lane's queued packets run in place on the dispatcher's
+// thread and leave from here, in the order egress would send them (they are all this lane's, and a flow is on one
+// lane at a time): no batch copy, executor slot, completion ring or egress pass. So a small share on a device lane
+// no longer sends the native lane's share the long way round (issues 12 and 13).
+bool Pipeline::lane_in_place(size_t li) {
+  Lane& lane = *lanes_[li];
+  if (lane.state() != LaneState::kRunning) return false;
+  Packet* pkts = worker_->queued;
+  const auto n = static_cast<uint16_t>(lane.input().pop_burst(pkts, Burst::kMax));
+  if (n == 0) return false;
+  const uint64_t t0 = monotonic_ns();
+  for (uint16_t i = 0; i < n; ++i) {  // egress' order check and in-flight count (egress_poll)
+    const Packet& p = pkts[i];
+    if (p.flow_id == kNoFlow) continue;
+    uint32_t& exp = expected_seq_[p.flow_id];
+    if (p.seq != 0 && p.seq != exp) bump(reorders_, 1);
+    exp = p.seq + 1;
+    flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
+  }
+  send_in_place(lane, pkts, n, t0, true);
+  egress_handled_[li]->store(egress_handled_[li]->load(std::memory_order_relaxed) + n, std::memory_order_release);
+  return true;
+}
+
+// The app in place on m packets that leave from here (the worker path's burst, or a native lane's queued packets):
+// the lane's counters, drops out (their buffers back in one call), books and latency, the rest shaped or transmitted
+// from the same array, in order. `own_rx_times` false: every packet was received at t0 (one latency for all).
+void Pipeline::send_in_place(Lane& lane, Packet* pkts, uint16_t m, uint64_t t0, bool own_rx_times) {
+  WorkerBurst& w = *worker_;
   if (m > 0) {
     // The app, in place on the frames (what the native executor does with a batch).
     std::span<Packet> batch(pkts, m);
@@ -127,8 +159,7 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
   bump(st.batches, 1);
   bump(st.packets, m);
   bump(st.batch_pkts_sum, m);
-  bump(st.busy_ns, done - now);
-  // Drops out (their buffers back in one call), the rest transmitted from the same array, in order.
+  bump(st.busy_ns, done - t0);
   uint16_t k = 0, nd = 0;
   for (uint16_t i = 0; i < m; ++i) {
     Packet& p = pkts[i];
@@ -137,15 +168,21 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
       w.dropped[nd++] = p;
       continue;
     }
-    if (p.svc < kServiceBooks) book_service(p, done - now);
+    const uint64_t lat = done - (own_rx_times ? p.rx_ns : t0);
+    if (own_rx_times) {
+      st.batch_latency.add(lat);
+      latency_.add(lat);
+    }
+    if (p.svc < kServiceBooks) book_service(p, lat);
     if (shaper_) shape(p, done);
     else if (k != i) pkts[k++] = p;
     else ++k;
   }
-  // Every packet of a burst carries the burst's rx time: one latency for all that leave.
-  const uint16_t leaving = m - nd;
-  st.batch_latency.add(done - now, leaving);
-  latency_.add(done - now, leaving);
+  if (!own_rx_times) {  // every packet of a burst carries the burst's rx time: one latency for all that leave
+    const uint16_t leaving = m - nd;
+    st.batch_latency.add(done - t0, leaving);
+    latency_.add(done - t0, leaving);
+  }
   rx_->release(w.dropped, nd);
   if (shaper_) {
     transmit(eg_.txq);
@@ -153,7 +190,6 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
   } else {
     transmit(pkts, k);
   }
-  return n;
 }
 
 }  // namespace hpr

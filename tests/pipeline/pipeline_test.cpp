@@ -288,6 +288,46 @@ TEST_CASE("a flow that is never idle still moves lane, its new packets held unti
   // the flows without the balancer.
 }
 
+TEST_CASE("run to completion: flows move between a native lane run in place and a queued lane, never reordered") {
+  // native1 runs its queue in place on the dispatcher (lane_in_place); native0, slowed, keeps the lane path (fault
+  // injection rules it out) and always has packets in flight. Weights that change under the flows move them both ways
+  // (held until the old lane has sent the older packets), while both lanes keep a share: never the worker path.
+  RunConfig c = base_config();
+  c.input = {.kind = "generator", .gen_packets = 0, .gen_flows = 64, .gen_sizes = "fixed:64", .gen_seed = 3};
+  c.output = {.kind = "null"};
+  c.devices = {"none"};
+  c.native_lanes = 2;
+  c.slow_lane_us = {{"native0", 200}};
+  c.run_to_completion = true;
+  c.run_to_completion_given = true;
+  auto ctx = prepare_run(c);
+  REQUIRE(ctx.is_ok());
+  Pipeline* p = (*ctx)->pipeline.get();
+  std::thread ctl([p] {
+    auto until = [p](auto done) {
+      for (int i = 0; i < 6000 && !done(p->snapshot()); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    };
+    for (const std::vector<float>& w : {std::vector<float>{1, 4}, {4, 1}, {1, 4}, {4, 1}}) {
+      (void)p->set_lane_weights(w);
+      const Summary b = p->snapshot();
+      until([&b](const Summary& s) {
+        return s.lanes[0].packets > b.lanes[0].packets + 500 && s.lanes[1].packets > b.lanes[1].packets + 500;
+      });
+    }
+    p->request_stop();
+  });
+  Summary s = p->run();
+  ctl.join();
+  check_books(s);
+  CHECK(s.reorders == 0);
+  CHECK(s.lanes[1].executor == "native, in place on its queue's packets");
+  CHECK(s.lanes[0].executor != s.lanes[1].executor);
+  CHECK(s.lanes[0].packets > 1000);
+  CHECK(s.lanes[1].packets > 1000);
+  REQUIRE(s.balance.has_value());
+  CHECK(s.balance->moves > 0);
+}
+
 TEST_CASE("egress shaping delays packets per flow without losing or reordering them") {
   RunConfig c = base_config();
   c.input = {.kind = "generator", .gen_packets = 3000, .gen_flows = 20, .gen_sizes = "fixed:1000", .gen_seed = 4};
@@ -577,12 +617,16 @@ TEST_CASE("bad configuration: a clear error naming the setting, nothing started"
 
 TEST_CASE("run to completion: one thread does everything, with the same output, books and order") {
   SECTION("pcap to pcap on both devices and a native lane equals the native reference") {
-    for (std::string app : {"ipv4", "aes"}) {
+    for (std::string app : {"ipv4", "md5", "aes"}) {
       for (const char* cap_name : {"pcap/ndpi/443-chrome.pcap", "pcap/ndpi/skype.pcap"}) {
         INFO(app << " " << cap_name);
         Summary s = check_against_reference(app, data_path(cap_name), [](RunConfig& c) { c.run_to_completion = true; });
         int busy = 0;
-        for (const auto& l : s.lanes) busy += l.packets > 0;
+        for (const auto& l : s.lanes) {
+          busy += l.packets > 0;
+          // The native lane's share runs in place on the dispatcher (lane_in_place), the devices' through egress.
+          if (l.name == "native0") CHECK(l.executor == "native, in place on its queue's packets");
+        }
         if (std::string(cap_name).find("skype") != std::string::npos) CHECK(busy == 3);  // many flows: every lane
       }
     }
