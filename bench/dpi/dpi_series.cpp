@@ -123,17 +123,22 @@ int run_series(const std::string& rules, int rounds, uint32_t batch, uint32_t pa
                      auto* out = reinterpret_cast<uint32_t*>(v.out);
                      for (uint32_t i = 0; i < v.n; ++i) out[size_t{i} * (k + 1)] = hs->count(v.slice(i), v.desc[i].len);
                    }});
+    // Each BFS / hot pair side by side: with the order reversed every other round (below), each of
+    // the two runs after the other in half the rounds, after the neighbouring engine in the rest.
     eng.push_back({"automaton-4lane", [&](const kernels::BatchView& v) { run_native_batch((*app)->dfa(), k, v, 4); }});
-    eng.push_back({"automaton-1lane", [&](const kernels::BatchView& v) { run_native_batch((*app)->dfa(), k, v, 1); }});
     eng.push_back({"automaton-4lane-hot", [&](const kernels::BatchView& v) { run_native_batch(*hot, k, v, 4); }});
+    eng.push_back({"automaton-1lane", [&](const kernels::BatchView& v) { run_native_batch((*app)->dfa(), k, v, 1); }});
     eng.push_back({"automaton-1lane-hot", [&](const kernels::BatchView& v) { run_native_batch(*hot, k, v, 1); }});
-    eng.push_back({fmt::format("prefilter-{}-hot", simd_name((*pf_hot)->simd())),
-                   [&](const kernels::BatchView& v) { run_native_batch(**pf_hot, k, v); }});
-    for (SimdPath sp : simd_paths()) {
+    std::vector<SimdPath> paths = simd_paths();
+    std::stable_partition(paths.begin(), paths.end(), [&](SimdPath sp) { return sp == (*pf_hot)->simd(); });
+    for (SimdPath sp : paths) {
       eng.push_back({fmt::format("prefilter-{}", simd_name(sp)), [&, sp](const kernels::BatchView& v) {
                        (*pf)->set_simd(sp);
                        run_native_batch(**pf, k, v);
                      }});
+      if (sp != (*pf_hot)->simd()) continue;
+      eng.push_back({fmt::format("prefilter-{}-hot", simd_name(sp)),
+                     [&](const kernels::BatchView& v) { run_native_batch(**pf_hot, k, v); }});
     }
     for (auto& e : eng) one_pass(w, k, batch, e.run);  // warm-up
     uint64_t hs_matches = 0;
@@ -141,7 +146,9 @@ int run_series(const std::string& rules, int rounds, uint32_t batch, uint32_t pa
       std::vector<double> gbps(eng.size());
       std::vector<uint64_t> totals(eng.size());
       for (size_t j = 0; j < eng.size(); ++j) {
-        const size_t e = (j + static_cast<size_t>(r)) % eng.size();  // rotated order
+        // Rotated, and reversed every other round: an engine does not always run after the same one
+        // (whose tables decide what is still in the caches).
+        const size_t e = ((r % 2 == 0 ? j : eng.size() - 1 - j) + static_cast<size_t>(r)) % eng.size();
         Pass p = one_pass(w, k, batch, eng[e].run);
         gbps[e] = p.bytes * 8 / p.cpu_s / 1e9;
         totals[e] = p.matches;
