@@ -184,3 +184,28 @@ TEST_CASE("DPI kernel == native, every device, every capture") {
                     << " matches " << matches << " devices " << runners(app).size());
   CHECK(matches > bytes);
 }
+
+TEST_CASE("DPI kernel on a visit-ordered table (DpiConfig::automaton_train) == native BFS order, every device") {
+  const DpiApp& app = et_app();
+  auto hot = DpiApp::create(app.patterns(), {.native_engine = DpiConfig::Engine::kAutomaton,
+                                             .automaton_train = data_path("pcap/ndpi/1kxun.pcap")});
+  INFO(hot.status().to_string());
+  REQUIRE(hot.is_ok());
+  REQUIRE((*hot)->dfa().stats().train_bytes > 0);
+  auto pl = payloads(app.patterns().patterns, 500, 7);
+  HostBatch b = gather(pl, app.result_bytes());
+  app.run_native(b.view());
+  const auto& pc = test::all_captures().front();
+  HostBatch c = kernels::gather(app, pc.pkts);
+  app.run_native(c.view());
+  auto devs = discover_devices();
+  REQUIRE(devs.is_ok());
+  for (auto& d : *devs) {
+    auto run = kernels::DeviceRunner::create(**hot, d.device);  // uploads the visit-ordered table
+    INFO(d.name << ": " << run.status().to_string());
+    REQUIRE(run.is_ok());
+    CHECK(run_on(*run, b) == b.out);
+    INFO(pc.cap.path);
+    CHECK(run_on(*run, c) == c.out);
+  }
+}
