@@ -1,5 +1,6 @@
 // DPI kernel on every OpenCL device (PoCL: POCL_DEVICES="pthread basic" gives two) equals the native
-// path byte for byte, on synthetic payloads with planted ET patterns (dense matches included).
+// path byte for byte, on synthetic payloads with planted ET patterns (dense matches included), also
+// on a table in visit order (DpiConfig::automaton_train).
 #include <catch2/catch.hpp>
 
 #include <cstring>
