@@ -46,8 +46,8 @@ Result<std::unique_ptr<DpiApp>> DpiApp::create(PatternSet patterns, DpiConfig cf
   if (cfg.max_slice_bytes < 1 || cfg.max_slice_bytes > 65535)
     return error(Code::kInvalidArgument, "dpi: max_slice_bytes = {} must be in 1..65535", cfg.max_slice_bytes);
   if (cfg.native_engine == DpiConfig::Engine::kAuto) cfg.native_engine = kDefaultNativeEngine;
-  std::vector<std::vector<uint8_t>> train;
-  if (!cfg.automaton_train.empty()) {
+  std::vector<std::vector<uint8_t>> train;  // kAutomaton: read by automaton(), below
+  if (!cfg.automaton_train.empty() && cfg.native_engine == DpiConfig::Engine::kPrefilter) {
     auto t = load_payloads(cfg.automaton_train, "dpi: automaton_train");
     if (!t.is_ok()) return t.status();
     train = std::move(*t);
