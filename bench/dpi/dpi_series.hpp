@@ -1,9 +1,11 @@
 #pragma once
 // Two modes of dpi_bench beside its matrix (dpi_series.cpp):
 //  - run_series: on all capture payloads (or the first `payloads`), for the full ET set and the >= 4-byte set, every engine
-//    (Hyperscan, the automaton with 4 and 1 lanes, the prefilter path on each SIMD path the CPU has)
-//    runs one pass per round, engines interleaved and their order rotated each round; a round's ratio
-//    is an engine's rate over Hyperscan's in the same round (thread CPU time). Median and min-max of
+//    (Hyperscan, the automaton with 4 and 1 lanes, the prefilter path on each SIMD path the CPU has;
+//    the *-hot engines: the same automata in visit order, AcOrder, trained on the second half of the
+//    capture payloads)
+//    runs one pass per round, engines interleaved, their order rotated each round and reversed every
+//    other round; a round's ratio is an engine's rate over Hyperscan's in the same round (thread CPU time). Median and min-max of
 //    the ratios over the rounds; every pass's match total must equal Hyperscan's.
 //  - run_callgrind: one engine, one pass over the first `sample` capture payloads of one set, inside
 //    the function dpi_bench_scan_pass (for valgrind --tool=callgrind --collect-atstart=no

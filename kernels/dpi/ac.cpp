@@ -25,7 +25,21 @@ struct Node {
 
 }  // namespace
 
+uint32_t* AcDfa::alloc_table(size_t words) {
+  constexpr size_t kHuge = 2u << 20;
+  const size_t bytes = (words * 4 + kHuge - 1) / kHuge * kHuge;
+  auto* p = static_cast<uint32_t*>(std::aligned_alloc(kHuge, bytes));
+  if (p == nullptr) return nullptr;
+  madvise(p, bytes, MADV_HUGEPAGE);  // a hint: fine if THP is off
+  std::memset(p, 0, bytes);
+  return p;
+}
+
 Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, uint64_t max_table_bytes) {
+  return build(patterns, AcOrder{}, max_table_bytes);
+}
+
+Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, const AcOrder& state_order, uint64_t max_table_bytes) {
   auto t0 = std::chrono::steady_clock::now();
   if (patterns.empty()) return error(Code::kInvalidArgument, "Aho-Corasick: no patterns");
   AcDfa d;
@@ -99,15 +113,9 @@ Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, uint64_t max_ta
       order.push_back(ch);
     }
   }
-  {
-    constexpr size_t kHuge = 2u << 20;
-    size_t bytes = (nstates * W * 4 + kHuge - 1) / kHuge * kHuge;
-    d.trans_.reset(static_cast<uint32_t*>(std::aligned_alloc(kHuge, bytes)));
-    if (!d.trans_) return error(Code::kInternal, "Aho-Corasick: cannot allocate {} MB", bytes >> 20);
-    madvise(d.trans_.get(), bytes, MADV_HUGEPAGE);  // a hint: fine if THP is off
-    d.trans_words_ = nstates * W;
-    std::memset(d.trans_.get(), 0, bytes);
-  }
+  d.trans_.reset(alloc_table(nstates * W));
+  if (!d.trans_) return error(Code::kInternal, "Aho-Corasick: cannot allocate {} MB", (nstates * W * 4) >> 20);
+  d.trans_words_ = nstates * W;
   std::vector<uint32_t> list_off(nstates, 0), list_len(nstates, 0);
   std::vector<uint32_t> out_list;  // flat, in BFS order; entries are id | kVerify
   std::vector<uint8_t> needs_verify(patterns.size());
@@ -198,11 +206,15 @@ Result<AcDfa> AcDfa::build(const std::vector<Pattern>& patterns, uint64_t max_ta
   d.stats_.out_entries = d.out_ids_.size();
   d.stats_.table_bytes = d.trans_words_ * 4 + d.out_ids_.size() * 4 +
                          d.pat_bytes_.size() + d.pat_off_.size() * 4;
-  d.stats_.build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (d.stats_.table_bytes > max_table_bytes) {
     return error(Code::kInvalidArgument, "Aho-Corasick: tables of {} MB exceed the limit of {} MB",
                  d.stats_.table_bytes >> 20, max_table_bytes >> 20);
   }
+  if (!state_order.train.empty()) {
+    d.reorder_by_visits(state_order);
+    if (!d.trans_) return error(Code::kInternal, "Aho-Corasick: cannot allocate {} MB", (nstates * W * 4) >> 20);
+  }
+  d.stats_.build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return d;
 }
 

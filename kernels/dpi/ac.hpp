@@ -78,6 +78,24 @@ struct AcStats {
   uint32_t verify_patterns = 0;// case-sensitive patterns with letters
   uint64_t table_bytes = 0;    // trans + out_ids + pattern bytes
   double build_s = 0;
+  // Visit order only (AcOrder with training payloads; zero otherwise): bytes scanned to count the
+  // visits, and the share of those visits that land on the first 1 MB of rows, in BFS order and in
+  // the order built (a measure of what the reordering packs into a cache-sized prefix).
+  uint64_t train_bytes = 0;
+  double visit_share_1mb_bfs = 0, visit_share_1mb = 0;
+};
+
+// State order of AcDfa::build (issue 18, "a smaller hot DFA"; kernels/dpi/hot_order.cpp).
+// Default (no training payloads): BFS order. With training payloads: the BFS table is built, the
+// payloads are scanned on it counting the visits of each state, and the states are renumbered by
+// (depth band, visits descending, BFS number): every transition word is rewritten to the new row
+// offsets (a permutation: the matches are identical, the kernel reads the table unchanged). The
+// depth band is min(depth, keep_depths): depths below keep_depths stay grouped in BFS depth order
+// (the root, band 0, stays state 0), all deeper states form one band ordered by visits alone.
+// depth_row(d) stays valid for d <= keep_depths (the prefilter path needs 4: it asks for 4 at least).
+struct AcOrder {
+  std::vector<std::span<const uint8_t>> train;  // payloads (the caller keeps them alive during build)
+  uint32_t keep_depths = 1;                    // >= 1
 };
 
 // Raw table pointers for the scan loop.
@@ -94,6 +112,9 @@ class AcDfa {
   // Errors: kInvalidArgument (no patterns, an empty pattern, or the table would exceed
   // min(`max_table_bytes`, kMaxTableBytes = 512 MB), e.g. a device's CL_DEVICE_MAX_MEM_ALLOC_SIZE; the message gives both sizes).
   static Result<AcDfa> build(const std::vector<Pattern>& patterns, uint64_t max_table_bytes = 2ull << 30);
+  // The same, states in the order `order` asks for (AcOrder above).
+  static Result<AcDfa> build(const std::vector<Pattern>& patterns, const AcOrder& order,
+                             uint64_t max_table_bytes = 2ull << 30);
 
   const std::array<uint8_t, 256>& byte_class() const { return byte_class_; }
   uint32_t row_words() const { return row_words_; }
@@ -107,6 +128,8 @@ class AcDfa {
   // Row offset of the first state of depth `d` (states are numbered in BFS order, so depth never
   // decreases with the row); past the deepest depth it is the table's end. The prefilter path
   // (prefilter.hpp) stops an automaton run when the state is shallower than its fingerprint.
+  // Built in visit order (AcOrder), only d <= keep_depths is meaningful: row >= depth_row(d) still
+  // means depth >= d there.
   uint32_t depth_row(uint32_t d) const {
     return d < depth_row_.size() ? depth_row_[d] : static_cast<uint32_t>(trans_words_);
   }
@@ -119,6 +142,9 @@ class AcDfa {
   struct Free {
     void operator()(uint32_t* p) const { std::free(p); }
   };
+  // 2 MB aligned, THP-advised, zeroed; null when out of memory.
+  static uint32_t* alloc_table(size_t words);
+  void reorder_by_visits(const AcOrder& order);  // hot_order.cpp
   uint32_t row_words_ = 0;
   // 2 MB aligned and madvise(MADV_HUGEPAGE): the table is far larger than the TLB reach of 4 KB
   // pages and rows are visited at random.

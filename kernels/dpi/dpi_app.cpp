@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/dpi/hot_order.hpp"
+
 namespace hpr::dpi {
 namespace {
 
@@ -44,9 +46,16 @@ Result<std::unique_ptr<DpiApp>> DpiApp::create(PatternSet patterns, DpiConfig cf
   if (cfg.max_slice_bytes < 1 || cfg.max_slice_bytes > 65535)
     return error(Code::kInvalidArgument, "dpi: max_slice_bytes = {} must be in 1..65535", cfg.max_slice_bytes);
   if (cfg.native_engine == DpiConfig::Engine::kAuto) cfg.native_engine = kDefaultNativeEngine;
+  std::vector<std::vector<uint8_t>> train;  // kAutomaton: read by automaton(), below
+  if (!cfg.automaton_train.empty() && cfg.native_engine == DpiConfig::Engine::kPrefilter) {
+    auto t = load_payloads(cfg.automaton_train, "dpi: automaton_train");
+    if (!t.is_ok()) return t.status();
+    train = std::move(*t);
+  }
   std::unique_ptr<PrefilterMatcher> pf;
   if (cfg.native_engine == DpiConfig::Engine::kPrefilter) {
-    auto r = PrefilterMatcher::build(patterns.patterns, cfg.prefilter_simd, cfg.max_table_bytes);
+    auto r = PrefilterMatcher::build(patterns.patterns, cfg.prefilter_simd, cfg.max_table_bytes,
+                                     AcOrder{payload_spans(train), 1});
     if (!r.is_ok()) return r.status();
     pf = std::move(*r);
   }
@@ -60,7 +69,16 @@ Result<std::unique_ptr<DpiApp>> DpiApp::create(PatternSet patterns, DpiConfig cf
 
 Result<const AcDfa*> DpiApp::automaton() const {
   std::call_once(dfa_once_, [this] {
-    auto d = AcDfa::build(patterns_.patterns, cfg_.max_table_bytes);
+    std::vector<std::vector<uint8_t>> train;  // read again: not held by a run that never builds this
+    if (!cfg_.automaton_train.empty()) {
+      auto t = load_payloads(cfg_.automaton_train, "dpi: automaton_train");
+      if (!t.is_ok()) {
+        dfa_status_ = t.status();
+        return;
+      }
+      train = std::move(*t);
+    }
+    auto d = AcDfa::build(patterns_.patterns, AcOrder{payload_spans(train), 1}, cfg_.max_table_bytes);
     if (d.is_ok()) dfa_.emplace(std::move(*d));
     else dfa_status_ = d.status();
   });

@@ -41,6 +41,12 @@ struct DpiConfig {
   enum class Engine : uint8_t { kAuto, kAutomaton, kPrefilter };
   Engine native_engine = Engine::kAuto;
   SimdPath prefilter_simd = SimdPath::kAuto;  // the prefilter's SIMD path (resolved by CPU feature)
+  // Automaton state order (AcOrder, ac.hpp): empty = BFS (the default); else a pcap file or a
+  // directory of captures whose L4 payloads are scanned to count state visits, and the states of
+  // both automata (the whole set's, the prefilter's long patterns') are renumbered by visits. Same
+  // matches either way; measured in docs/dpi.md ("Hot-DFA state order"). Errors at create:
+  // kNotFound / kInvalidArgument naming `automaton_train` (hot_order.hpp).
+  std::string automaton_train;
 };
 // The prefilter path: faster than the automaton on the real captures with both ET sets (docs/dpi.md).
 inline constexpr DpiConfig::Engine kDefaultNativeEngine = DpiConfig::Engine::kPrefilter;

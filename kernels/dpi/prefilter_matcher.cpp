@@ -9,7 +9,7 @@
 namespace hpr::dpi {
 
 Result<std::unique_ptr<PrefilterMatcher>> PrefilterMatcher::build(const std::vector<Pattern>& patterns, SimdPath simd,
-                                                                  uint64_t max_table_bytes) {
+                                                                  uint64_t max_table_bytes, const AcOrder& order) {
   if (patterns.empty()) return error(Code::kInvalidArgument, "DPI prefilter: no patterns");
   auto m = std::unique_ptr<PrefilterMatcher>(new PrefilterMatcher());
   std::vector<Pattern> sp, lp;
@@ -28,7 +28,9 @@ Result<std::unique_ptr<PrefilterMatcher>> PrefilterMatcher::build(const std::vec
     m->stats_.table_bytes += m->short_.table_bytes();
   }
   if (!lp.empty()) {
-    auto d = AcDfa::build(lp, max_table_bytes);
+    AcOrder o = order;
+    o.keep_depths = std::max(o.keep_depths, kFingerprintBytes);  // scan_long reads depths 0..4 from the row
+    auto d = AcDfa::build(lp, o, max_table_bytes);
     if (!d.is_ok()) return d.status();
     m->long_.dfa = std::make_unique<AcDfa>(std::move(*d));
     m->stats_.table_bytes += m->long_.dfa->stats().table_bytes;

@@ -36,9 +36,13 @@ struct PrefilterStats {
 class PrefilterMatcher {
  public:
   // Errors: as AcDfa::build (no patterns, an empty pattern, a table over `max_table_bytes`).
+  // `order`: the long-pattern automaton's state order (AcOrder; keep_depths raised to 4, the depths
+  // a run's end is read from).
   static Result<std::unique_ptr<PrefilterMatcher>> build(const std::vector<Pattern>& patterns,
                                                          SimdPath simd = SimdPath::kAuto,
-                                                         uint64_t max_table_bytes = 2ull << 30);
+                                                         uint64_t max_table_bytes = 2ull << 30,
+                                                         const AcOrder& order = {});
+  const AcDfa* long_automaton() const { return long_.dfa.get(); }  // null without long patterns
 
   // Same convention as AcDfa::scan: min(count, k) ids to `ids` (k <= kMaxIds), returns the count.
   uint32_t scan(const uint8_t* p, uint32_t len, uint32_t* ids, uint32_t k) const;

@@ -1,5 +1,6 @@
 // DPI kernel on every OpenCL device (PoCL: POCL_DEVICES="pthread basic" gives two) equals the native
-// path byte for byte, on synthetic payloads with planted ET patterns (dense matches included).
+// path byte for byte, on synthetic payloads with planted ET patterns (dense matches included), also
+// on a table in visit order (DpiConfig::automaton_train).
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -183,4 +184,29 @@ TEST_CASE("DPI kernel == native, every device, every capture") {
   WARN("captures: " << test::all_captures().size() << " packets " << pkts << " payload bytes " << bytes
                     << " matches " << matches << " devices " << runners(app).size());
   CHECK(matches > bytes);
+}
+
+TEST_CASE("DPI kernel on a visit-ordered table (DpiConfig::automaton_train) == native BFS order, every device") {
+  const DpiApp& app = et_app();
+  auto hot = DpiApp::create(app.patterns(), {.native_engine = DpiConfig::Engine::kAutomaton,
+                                             .automaton_train = data_path("pcap/ndpi/1kxun.pcap")});
+  INFO(hot.status().to_string());
+  REQUIRE(hot.is_ok());
+  REQUIRE((*hot)->dfa().stats().train_bytes > 0);
+  auto pl = payloads(app.patterns().patterns, 500, 7);
+  HostBatch b = gather(pl, app.result_bytes());
+  app.run_native(b.view());
+  const auto& pc = test::all_captures().front();
+  HostBatch c = kernels::gather(app, pc.pkts);
+  app.run_native(c.view());
+  auto devs = discover_devices();
+  REQUIRE(devs.is_ok());
+  for (auto& d : *devs) {
+    auto run = kernels::DeviceRunner::create(**hot, d.device);  // uploads the visit-ordered table
+    INFO(d.name << ": " << run.status().to_string());
+    REQUIRE(run.is_ok());
+    CHECK(run_on(*run, b) == b.out);
+    INFO(pc.cap.path);
+    CHECK(run_on(*run, c) == c.out);
+  }
 }
