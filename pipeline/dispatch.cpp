@@ -135,8 +135,9 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
   const uint16_t burst = std::min<uint16_t>(cfg_.rx_burst, Burst::kMax);
   uint16_t n = rx_->rx_burst(pkts, burst, now);
   if (n == 0) return 0;
-  // Pass 1: classify; flows go to the balancer in one call per burst.
-  uint16_t nm = 0;
+  // Pass 1: parse, key and hash, each flow's index slot prefetched (as the worker path does); then classify, the
+  // slots on their way from memory. Flows go to the balancer in one call per burst.
+  FlowKey* keys = burst_->keys;
   for (uint16_t i = 0; i < n; ++i) {
     Packet& p = pkts[i];
     if (parse(p, cfg_.parse) != DropReason::kNone) {
@@ -148,8 +149,14 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     p.hash = 0;
     p.flow_id = kNoFlow;
     if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
-    FlowKey k;
-    p.hash = canonical_flow_key(p, k);
+    p.hash = canonical_flow_key(p, keys[i]);
+    flows_->prefetch(p.hash);
+  }
+  uint16_t nm = 0;
+  for (uint16_t i = 0; i < n; ++i) {
+    Packet& p = pkts[i];
+    if (what[i] == kDropped || (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6)) continue;
+    const FlowKey& k = keys[i];
     bool inserted = false;
     p.flow_id = flows_->lookup_or_insert(k, p.hash, now, &inserted);
     bump(flows_seen_, inserted);
@@ -175,8 +182,9 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     balance::LaneTable table{lane_states_, flow_pending_, now};
     balancer_->assign({metas, nm}, table, {chosen, nm});
   }
-  // Pass 2: enqueue in arrival order.
-  uint16_t j = 0;
+  // Pass 2: enqueue in arrival order. Packets for a lane run in place (run to completion) are compacted to the front
+  // of the burst instead and run after the pass, behind what that lane's queue holds.
+  uint16_t j = 0, direct = 0;
   for (uint16_t i = 0; i < n; ++i) {
     if (what[i] == kDropped) continue;
     Packet& p = pkts[i];
@@ -219,6 +227,11 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     }
     p.lane = lane;
     if (fs != nullptr) flows_->in_flight(p.flow_id).fetch_add(1, std::memory_order_acq_rel);
+    if (in_place_[lane]) {
+      if (direct != i) pkts[direct] = p;
+      ++direct;
+      continue;
+    }
     if (!enqueue(p, lane)) {
       if (fs != nullptr) {
         flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
@@ -228,6 +241,7 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
       drop_at_dispatch(&p, 1, DropReason::kQueueFull);
     }
   }
+  if (direct > 0) run_direct(pkts, direct);
   return n;
 }
 

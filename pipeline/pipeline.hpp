@@ -229,6 +229,7 @@ class Pipeline {
     balance::PacketMeta metas[kMax];
     uint16_t chosen[kMax];
     uint8_t what[kMax];
+    FlowKey keys[kMax];
   };
   // The in-place worker path (worker.cpp): run to completion with one native lane, no device.
   struct WorkerBurst {
@@ -247,6 +248,8 @@ class Pipeline {
   void init_worker();
   uint16_t worker_burst(uint64_t now);
   bool lane_in_place(size_t li);
+  void run_direct(Packet* pkts, uint16_t n);
+  void leave_in_place(Lane& lane, Packet* pkts, uint16_t n);
   void send_in_place(Lane& lane, Packet* pkts, uint16_t m, uint64_t t0, bool own_rx_times);
   // The worker path switched on and off at run time (worker.cpp): when the weights give every new flow to one
   // eligible native lane, the dispatcher stops receiving until every lane has drained, then runs that lane in place;

@@ -8,6 +8,9 @@
 // written by rx and read where it lies. Per-flow order holds by construction (the burst is never
 // reordered), so nothing checks sequence numbers; books, drop reasons, latency, the lane's counters,
 // the result log and the shaper are the same as on the lane path.
+//
+// Beside device lanes (run to completion) a native lane's share goes through its queue, and lane_in_place runs what
+// the queue holds the same way: the app in place, then out from here (send_in_place, shared with the burst path).
 #include <span>
 
 #include "hpr/clock.hpp"
@@ -127,8 +130,38 @@ bool Pipeline::lane_in_place(size_t li) {
   Packet* pkts = worker_->queued;
   const auto n = static_cast<uint16_t>(lane.input().pop_burst(pkts, Burst::kMax));
   if (n == 0) return false;
+  leave_in_place(lane, pkts, n);
+  egress_handled_[li]->store(egress_handled_[li]->load(std::memory_order_relaxed) + n, std::memory_order_release);
+  return true;
+}
+
+// dispatch_burst's packets for lanes run in place, never queued (so neither enqueued_ nor egress_handled_ counts
+// them), each lane's after everything its queue holds: a flow's older packets may wait there (held for a move, or
+// re-routed from a failed lane).
+void Pipeline::run_direct(Packet* pkts, uint16_t n) {
+  for (size_t li = 0; li < lanes_.size(); ++li) {
+    if (!in_place_[li]) continue;
+    uint16_t m = 0;
+    for (uint16_t i = 0; i < n; ++i) m += pkts[i].lane == li;
+    if (m == 0) continue;
+    while (lane_in_place(li)) {
+    }
+    if (m == n) {
+      leave_in_place(*lanes_[li], pkts, n);
+      return;
+    }
+    Packet* mine = worker_->queued;
+    m = 0;
+    for (uint16_t i = 0; i < n; ++i)
+      if (pkts[i].lane == li) mine[m++] = pkts[i];
+    leave_in_place(*lanes_[li], mine, m);
+  }
+}
+
+// Egress' order check and in-flight count (egress_poll), then the app in place and out.
+void Pipeline::leave_in_place(Lane& lane, Packet* pkts, uint16_t n) {
   const uint64_t t0 = monotonic_ns();
-  for (uint16_t i = 0; i < n; ++i) {  // egress' order check and in-flight count (egress_poll)
+  for (uint16_t i = 0; i < n; ++i) {
     const Packet& p = pkts[i];
     if (p.flow_id == kNoFlow) continue;
     uint32_t& exp = expected_seq_[p.flow_id];
@@ -137,8 +170,6 @@ bool Pipeline::lane_in_place(size_t li) {
     flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
   }
   send_in_place(lane, pkts, n, t0, true);
-  egress_handled_[li]->store(egress_handled_[li]->load(std::memory_order_relaxed) + n, std::memory_order_release);
-  return true;
 }
 
 // The app in place on m packets that leave from here (the worker path's burst, or a native lane's queued packets):

@@ -2,7 +2,8 @@
 """What a small share on a device lane costs the whole run (issues 12 and 13).
 
 Static weights, run to completion (the default on 2 cores), generator traffic: native only (the in-place worker
-path) against a native lane beside PoCL's `pthread` device holding 1/16 and 1/4 of the flows, for each hpr binary
+path) against two native lanes (the lane path without a device) and a native lane beside PoCL's `pthread` device
+holding 1/16 and 1/4 of the flows, for each hpr binary
 given (`--hpr NAME=PATH`, repeatable: e.g. the build before and after a change). The learner's re-checks and its
 mix phase run such setups, and static weights of this kind are what it holds when a device is worth a small share.
 Rounds interleave every (binary, case), rotated each round. Reports Mpps per case (median and spread) and each case's
@@ -15,7 +16,8 @@ import argparse, os, statistics, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from learn_vs_static import ROOT, run, summarise  # noqa: E402
 
-CASES = {"native only": (["--devices", "none"], None)}
+CASES = {"native only": (["--devices", "none"], None),
+         "2 native lanes, 1/2 each": (["--static", "--devices", "none", "--native", "2"], None)}
 for num, den in ((1, 16), (1, 4)):
     CASES[f"native + pthread {num}/{den}"] = (
         ["--static", "--devices", "pthread"],
