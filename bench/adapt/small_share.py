@@ -3,8 +3,8 @@
 
 Static weights, run to completion (the default on 2 cores), generator traffic: native only (the in-place worker
 path) against two native lanes (the lane path without a device) and a native lane beside PoCL's `pthread` device
-holding 1/16 and 1/4 of the flows, for each hpr binary
-given (`--hpr NAME=PATH`, repeatable: e.g. the build before and after a change). The learner's re-checks and its
+holding 1/16 and 1/4 of the flows, for each hpr binary given (`--hpr NAME=PATH`, repeatable: e.g. the build before
+and after a change). The learner's re-checks and its
 mix phase run such setups, and static weights of this kind are what it holds when a device is worth a small share.
 Rounds interleave every (binary, case), rotated each round. Reports Mpps per case (median and spread) and each case's
 ratio to native only of the same binary in the same round (median, min-max).
