@@ -226,7 +226,7 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
       continue;
     }
     p.lane = lane;
-    if (fs != nullptr) flows_->in_flight(p.flow_id).fetch_add(1, std::memory_order_acq_rel);
+    if (fs != nullptr) flight_add(p.flow_id);
     if (in_place_[lane]) {
       if (direct != i) pkts[direct] = p;
       ++direct;
@@ -234,7 +234,7 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     }
     if (!enqueue(p, lane)) {
       if (fs != nullptr) {
-        flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
+        flight_sub(p.flow_id);
         fs->next_seq--;  // keep the flow's sequence contiguous: this packet never existed for egress
       }
       bump(lanes_[lane]->stats().queue_full, 1);

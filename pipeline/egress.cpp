@@ -203,7 +203,7 @@ bool Pipeline::egress_poll() {
         uint32_t& exp = expected_seq_[p.flow_id];
         if (p.seq != 0 && p.seq != exp) bump(reorders_, 1);
         exp = p.seq + 1;
-        flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
+        flight_sub(p.flow_id);
       }
       if (p.drop != DropReason::kNone) {
         drop_at_egress(p);

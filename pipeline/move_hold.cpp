@@ -53,9 +53,9 @@ bool Pipeline::flush_held() {
       drop_at_dispatch(&p, 1, DropReason::kNoLane);
     } else {
       p.lane = lane;
-      flows_->in_flight(p.flow_id).fetch_add(1, std::memory_order_acq_rel);
+      flight_add(p.flow_id);
       if (!enqueue(p, lane)) {  // a full queue without backpressure: this packet and the flow's rest wait
-        flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
+        flight_sub(p.flow_id);
         c &= static_cast<uint16_t>(~kGo);
         held_[w++] = p;
         continue;

@@ -267,7 +267,7 @@ bool Pipeline::handle_failed_lanes() {
         while (!lanes_[to]->input().push(o)) wait_step(r);  // never drop a re-routed packet for room
         ++enqueued_[to];
       } else {
-        if (o.flow_id != kNoFlow) flows_->in_flight(o.flow_id).fetch_sub(1, std::memory_order_release);
+        if (o.flow_id != kNoFlow) flight_sub(o.flow_id);
         drop_at_dispatch(&o, 1, DropReason::kNoLane);
       }
     }
@@ -349,7 +349,7 @@ Summary Pipeline::finish() {
     std::vector<Packet> left = retire(*l);
     spdlog::warn("lane {} failed while draining; {} packets it held are counted as no_lane", l->name(), left.size());
     for (auto& o : left) {
-      if (o.flow_id != kNoFlow) flows_->in_flight(o.flow_id).fetch_sub(1, std::memory_order_release);
+      if (o.flow_id != kNoFlow) flight_sub(o.flow_id);
       drop_at_dispatch(&o, 1, DropReason::kNoLane);
     }
   }

@@ -271,6 +271,18 @@ class Pipeline {
   void transmit(std::vector<Packet>& txq);
   void send(size_t port, Packet* pkts, uint16_t n);  // to one output port, counted
   void drop_at_egress(const Packet& p);
+  // One packet more or fewer of a flow in flight (queued or on a lane). Run to completion: one thread adds and takes
+  // away, so a load and a store (no locked instruction, as `bump`); threaded: the dispatcher adds, egress takes away.
+  void flight_add(uint32_t id) {
+    std::atomic<uint32_t>& c = flows_->in_flight(id);
+    if (cfg_.run_to_completion) c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    else c.fetch_add(1, std::memory_order_acq_rel);
+  }
+  void flight_sub(uint32_t id) {
+    std::atomic<uint32_t>& c = flows_->in_flight(id);
+    if (cfg_.run_to_completion) c.store(c.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    else c.fetch_sub(1, std::memory_order_acq_rel);
+  }
   // A packet of a [[service]] leaves for the output `latency_ns` after rx: its service's books.
   void book_service(const Packet& p, uint64_t latency_ns) {
     ServiceBooks& b = (*svc_books_)[p.svc];

@@ -167,7 +167,7 @@ void Pipeline::leave_in_place(Lane& lane, Packet* pkts, uint16_t n) {
     uint32_t& exp = expected_seq_[p.flow_id];
     if (p.seq != 0 && p.seq != exp) bump(reorders_, 1);
     exp = p.seq + 1;
-    flows_->in_flight(p.flow_id).fetch_sub(1, std::memory_order_acq_rel);
+    flight_sub(p.flow_id);
   }
   send_in_place(lane, pkts, n, t0, true);
 }
