@@ -199,12 +199,7 @@ bool Pipeline::egress_poll() {
     any = true;
     for (size_t i = 0; i < n; ++i) {
       Packet& p = e.buf[i];
-      if (p.flow_id != kNoFlow) {
-        uint32_t& exp = expected_seq_[p.flow_id];
-        if (p.seq != 0 && p.seq != exp) bump(reorders_, 1);
-        exp = p.seq + 1;
-        flight_sub(p.flow_id);
-      }
+      off_lane(p);
       if (p.drop != DropReason::kNone) {
         drop_at_egress(p);
         rx_->release(&p, 1);

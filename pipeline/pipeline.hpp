@@ -229,11 +229,10 @@ class Pipeline {
     balance::PacketMeta metas[kMax];
     uint16_t chosen[kMax];
     uint8_t what[kMax];
-    FlowKey keys[kMax];
+    FlowKey keys[kMax];  // canonical flow keys (dispatch_burst: by position; worker_burst: compacted)
   };
   // The in-place worker path (worker.cpp): run to completion with one native lane, no device.
   struct WorkerBurst {
-    FlowKey keys[Burst::kMax];
     Packet dropped[Burst::kMax];         // the app's drops, released together
     Packet queued[Burst::kMax];          // lane_in_place: what it took from the lane's queue
     std::vector<kernels::Desc> desc;     // kMax × the app's desc_slots()
@@ -282,6 +281,15 @@ class Pipeline {
     std::atomic<uint32_t>& c = flows_->in_flight(id);
     if (cfg_.run_to_completion) c.store(c.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
     else c.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  // A packet done with its lane, before it is sent or counted as dropped (egress, or a lane run in place): egress'
+  // order check (a reorder when it is not its flow's next sequence number) and one packet fewer of its flow in flight.
+  void off_lane(const Packet& p) {
+    if (p.flow_id == kNoFlow) return;
+    uint32_t& exp = expected_seq_[p.flow_id];
+    if (p.seq != 0 && p.seq != exp) bump(reorders_, 1);
+    exp = p.seq + 1;
+    flight_sub(p.flow_id);
   }
   // A packet of a [[service]] leaves for the output `latency_ns` after rx: its service's books.
   void book_service(const Packet& p, uint64_t latency_ns) {

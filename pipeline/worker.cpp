@@ -79,7 +79,7 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
   Packet* pkts = burst_->pkts;
   const uint16_t n = rx_->rx_burst(pkts, std::min<uint16_t>(cfg_.rx_burst, Burst::kMax), now);
   if (n == 0) return 0;
-  WorkerBurst& w = *worker_;
+  FlowKey* keys = burst_->keys;
   // Parse, key and hash; what fails to parse is dropped here, the rest is compacted in arrival order.
   uint16_t m = 0;
   for (uint16_t i = 0; i < n; ++i) {
@@ -91,7 +91,7 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
     p.hash = 0;
     p.flow_id = kNoFlow;
     if (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6) {
-      p.hash = canonical_flow_key(p, w.keys[m]);
+      p.hash = canonical_flow_key(p, keys[m]);
       flows_->prefetch(p.hash);
     }
     if (m != i) pkts[m] = p;
@@ -103,10 +103,10 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
     Packet& p = pkts[i];
     if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
     bool inserted = false;
-    p.flow_id = flows_->lookup_or_insert(w.keys[i], p.hash, now, &inserted);
+    p.flow_id = flows_->lookup_or_insert(keys[i], p.hash, now, &inserted);
     inserted_total += inserted;
     if (p.flow_id == kNoFlow) continue;
-    if (inserted) app_->flow_started(p.flow_id, w.keys[i]);
+    if (inserted) app_->flow_started(p.flow_id, keys[i]);
     FlowState& fs = flows_->state(p.flow_id);
     fs.lane = worker_lane_.load(std::memory_order_relaxed);
     p.seq = kernels::take_seq(fs, p.flow_id, *app_);  // the app may use it (AES: the IV), as on the lane path
@@ -158,17 +158,10 @@ void Pipeline::run_direct(Packet* pkts, uint16_t n) {
   }
 }
 
-// Egress' order check and in-flight count (egress_poll), then the app in place and out.
+// Egress' order check and in-flight count (off_lane, as egress_poll), then the app in place and out.
 void Pipeline::leave_in_place(Lane& lane, Packet* pkts, uint16_t n) {
   const uint64_t t0 = monotonic_ns();
-  for (uint16_t i = 0; i < n; ++i) {
-    const Packet& p = pkts[i];
-    if (p.flow_id == kNoFlow) continue;
-    uint32_t& exp = expected_seq_[p.flow_id];
-    if (p.seq != 0 && p.seq != exp) bump(reorders_, 1);
-    exp = p.seq + 1;
-    flight_sub(p.flow_id);
-  }
+  for (uint16_t i = 0; i < n; ++i) off_lane(pkts[i]);
   send_in_place(lane, pkts, n, t0, true);
 }
 
