@@ -146,8 +146,16 @@ class App {
   virtual std::string chain_label(uint32_t k) const { return std::string(chain_app(k).name()); }
   // Descriptors (and slice pointers) per packet that run_in_place needs.
   virtual uint32_t desc_slots() const { return chain_length(); }
-  // Whether OpenCL devices can run this app (a chain: not yet; its lanes are native).
-  virtual bool runs_on_devices() const { return true; }
+  // Why an OpenCL lane cannot run this app (services: "services run on native lanes only"), or empty: it can.
+  virtual std::string device_refusal() const { return {}; }
+  // The kernels an OpenCL lane runs on each batch, in turn, on one gathered copy of its packets: 1 (this app's own)
+  // or a chain's apps (chain_app(k); pipeline/executors.cpp).
+  virtual uint32_t device_stages() const { return 1; }
+  // Whether finish() rewrites frame bytes before the app's slice (ipv4 with neighbours: the Ethernet addresses), and
+  // whether the slice begins at the frame's first byte (md5_whole_frame): a chain that has such an app after such a
+  // finish runs on native lanes only (a device's later app would read the bytes as gathered, before the rewrite).
+  virtual bool rewrites_l2() const { return false; }
+  virtual bool reads_l2() const { return false; }
   // Traffic classes for the LAPS balancer (its service partitions, laps-hash-afd-load-balancing.txt §III-C): how many,
   // and a packet's. Default: one, or the generator's service number (Packet::service) for LAPS experiments;
   // services: the [[service]] the packet matches (service_app.hpp).

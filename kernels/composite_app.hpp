@@ -1,8 +1,8 @@
 #pragma once
 // An app made of apps: a chain (chain/chain_app.hpp) or services (service/service_app.hpp). It runs only through
 // run_in_place, on native lanes: App's per-packet hooks (slice, slices_in_place, run_native, finish) run nothing here,
-// and no OpenCL device runs it (an OpenCL lane runs one app per batch; runs_on_devices() is false and run_setup leaves
-// the devices out, saying why).
+// and an OpenCL lane runs only a chain (ChainApp: its apps' kernels in turn, device_stages()); services say why not
+// (device_refusal, and run_setup leaves the devices out).
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,7 +22,7 @@ class CompositeApp : public App {
   void slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const override;
   void run_native(const BatchView&) const override {}
   void finish(std::span<Packet>, const BatchView&) const override {}
-  bool runs_on_devices() const override { return false; }
+  std::string device_refusal() const override { return "services run on native lanes only"; }
 };
 
 }  // namespace hpr::kernels

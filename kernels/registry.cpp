@@ -104,7 +104,7 @@ Result<std::shared_ptr<App>> make_app(const std::string& name, const AppOptions&
     if (!a) return a.status();
     apps.push_back(std::move(*a));
   }
-  auto chain = ChainApp::create(std::move(apps));
+  auto chain = ChainApp::create(std::move(apps), opt.max_frame_bytes);
   if (!chain) return chain.status();
   return std::shared_ptr<App>(std::move(*chain));
 }

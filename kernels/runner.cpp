@@ -42,29 +42,107 @@ void scatter_back(const App& app, std::span<Packet> pkts, const BatchView& b) {
   }
 }
 
+uint32_t gather_chain(const App& chain, std::span<const Packet> pkts, Desc* desc, int32_t* shift, uint8_t* buf,
+                      size_t buf_bytes) {
+  const uint32_t stages = chain.device_stages();
+  uint32_t anchor = 0;  // the app whose slices are the largest: its slice begins aligned
+  for (uint32_t k = 1; k < stages; ++k)
+    if (chain.chain_app(k).max_slice_bytes() > chain.chain_app(anchor).max_slice_bytes()) anchor = k;
+  uint32_t off = 0;
+  for (size_t i = 0; i < pkts.size(); ++i) {
+    const Packet& p = pkts[i];
+    Slice first{};
+    uint32_t lo = UINT32_MAX, hi = 0, at = UINT32_MAX;
+    if (p.drop == DropReason::kNone) {
+      for (uint32_t k = 0; k < stages; ++k) {
+        const Slice s = chain.chain_app(k).slice(p);
+        if (k == 0) first = s;
+        if (s.len == 0) continue;
+        lo = std::min<uint32_t>(lo, s.offset);
+        hi = std::max<uint32_t>(hi, s.offset + s.len);
+        if (k == anchor) at = s.offset;
+      }
+    }
+    const uint32_t base = hi == 0 ? off : off + (kSliceAlign - ((at == UINT32_MAX ? lo : at) - lo) % kSliceAlign) % kSliceAlign;
+    if (hi == 0 || base + (hi - lo) > buf_bytes) {  // nothing to gather (or, never with a buffer sized as above, no room)
+      shift[i] = kNotGathered;
+      desc[i] = Desc{off, 0, first.flags, p.flow_id, p.seq};
+      continue;
+    }
+    std::memcpy(buf + base, p.data + lo, hi - lo);
+    shift[i] = static_cast<int32_t>(base) - static_cast<int32_t>(lo);
+    desc[i] = Desc{first.len != 0 ? static_cast<uint32_t>(first.offset + shift[i]) : base, first.len, first.flags,
+                   p.flow_id, p.seq};
+    off = align_slice(base + (hi - lo));
+  }
+  return off;
+}
+
+void chain_descs(const App& app, std::span<const Packet> pkts, const int32_t* shift, Desc* desc) {
+  for (size_t i = 0; i < pkts.size(); ++i) {
+    const Packet& p = pkts[i];
+    Slice s = packet_slice(app, p);
+    if (shift[i] == kNotGathered) s.len = 0;  // its slices were empty when gathered: they still are
+    desc[i] = Desc{s.len != 0 ? static_cast<uint32_t>(s.offset + shift[i]) : 0, s.len, s.flags, p.flow_id, p.seq};
+  }
+}
+
+void scatter_chain(const App& chain, std::span<Packet> pkts, const uint8_t* buf, const int32_t* shift,
+                   const Desc* const* descs) {
+  for (uint32_t k = 0; k < chain.device_stages(); ++k) {
+    if (!chain.chain_app(k).writes_back()) continue;
+    for (size_t i = 0; i < pkts.size(); ++i) {
+      const Desc& d = descs[k][i];
+      if (d.len != 0) std::memcpy(pkts[i].data + (static_cast<int64_t>(d.off) - shift[i]), buf + d.off, d.len);
+    }
+  }
+}
+
 LaunchSize launch_size(const cl::Device& dev, uint32_t n) {
   size_t wg = std::min<size_t>(kWorkGroup, dev.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>());
   size_t global = (static_cast<size_t>(n) + wg - 1) / wg * wg;
   return {cl::NDRange(global), cl::NDRange(wg)};
 }
 
-Result<std::shared_ptr<AppProgram>> AppProgram::create(const App& app, const cl::Device& dev) {
+namespace {
+
+// `app` built on an existing context and queue (a chain: each app's program, the parts).
+Result<std::shared_ptr<AppProgram>> build_on(const App& app, const cl::Context& ctx, const cl::Device& dev,
+                                             const cl::CommandQueue& queue) {
   auto p = std::make_shared<AppProgram>();
+  p->context = ctx;
   p->device = dev;
+  p->queue = queue;
+  if (app.device_stages() > 1) {
+    for (uint32_t k = 0; k < app.device_stages(); ++k) {
+      auto part = build_on(app.chain_app(k), ctx, dev, queue);
+      if (!part) return error(part.status().code(), "{}: {}", app.chain_app(k).name(), part.status().message());
+      p->parts.push_back(std::move(*part));
+    }
+    return p;
+  }
+  auto prog = build_program(ctx, dev, app.kernel_source(), app.build_options());
+  if (!prog) return prog.status();
+  p->program = std::move(*prog);
+  auto tables = app.make_device_tables(ctx, queue);
+  if (!tables) return tables.status();
+  p->tables = std::move(*tables);
+  return p;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<AppProgram>> AppProgram::create(const App& app, const cl::Device& dev) {
+  cl::Context ctx;
+  cl::CommandQueue queue;
   try {
-    p->context = cl::Context(dev);
-    p->queue = cl::CommandQueue(p->context, dev);
+    ctx = cl::Context(dev);
+    queue = cl::CommandQueue(ctx, dev);
   } catch (const cl::Error& e) {
     return error(Code::kUnavailable, "cannot create a context and queue on '{}': {}", dev.getInfo<CL_DEVICE_NAME>(),
                  cl_error_name(e.err()));
   }
-  auto prog = build_program(p->context, dev, app.kernel_source(), app.build_options());
-  if (!prog) return prog.status();
-  p->program = std::move(*prog);
-  auto tables = app.make_device_tables(p->context, p->queue);
-  if (!tables) return tables.status();
-  p->tables = std::move(*tables);
-  return p;
+  return build_on(app, ctx, dev, queue);
 }
 
 Result<std::shared_ptr<AppProgram>> AppProgram::with_tables_of(const App& app) const {
@@ -72,11 +150,40 @@ Result<std::shared_ptr<AppProgram>> AppProgram::with_tables_of(const App& app) c
   p->context = context;
   p->device = device;
   p->queue = queue;
+  if (!parts.empty()) {
+    for (uint32_t k = 0; k < parts.size(); ++k) {
+      auto part = parts[k]->with_tables_of(app.chain_app(k));
+      if (!part) return part.status();
+      p->parts.push_back(std::move(*part));
+    }
+    return p;
+  }
   p->program = program;
   auto tables = app.make_device_tables(p->context, p->queue);
   if (!tables) return tables.status();
   p->tables = std::move(*tables);
   return p;
+}
+
+Result<std::shared_ptr<AppProgram>> AppProgram::for_next(const App& app, const App& next) const {
+  if (!parts.empty()) {
+    if (next.device_stages() != parts.size())
+      return error(Code::kInvalidArgument, "the new {} has {} apps, the running one {}", next.name(),
+                   next.device_stages(), parts.size());
+    auto p = std::make_shared<AppProgram>();
+    p->context = context;
+    p->device = device;
+    p->queue = queue;
+    for (uint32_t k = 0; k < parts.size(); ++k) {
+      auto part = parts[k]->for_next(app.chain_app(k), next.chain_app(k));
+      if (!part) return part.status();
+      p->parts.push_back(std::move(*part));
+    }
+    return p;
+  }
+  if (app.kernel_source() == next.kernel_source() && app.build_options() == next.build_options())
+    return with_tables_of(next);
+  return build_on(next, context, device, queue);
 }
 
 Result<cl::Kernel> AppProgram::make_kernel(const App& app) const {
@@ -87,6 +194,17 @@ Result<cl::Kernel> AppProgram::make_kernel(const App& app) const {
   } catch (const cl::Error& e) {
     return error(Code::kUnavailable, "cannot create kernel '{}': {}", app.kernel_name(), cl_error_name(e.err()));
   }
+}
+
+Result<std::vector<cl::Kernel>> AppProgram::make_kernels(const App& app) const {
+  std::vector<cl::Kernel> ks;
+  for (uint32_t k = 0; k < std::max<size_t>(parts.size(), 1); ++k) {
+    const App& a = parts.empty() ? app : app.chain_app(k);
+    auto kn = stage(k).make_kernel(a);
+    if (!kn) return kn.status();
+    ks.push_back(std::move(*kn));
+  }
+  return ks;
 }
 
 Result<DeviceRunner> DeviceRunner::create(const App& app, const cl::Device& dev) {

@@ -2,6 +2,8 @@
 // Host-side pieces every app shares: gathering a batch into the device layout, one app's program
 // and tables on one device (AppProgram, used by the pipeline's executors too), and a synchronous
 // one-batch runner for tests and benchmarks.
+#include <climits>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <vector>
@@ -27,6 +29,22 @@ HostBatch gather(const App& app, std::span<const Packet> pkts);
 // Copies the (modified) slices back into their frames; no-op unless app.writes_back().
 void scatter_back(const App& app, std::span<Packet> pkts, const BatchView& b);
 
+// A chain on one device (App::device_stages() > 1, pipeline/executors.cpp): each packet's bytes from the first byte of
+// its apps' slices to the last are gathered once, placed so that the slice of the app with the largest slices (the
+// payload's) begins 16-byte aligned; every app's kernel then reads and writes its slice there, in turn, and nothing
+// goes back to the frames between them. shift[i]: where packet i's frame byte 0 would lie in `buf` (buffer offset -
+// frame offset), kNotGathered when nothing of it was. `desc` gets app 0's descriptors. Returns the bytes used: at
+// most slice_bound + kSliceAlign per packet (batch_bytes.hpp), where the chain's max_slice_bytes() is the frame's.
+inline constexpr int32_t kNotGathered = INT32_MIN;
+uint32_t gather_chain(const App& chain, std::span<const Packet> pkts, Desc* desc, int32_t* shift, uint8_t* buf,
+                      size_t buf_bytes);
+// App k's descriptors in a gathered chain batch, made after app k-1's finish: a packet dropped by then gets an empty
+// slice.
+void chain_descs(const App& app, std::span<const Packet> pkts, const int32_t* shift, Desc* desc);
+// After a chain's last app: the slices of every app that writes back (descs[k]: app k's descriptors), into the frames.
+void scatter_chain(const App& chain, std::span<Packet> pkts, const uint8_t* buf, const int32_t* shift,
+                   const Desc* const* descs);
+
 // Work-group size of every launch. Fixed rather than left to the driver: PoCL compiles a work-group
 // function per local size at the first launch with it, and lets the size follow the global size,
 // so batches of varying size each paid a compilation (seconds) before this. Global sizes are
@@ -38,20 +56,32 @@ struct LaunchSize {
 LaunchSize launch_size(const cl::Device& dev, uint32_t n);
 
 // The app's kernel built for one device, its tables, and one kernel object per user (lane).
+// A chain (App::device_stages() > 1) is one program per app, `parts` (parts[k] runs chain_app(k)), all on this
+// context and queue so that the apps' kernels share one gathered batch; its own program and tables are then empty.
 struct AppProgram {
   cl::Context context;
   cl::Device device;
   cl::CommandQueue queue;
   cl::Program program;
   std::unique_ptr<DeviceTables> tables;
-  // Errors: the build log (kInvalidArgument), table upload failures (kUnavailable).
+  std::vector<std::shared_ptr<AppProgram>> parts;
+
+  // Errors: the build log (kInvalidArgument), table upload failures (kUnavailable); a chain's name the app.
   static Result<std::shared_ptr<AppProgram>> create(const App& app, const cl::Device& dev);
   // This built program with `app`'s tables on the same context: for an app whose kernel_source() and
-  // build_options() are this one's (aes with other keys), without building the program again.
+  // build_options() are this one's (aes with other keys), without building the program again. A chain: part by part.
   // Errors: the table upload's (kUnavailable).
   Result<std::shared_ptr<AppProgram>> with_tables_of(const App& app) const;
-  // A fresh kernel with the tables bound (clSetKernelArg is not thread safe on a shared kernel).
+  // This program for `next`, a new version of `app` (a live reload: same name, new tables), on the same context (the
+  // lanes' batch buffers live there): the built program with next's tables where the kernel (source and build
+  // options) is the same, else a new build. A chain: part by part. Errors: those of create().
+  Result<std::shared_ptr<AppProgram>> for_next(const App& app, const App& next) const;
+  // A fresh kernel with the tables bound (clSetKernelArg is not thread safe on a shared kernel). One app only.
   Result<cl::Kernel> make_kernel(const App& app) const;
+  // The kernel of each of app's device stages, in order (one app: one kernel; a chain: one per app).
+  Result<std::vector<cl::Kernel>> make_kernels(const App& app) const;
+  // The program of stage k (one app: this one).
+  const AppProgram& stage(uint32_t k) const { return parts.empty() ? *this : *parts[k]; }
 };
 
 // For tests: one batch at a time, synchronously; buffers created per call, copies desc and pkts in and out

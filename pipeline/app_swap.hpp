@@ -26,9 +26,10 @@ struct AppVersion {
   uint64_t generation = 0;
   std::shared_ptr<const kernels::App> app;
   std::vector<std::shared_ptr<kernels::AppProgram>> programs;  // per lane of the pipeline; null for native lanes
-  // Per lane: the kernel with these tables bound, made by the reload's thread so that the lane (or the dispatcher
-  // polling it) does not make it (clCreateKernel took 10-15 ms on PoCL); empty: the lane makes its own.
-  std::vector<cl::Kernel> kernels;
+  // Per lane: the kernels with these tables bound (AppProgram::make_kernels: a chain's, one per app), made by the
+  // reload's thread so that the lane (or the dispatcher polling it) does not make them (clCreateKernel took 10-15 ms
+  // on PoCL); empty: the lane makes its own.
+  std::vector<std::vector<cl::Kernel>> kernels;
 };
 
 // The current version, for every lane of one pipeline. publish() from the dispatcher; the rest from any thread.

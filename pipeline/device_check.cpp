@@ -141,8 +141,13 @@ Result<EngineOutput> run_sample(const kernels::App& app, Executor& ex, const Che
     const auto n = static_cast<uint32_t>(std::min<size_t>(batch, o.pkts.size() - first));
     HPR_RETURN_IF_ERROR(ex.submit(o.pkts.data() + first, n));
     done.clear();
-    auto r = ex.reap(true, done, [&](std::span<const Packet>, const kernels::BatchView& v, const kernels::App&, uint32_t) {
-      std::memcpy(o.out.data() + first * rb, v.out, size_t{n} * rb);
+    // Each packet's rb bytes hold its result of each app in turn (a chain's app k at its offset, App::result_bytes
+    // rounded up to 16 before it), as ChainApp's results are laid out per batch.
+    size_t at = 0;
+    auto r = ex.reap(true, done, [&](std::span<const Packet>, const kernels::BatchView& v, const kernels::App& a, uint32_t) {
+      const uint32_t ab = a.result_bytes();
+      for (uint32_t i = 0; i < n; ++i) std::memcpy(o.out.data() + (first + i) * rb + at, v.out + size_t{i} * ab, ab);
+      at += (ab + 15) / 16 * 16;
     });
     if (!r) return r.status();
     if (!*r || done.size() != n) return error(Code::kInternal, "a batch of {} packets did not come back whole", n);

@@ -100,35 +100,52 @@ class NativeExecutor final : public Executor {
 // CL_MEM_ALLOC_HOST_PTR buffer per array, mapped for the host and unmapped for the kernel: nothing
 // is copied. Discrete devices gather into pinned staging buffers and copy only the bytes used
 // (descriptors and slices in; results, and slices when the app writes back, out).
+//
+// A chain (App::device_stages() > 1) runs its apps' kernels in turn on one gathered copy of each batch
+// (kernels::gather_chain): app k's results come back, its finish runs on the host (a packet it drops gets an empty
+// slice in app k+1's descriptors), and app k+1's kernel runs on the bytes app k left on the device; only after the
+// last app do the written slices go back to the frames. Each app has its own descriptors, results and staged tables
+// (a Stage); the gathered packets are one buffer.
 class ClExecutor final : public Executor {
  public:
+  struct Stage {
+    cl::Buffer desc_buf, out_buf;      // what the kernel sees
+    cl::Buffer desc_stage, out_stage;  // discrete only: pinned host staging
+    cl::Buffer app_stage;              // what DeviceTables::stage gave this batch (AES: key slots)
+    Desc* desc_host = nullptr;
+    uint8_t* out_host = nullptr;
+  };
   struct ClSlot : Slot {
     cl::CommandQueue queue;
-    cl::Buffer desc_buf, pkts_buf, out_buf;      // what the kernel sees
-    cl::Buffer desc_stage, pkts_stage, out_stage;// discrete only: pinned host staging
-    cl::Buffer app_stage;                        // what DeviceTables::stage gave this batch (AES: key slots)
-    Desc* desc_host = nullptr;
+    cl::Buffer pkts_buf, pkts_stage;  // pkts_stage: discrete only
     uint8_t* pkts_host = nullptr;
-    uint8_t* out_host = nullptr;
+    std::vector<Stage> st;  // one per app the batch runs
+    uint32_t k = 0;         // the app whose kernel is in flight
+    // A chain: kernels::gather_chain's shifts, and the packets as app k's finish left them (k < the last app), kept
+    // apart from `pkts` so that a failure hands back the packets as they were submitted.
+    std::vector<int32_t> shift;
+    std::vector<std::vector<Packet>> after;
     cl::Event done;
-    // Unified: desc_buf and pkts_buf stay mapped (read and write) from the end of one batch to the start of the next,
-    // so that submit does not wait for a blocking map to go round the device's queue.
+    // Unified: pkts_buf and every desc_buf stay mapped (read and write) from the end of one batch to the start of the
+    // next, so that submit does not wait for a blocking map to go round the device's queue.
     bool premapped = false;
   };
 
   static Result<std::unique_ptr<Executor>> create(const App& app, std::shared_ptr<kernels::AppProgram> prog,
                                                   bool unified, const ExecutorConfig& cfg) {
     std::unique_ptr<ClExecutor> e(new ClExecutor(app, std::move(prog), unified, cfg));
-    auto k = e->prog_->make_kernel(app);
+    auto k = e->prog_->make_kernels(app);
     if (!k) return k.status();
-    e->kernel_ = std::move(*k);
+    e->kernels_ = std::move(*k);
+    e->stages_ = static_cast<uint32_t>(e->kernels_.size());
     e->fault_ = fault::cl_fault_from_env();
     if (!e->fault_.applies_to(e->prog_->device.getInfo<CL_DEVICE_NAME>()) ||
         (!cfg.call_faults && e->fault_.point != fault::ClPoint::kCorrupt))
       e->fault_ = {};
     const size_t desc_bytes = sizeof(Desc) * cfg.max_batch;
-    const size_t pkts_bytes = slice_buffer_bytes(app, cfg.max_batch);
-    const size_t out_bytes = out_buffer_bytes(app, cfg.max_batch);
+    // A chain's gather may shift each packet's span by up to kSliceAlign bytes (gather_chain).
+    const size_t pkts_bytes = slice_buffer_bytes(app, cfg.max_batch) +
+                              (e->stages_ > 1 ? size_t{cfg.max_batch} * kernels::kSliceAlign : 0);
     try {
       for (uint32_t i = 0; i < std::max<uint32_t>(cfg.in_flight, 1); ++i) {
         auto s = std::make_unique<ClSlot>();
@@ -136,22 +153,30 @@ class ClExecutor final : public Executor {
         auto& ctx = e->prog_->context;
         s->queue = cl::CommandQueue(ctx, e->prog_->device);
         e->inject(fault::ClPoint::kAlloc, CL_MEM_OBJECT_ALLOCATION_FAILURE, "clCreateBuffer");
-        if (unified) {
-          s->desc_buf = cl::Buffer(ctx, CL_MEM_READ_ONLY | CL_MEM_ALLOC_HOST_PTR, desc_bytes);
-          s->pkts_buf = cl::Buffer(ctx, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, pkts_bytes);
-          s->out_buf = cl::Buffer(ctx, CL_MEM_WRITE_ONLY | CL_MEM_ALLOC_HOST_PTR, out_bytes);
-        } else {
-          s->desc_buf = cl::Buffer(ctx, CL_MEM_READ_ONLY, desc_bytes);
-          s->pkts_buf = cl::Buffer(ctx, CL_MEM_READ_WRITE, pkts_bytes);
-          s->out_buf = cl::Buffer(ctx, CL_MEM_WRITE_ONLY, out_bytes);
-          s->desc_stage = cl::Buffer(ctx, CL_MEM_ALLOC_HOST_PTR, desc_bytes);
-          s->pkts_stage = cl::Buffer(ctx, CL_MEM_ALLOC_HOST_PTR, pkts_bytes);
-          s->out_stage = cl::Buffer(ctx, CL_MEM_ALLOC_HOST_PTR, out_bytes);
+        constexpr cl_mem_flags kHost = CL_MEM_ALLOC_HOST_PTR;
+        s->pkts_buf = cl::Buffer(ctx, CL_MEM_READ_WRITE | (unified ? kHost : 0), pkts_bytes);
+        if (!unified) {
           // Staging stays mapped for the executor's life (pinned host memory).
-          s->desc_host = static_cast<Desc*>(s->queue.enqueueMapBuffer(s->desc_stage, CL_TRUE, CL_MAP_WRITE, 0, desc_bytes));
+          s->pkts_stage = cl::Buffer(ctx, kHost, pkts_bytes);
           s->pkts_host = static_cast<uint8_t*>(
               s->queue.enqueueMapBuffer(s->pkts_stage, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0, pkts_bytes));
-          s->out_host = static_cast<uint8_t*>(s->queue.enqueueMapBuffer(s->out_stage, CL_TRUE, CL_MAP_READ, 0, out_bytes));
+        }
+        s->st.resize(e->stages_);
+        for (uint32_t k = 0; k < e->stages_; ++k) {
+          Stage& t = s->st[k];
+          const size_t out_bytes = out_buffer_bytes(app.chain_app(k), cfg.max_batch);
+          t.desc_buf = cl::Buffer(ctx, CL_MEM_READ_ONLY | (unified ? kHost : 0), desc_bytes);
+          t.out_buf = cl::Buffer(ctx, CL_MEM_WRITE_ONLY | (unified ? kHost : 0), out_bytes);
+          if (unified) continue;
+          t.desc_stage = cl::Buffer(ctx, kHost, desc_bytes);
+          t.out_stage = cl::Buffer(ctx, kHost, out_bytes);
+          t.desc_host = static_cast<Desc*>(s->queue.enqueueMapBuffer(t.desc_stage, CL_TRUE, CL_MAP_WRITE, 0, desc_bytes));
+          t.out_host = static_cast<uint8_t*>(s->queue.enqueueMapBuffer(t.out_stage, CL_TRUE, CL_MAP_READ, 0, out_bytes));
+        }
+        if (e->stages_ > 1) {
+          s->shift.resize(cfg.max_batch);
+          s->after.resize(e->stages_ - 1);
+          for (auto& a : s->after) a.reserve(cfg.max_batch);
         }
         e->slots_.push_back(std::move(s));
       }
@@ -162,11 +187,13 @@ class ClExecutor final : public Executor {
     }
     e->desc_bytes_ = desc_bytes;
     e->pkts_bytes_ = pkts_bytes;
-    e->out_bytes_ = out_bytes;
     return std::unique_ptr<Executor>(std::move(e));
   }
 
-  std::string describe() const override { return fmt::format("opencl ({})", unified_ ? "mapped" : "copied"); }
+  std::string describe() const override {
+    return fmt::format("opencl ({}{})", unified_ ? "mapped" : "copied",
+                       stages_ > 1 ? fmt::format(", {} kernels on one gathered batch", stages_) : "");
+  }
 
   // PoCL 3.1 keeps a compiled work-group function per kernel and grid width (one for the widest grid seen so far is
   // made when a launch is wider than every earlier one), but a finished launch releases the first one with the same
@@ -177,12 +204,11 @@ class ClExecutor final : public Executor {
   // launch takes that entry. n = 0: every kernel returns at once.
   void widest_launch_first(uint32_t max_batch) {
     ClSlot& s = *slots_.front();
-    kernel_.setArg(0, s.desc_buf);
-    kernel_.setArg(1, 0u);
-    kernel_.setArg(2, s.pkts_buf);
-    kernel_.setArg(3, s.out_buf);
     const kernels::LaunchSize ls = kernels::launch_size(prog_->device, max_batch);
-    s.queue.enqueueNDRangeKernel(kernel_, cl::NullRange, ls.global, ls.local);
+    for (uint32_t k = 0; k < stages_; ++k) {
+      set_args(s, k, 0);
+      s.queue.enqueueNDRangeKernel(kernels_[k], cl::NullRange, ls.global, ls.local);
+    }
     s.queue.finish();
   }
 
@@ -203,7 +229,7 @@ class ClExecutor final : public Executor {
     s.submit_ns = monotonic_ns();
     s.app = app_;
     s.version = version_;
-    const App& app = *s.app;
+    s.k = 0;
     ++count_;  // outstanding from here on, so a failure hands these packets back
     try {
       if (unified_) {
@@ -211,82 +237,70 @@ class ClExecutor final : public Executor {
         if (s.premapped) {
           s.premapped = false;  // mapped since the last batch of this slot completed
         } else {
-          s.desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(s.desc_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, desc_bytes_));
+          for (Stage& t : s.st)
+            t.desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(t.desc_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, desc_bytes_));
           s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, pkts_bytes_));
         }
       }
-      s.pkts_bytes = kernels::gather_into(app, {s.pkts.data(), n}, s.desc_host, s.pkts_host, pkts_bytes_);
-      if (Status st = prog_->tables->stage(kernel_, prog_->context, s.desc_host, n, s.app_stage); !st.is_ok()) {
-        if (unified_) {
-          s.queue.enqueueUnmapMemObject(s.desc_buf, s.desc_host);
-          s.queue.enqueueUnmapMemObject(s.pkts_buf, s.pkts_host);
-        }
-        return st;
-      }
-      const size_t used = std::max<size_t>(s.pkts_bytes, kernels::kSliceAlign);
-      if (unified_) {
-        s.queue.enqueueUnmapMemObject(s.desc_buf, s.desc_host);
-        s.queue.enqueueUnmapMemObject(s.pkts_buf, s.pkts_host);
-      } else {
-        s.queue.enqueueWriteBuffer(s.desc_buf, CL_FALSE, 0, sizeof(Desc) * n, s.desc_host);
-        s.queue.enqueueWriteBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
-      }
-      kernel_.setArg(0, s.desc_buf);
-      kernel_.setArg(1, n);
-      kernel_.setArg(2, s.pkts_buf);
-      kernel_.setArg(3, s.out_buf);
-      inject(fault::ClPoint::kEnqueue, CL_OUT_OF_RESOURCES, "clEnqueueNDRangeKernel");
-      kernels::LaunchSize ls = kernels::launch_size(prog_->device, n);
-      s.queue.enqueueNDRangeKernel(kernel_, cl::NullRange, ls.global, ls.local);
-      const size_t out_used = std::max<size_t>(size_t{n} * app.result_bytes(), 16);
-      if (unified_) {
-        // Whole and for writing too: the next batch of this slot writes its descriptors and slices into these maps.
-        constexpr cl_map_flags kRw = CL_MAP_READ | CL_MAP_WRITE;
-        s.out_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.out_buf, CL_FALSE, CL_MAP_READ, 0, out_used));
-        s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_FALSE, kRw, 0, pkts_bytes_));
-        s.desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(s.desc_buf, CL_FALSE, kRw, 0, desc_bytes_, nullptr, &s.done));
-      } else {
-        if (app.writes_back()) s.queue.enqueueReadBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
-        s.queue.enqueueReadBuffer(s.out_buf, CL_FALSE, 0, out_used, s.out_host, nullptr, &s.done);
-      }
-      s.queue.flush();
+      const std::span<const Packet> pk(s.pkts.data(), n);
+      s.pkts_bytes = stages_ == 1 ? kernels::gather_into(*s.app, pk, s.st[0].desc_host, s.pkts_host, pkts_bytes_)
+                                  : kernels::gather_chain(*s.app, pk, s.st[0].desc_host, s.shift.data(), s.pkts_host,
+                                                          pkts_bytes_);
+      return launch(s);
     } catch (const cl::Error& err) {
-      return error(Code::kUnavailable, "{} failed on '{}': {}", err.what(), prog_->device.getInfo<CL_DEVICE_NAME>(),
-                   cl_error_name(err.err()));
+      return cl_failed(err);
     }
-    return Status::ok();
   }
 
   Result<bool> reap(bool wait, std::vector<Packet>& done, const BatchFn& on_batch) override {
     if (count_ == 0) return false;
     ClSlot& s = *slots_[head_];
     const App& app = *s.app;
+    const uint32_t last = stages_ - 1;
     try {
-      cl_int st = s.done.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
-      if (st < 0) return error(Code::kUnavailable, "batch failed on '{}': {}", prog_->device.getInfo<CL_DEVICE_NAME>(), cl_error_name(st));
-      if (st != CL_COMPLETE) {
-        if (!wait) return false;
-        s.done.wait();
+      for (;;) {
+        cl_int st = s.done.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
+        if (st < 0) return error(Code::kUnavailable, "batch failed on '{}': {}", prog_->device.getInfo<CL_DEVICE_NAME>(), cl_error_name(st));
+        if (st != CL_COMPLETE) {
+          if (!wait) return false;
+          s.done.wait();
+        }
+        if (s.k == last) break;
+        // A chain's app k has run: its finish (on a copy, see ClSlot::after), then app k+1's kernel on the bytes app
+        // k left on the device.
+        std::vector<Packet>& cur = s.after[s.k];
+        const std::vector<Packet>& prev = s.k == 0 ? s.pkts : s.after[s.k - 1];
+        cur.assign(prev.begin(), prev.begin() + s.n);
+        app.chain_app(s.k).finish(cur, view(s, s.k));
+        ++s.k;
+        kernels::chain_descs(app.chain_app(s.k), cur, s.shift.data(), s.st[s.k].desc_host);
+        HPR_RETURN_IF_ERROR(launch(s));
       }
       std::span<Packet> pk(s.pkts.data(), s.n);
-      BatchView v{s.desc_host, s.n, s.pkts_host, s.out_host};
+      if (stages_ > 1) std::copy(s.after[last - 1].begin(), s.after[last - 1].end(), pk.begin());
       if (fault_.point == fault::ClPoint::kCorrupt && ++fault_calls_ >= fault_.nth && s.n > 0) {
         if (fault_calls_ == fault_.nth)
           spdlog::warn("fault injected: '{}' computes wrong results from this batch on (HPR_FAULT_CL)",
                        prog_->device.getInfo<CL_DEVICE_NAME>());
-        s.out_host[0] ^= 0x5a;
+        s.st[last].out_host[0] ^= 0x5a;
       }
-      kernels::scatter_back(app, pk, v);
-      app.finish(pk, v);
-      on_batch(pk, v, app, 0);
+      if (stages_ == 1) {
+        kernels::scatter_back(app, pk, view(s, 0));
+      } else {
+        const Desc* descs[kernels::kMaxChainLength];
+        for (uint32_t k = 0; k <= last; ++k) descs[k] = s.st[k].desc_host;
+        kernels::scatter_chain(app, pk, s.pkts_host, s.shift.data(), descs);
+      }
+      app.chain_app(last).finish(pk, view(s, last));
+      for (uint32_t k = 0; k < last; ++k) on_batch(s.after[k], view(s, k), app.chain_app(k), k);
+      on_batch(pk, view(s, last), app.chain_app(last), last);
       done.insert(done.end(), pk.begin(), pk.end());
       if (unified_) {
-        s.queue.enqueueUnmapMemObject(s.out_buf, s.out_host);
+        for (Stage& t : s.st) s.queue.enqueueUnmapMemObject(t.out_buf, t.out_host);
         s.premapped = true;  // desc and pkts stay mapped for the slot's next batch
       }
     } catch (const cl::Error& err) {
-      return error(Code::kUnavailable, "{} failed on '{}': {}", err.what(), prog_->device.getInfo<CL_DEVICE_NAME>(),
-                   cl_error_name(err.err()));
+      return cl_failed(err);
     }
     s.version.reset();
     head_ = (head_ + 1) % slots_.size();
@@ -303,18 +317,20 @@ class ClExecutor final : public Executor {
     }
   }
 
-  // The new tables are bound to a kernel of their own; batches in flight keep the old kernel's arguments (fixed at
+  // The new tables are bound to kernels of their own; batches in flight keep the old kernels' arguments (fixed at
   // their enqueue) and, through their slot's version, the old tables.
   Status adopt(std::shared_ptr<const AppVersion> v, size_t lane) override {
     HPR_RETURN_IF_ERROR(same_layout(*app_, *v->app));
     if (lane >= v->programs.size() || !v->programs[lane])
       return error(Code::kInvalidArgument, "the new version has no program for this OpenCL lane");
-    if (lane < v->kernels.size() && v->kernels[lane]() != nullptr) {
-      kernel_ = v->kernels[lane];
+    if (lane < v->kernels.size() && v->kernels[lane].size() == stages_) {
+      kernels_ = v->kernels[lane];
     } else {
-      auto k = v->programs[lane]->make_kernel(*v->app);
+      auto k = v->programs[lane]->make_kernels(*v->app);
       if (!k) return k.status();
-      kernel_ = std::move(*k);
+      if (k->size() != stages_) return error(Code::kInvalidArgument, "the new {} runs {} kernels, the running one {}",
+                                             v->app->name(), k->size(), stages_);
+      kernels_ = std::move(*k);
     }
     prog_ = v->programs[lane];
     app_ = v->app.get();
@@ -325,16 +341,83 @@ class ClExecutor final : public Executor {
  private:
   ClExecutor(const App& app, std::shared_ptr<kernels::AppProgram> prog, bool unified, const ExecutorConfig& cfg)
       : app_(&app), prog_(std::move(prog)), unified_(unified), cfg_(cfg) {}
+
+  // App k's view of slot s: its descriptors and results (the gathered bytes are mapped only after the last app).
+  static BatchView view(const ClSlot& s, uint32_t k) { return {s.st[k].desc_host, s.n, s.pkts_host, s.st[k].out_host}; }
+
+  void set_args(ClSlot& s, uint32_t k, uint32_t n) {
+    cl::Kernel& kn = kernels_[k];
+    kn.setArg(0, s.st[k].desc_buf);
+    kn.setArg(1, n);
+    kn.setArg(2, s.pkts_buf);
+    kn.setArg(3, s.st[k].out_buf);
+  }
+
+  // Runs app s.k's kernel on the slot's batch: its descriptors (and, for the first app, the gathered packets) are in
+  // their host memory. After the last app, the results (and the packets, where an app writes back) come back and,
+  // when mapped, every descriptor buffer and the packets stay mapped for the slot's next batch. Errors: the app's
+  // stage(); cl::Error is thrown.
+  Status launch(ClSlot& s) {
+    const uint32_t k = s.k, n = s.n;
+    Stage& t = s.st[k];
+    const App& app = s.app->chain_app(k);
+    const kernels::AppProgram& part = prog_->stage(k);
+    if (Status st = part.tables->stage(kernels_[k], prog_->context, t.desc_host, n, t.app_stage); !st.is_ok()) {
+      if (unified_) {
+        s.queue.enqueueUnmapMemObject(t.desc_buf, t.desc_host);
+        if (k == 0) s.queue.enqueueUnmapMemObject(s.pkts_buf, s.pkts_host);
+      }
+      return st;
+    }
+    const size_t used = std::max<size_t>(s.pkts_bytes, kernels::kSliceAlign);
+    if (unified_) {
+      s.queue.enqueueUnmapMemObject(t.desc_buf, t.desc_host);
+      if (k == 0) s.queue.enqueueUnmapMemObject(s.pkts_buf, s.pkts_host);
+    } else {
+      s.queue.enqueueWriteBuffer(t.desc_buf, CL_FALSE, 0, sizeof(Desc) * n, t.desc_host);
+      if (k == 0) s.queue.enqueueWriteBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
+    }
+    set_args(s, k, n);
+    inject(fault::ClPoint::kEnqueue, CL_OUT_OF_RESOURCES, "clEnqueueNDRangeKernel");
+    const kernels::LaunchSize ls = kernels::launch_size(prog_->device, n);
+    s.queue.enqueueNDRangeKernel(kernels_[k], cl::NullRange, ls.global, ls.local);
+    const size_t out_used = std::max<size_t>(size_t{n} * app.result_bytes(), 16);
+    const bool last = k + 1 == stages_;
+    if (unified_) {
+      t.out_host = static_cast<uint8_t*>(
+          s.queue.enqueueMapBuffer(t.out_buf, CL_FALSE, CL_MAP_READ, 0, out_used, nullptr, last ? nullptr : &s.done));
+      if (last) {
+        // Whole and for writing too: the next batch of this slot writes its descriptors and slices into these maps.
+        constexpr cl_map_flags kRw = CL_MAP_READ | CL_MAP_WRITE;
+        s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_FALSE, kRw, 0, pkts_bytes_));
+        for (uint32_t j = 0; j < stages_; ++j)
+          s.st[j].desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(
+              s.st[j].desc_buf, CL_FALSE, kRw, 0, desc_bytes_, nullptr, j == k ? &s.done : nullptr));
+      }
+    } else {
+      if (last && s.app->writes_back()) s.queue.enqueueReadBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
+      s.queue.enqueueReadBuffer(t.out_buf, CL_FALSE, 0, out_used, t.out_host, nullptr, &s.done);
+    }
+    s.queue.flush();
+    return Status::ok();
+  }
+
+  Status cl_failed(const cl::Error& err) const {
+    return error(Code::kUnavailable, "{} failed on '{}': {}", err.what(), prog_->device.getInfo<CL_DEVICE_NAME>(),
+                 cl_error_name(err.err()));
+  }
+
   const App* app_;
   std::shared_ptr<const AppVersion> version_;  // null until the first adopt: app_ lives as long as the executor
   std::shared_ptr<kernels::AppProgram> prog_;
   bool unified_;
   ExecutorConfig cfg_;
-  cl::Kernel kernel_;
+  std::vector<cl::Kernel> kernels_;  // one per app the batch runs (AppProgram::make_kernels)
+  uint32_t stages_ = 1;
   std::vector<std::unique_ptr<ClSlot>> slots_;
   size_t head_ = 0;
   uint32_t count_ = 0;
-  size_t desc_bytes_ = 0, pkts_bytes_ = 0, out_bytes_ = 0;
+  size_t desc_bytes_ = 0, pkts_bytes_ = 0;
   fault::ClFault fault_;
   uint64_t fault_calls_ = 0;
 };

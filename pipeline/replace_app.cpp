@@ -12,15 +12,6 @@ namespace {
 
 double seconds_since(uint64_t t0) { return static_cast<double>(monotonic_ns() - t0) / 1e9; }
 
-// The new app's program on an OpenCL lane's device: the built program with the new tables when the kernel is the
-// same (source and build options), else a new build.
-Result<std::shared_ptr<kernels::AppProgram>> program_for(const kernels::AppProgram& running, const kernels::App& old,
-                                                         const kernels::App& next) {
-  if (old.kernel_source() == next.kernel_source() && old.build_options() == next.build_options())
-    return running.with_tables_of(next);
-  return kernels::AppProgram::create(next, running.device);
-}
-
 }  // namespace
 
 Result<Pipeline::Replaced> Pipeline::replace_app(const MakeApp& make, int timeout_ms) {
@@ -54,13 +45,13 @@ Result<Pipeline::Replaced> Pipeline::replace_app(const MakeApp& make, int timeou
       }
       auto& np = progs[{prog.get(), v->app.get()}];
       if (!np) {
-        auto made = program_for(*prog, *cur->app, *v->app);
+        auto made = prog->for_next(*cur->app, *v->app);
         if (!made) return error(made.status().code(), "{}: {}", prog->device.getInfo<CL_DEVICE_NAME>(),
                                 made.status().message());
         np = std::move(*made);
       }
       v->programs.push_back(np);
-      auto k = np->make_kernel(*v->app);  // each lane a kernel of its own (clSetKernelArg is per kernel)
+      auto k = np->make_kernels(*v->app);  // each lane kernels of its own (clSetKernelArg is per kernel)
       if (!k) return k.status();
       v->kernels.back() = std::move(*k);
     }

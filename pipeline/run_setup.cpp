@@ -362,10 +362,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   constexpr uint32_t kCheckPackets = 256, kCheckPerFile = 8;  // the start-up check's sample: ~30 captures
   std::optional<CheckSample> sample;
   for (const auto& d : chosen) {
-    if (!ctx->app->runs_on_devices()) {
-      const std::string why =
-          fmt::format("{} runs on native lanes only (an OpenCL lane runs one app)",
-                      c.app_opts.services.empty() ? "the chain " + c.app : std::string(ctx->app->name()));
+    if (const std::string why = ctx->app->device_refusal(); !why.empty()) {
       spdlog::info("device '{}' left out: {}", d.name, why);
       ctx->left_out.push_back(d.name + ": " + why);
       continue;
@@ -409,7 +406,9 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     weigh(s.lane, 1);
     pc.lanes.push_back(std::move(s));
   }
-  if (pc.lanes.empty()) return error(Code::kUnavailable, "no lane could be started (every device was left out and lanes.native = 0)");
+  if (pc.lanes.empty())
+    return error(Code::kUnavailable, "no lane could be started (lanes.native = 0, and every device was left out: {})",
+                 ctx->left_out.empty() ? std::string("none chosen") : fmt::format("{}", fmt::join(ctx->left_out, "; ")));
   if (std::none_of(pc.lanes.begin(), pc.lanes.end(), [](const LaneSpec& s) { return s.lane.weight > 0; }))
     return error(Code::kInvalidArgument, "lanes.weights: every lane has weight 0, so no lane would take a flow");
   pc.port_map.assign(c.port_map.begin(), c.port_map.end());

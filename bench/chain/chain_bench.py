@@ -2,7 +2,9 @@
 """Chains (issue 15): what a chain of apps costs against its apps run alone, on the same lanes, in one run.
 
 Input: the 6,000-packet mix of real captures (bench/runtime/vs_testpmd.make_mix), replayed by net_pcap
-(infinite_rx) into `hpr run` with one native lane (--devices none: a chain runs on native lanes), out to net_null.
+(infinite_rx) into `hpr run`, out to net_null. Lanes (--lanes): one native lane (`native`, the default: --devices
+none --native 1), or one OpenCL device alone (its name, e.g. `pthread`: --devices NAME --native 0), where a chain
+runs each app's kernel in turn on one gathered batch.
 Routes: the real BGP table plus a default route, so that ipv4 forwards what the table does not hold (most of the
 mix's private and local addresses) and the app after it in a chain sees every packet, as it does alone; without
 it, ipv4,aes would encrypt only the few packets the table routes and look faster than aes alone.
@@ -33,12 +35,16 @@ def routes_with_default(path):
         o.write("0.0.0.0/0\t0\n")
 
 
-def hpr_mpps(binary, app, capture, seconds, routes):
+def lane_args(lanes):
+    return ["--devices", "none", "--native", "1"] if lanes == "native" else ["--devices", lanes, "--native", "0"]
+
+
+def hpr_mpps(binary, app, capture, seconds, routes, lanes):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
         cmd = [binary, "run", "-q", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
                "--vdev", f"net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev", "net_null0,no-rx=1",
-               "--devices", "none", "--native", "1", "--duration", str(seconds), "--summary-json", js,
+               *lane_args(lanes), "--duration", str(seconds), "--summary-json", js,
                "--state-dir", "none", "--static", "--routes", routes]
         env = dict(os.environ, HPR_STATE_DIR="none", HPR_MASTER_KEY="000102030405060708090a0b0c0d0e0f")
         r = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -58,6 +64,7 @@ def main():
     ap.add_argument("--chains", default="ipv4,aes ipv4,dpi dpi,md5", help="chains, separated by spaces")
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--lanes", default="native", help="native (one native lane) or an OpenCL device's name, alone")
     ap.add_argument("--hpr", default=os.path.join(ROOT, "build", "cli", "hpr"))
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "chain", "chain_bench.csv"))
     a = ap.parse_args()
@@ -76,7 +83,7 @@ def main():
     for r in range(a.rounds):
         order = cases[r % len(cases):] + cases[:r % len(cases)]
         for c in order:
-            m = hpr_mpps(a.hpr, c, mix, a.seconds, routes)
+            m = hpr_mpps(a.hpr, c, mix, a.seconds, routes, a.lanes)
             if m is None:
                 sys.exit(f"hpr run --app {c} failed")
             rate[c].append(m)
@@ -86,7 +93,7 @@ def main():
         w = csv.DictWriter(f, fieldnames=["round", "case", "mpps"])
         w.writeheader()
         w.writerows(rows)
-    print(f"\n{'case':<14} Mpps median (min-max) over {a.rounds} rounds of {a.seconds} s")
+    print(f"\nlanes: {a.lanes}\n{'case':<14} Mpps median (min-max) over {a.rounds} rounds of {a.seconds} s")
     for c in cases:
         print(f"{c:<14} {spread(rate[c])}")
     print(f"\n{'chain':<14} {'chain / slower app':<26} chain / serial (1 / sum of 1/rate)")

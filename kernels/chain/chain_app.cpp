@@ -2,14 +2,17 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace hpr::kernels {
 
-Result<std::shared_ptr<ChainApp>> ChainApp::create(std::vector<std::shared_ptr<App>> apps) {
+Result<std::shared_ptr<ChainApp>> ChainApp::create(std::vector<std::shared_ptr<App>> apps, uint32_t max_frame) {
   if (apps.size() < 2) return error(Code::kInvalidArgument, "a chain needs two apps or more, got {}", apps.size());
-  return std::shared_ptr<ChainApp>(new ChainApp(std::move(apps)));
+  return std::shared_ptr<ChainApp>(new ChainApp(std::move(apps), max_frame));
 }
 
-ChainApp::ChainApp(std::vector<std::shared_ptr<App>> apps) : apps_(std::move(apps)) {
+ChainApp::ChainApp(std::vector<std::shared_ptr<App>> apps, uint32_t max_frame)
+    : apps_(std::move(apps)), max_frame_(max_frame) {
   out_off_.push_back(0);
   for (const auto& a : apps_) {
     name_ += (name_.empty() ? "" : ",") + std::string(a->name());
@@ -18,9 +21,24 @@ ChainApp::ChainApp(std::vector<std::shared_ptr<App>> apps) : apps_(std::move(app
 }
 
 uint32_t ChainApp::max_slice_bytes() const {
-  uint32_t m = 0;
+  // A device gathers a packet's span from its first app's slice to its last's end: more than any one app's slice,
+  // at most the frame.
+  uint32_t m = max_frame_;
   for (const auto& a : apps_) m = std::max(m, a->max_slice_bytes());
   return m;
+}
+
+std::string ChainApp::device_refusal() const {
+  for (size_t k = 0; k < apps_.size(); ++k) {
+    if (!apps_[k]->rewrites_l2()) continue;
+    for (size_t j = k + 1; j < apps_.size(); ++j)
+      if (apps_[j]->reads_l2())
+        return fmt::format("the chain {} runs on native lanes only ({} reads the Ethernet addresses that {} rewrites "
+                           "after its kernel)", name_, apps_[j]->name(), apps_[k]->name());
+  }
+  for (const auto& a : apps_)
+    if (std::string why = a->device_refusal(); !why.empty()) return why;
+  return {};
 }
 
 bool ChainApp::writes_back() const {

@@ -5,7 +5,10 @@
 // its own part of the batch (descriptors, slice pointers, result bytes), reported after it finishes
 // (App::AppDone), so its events and log lines are its own.
 //
-// Native lanes only so far (composite_app.hpp).
+// On a native lane each app runs in place on the frames in turn (run_in_place). On an OpenCL lane each app's kernel runs
+// in turn on one gathered copy of the batch (device_stages(); pipeline/executors.cpp): each packet's bytes from its
+// first app's slice to its last's end are gathered once, the apps between them read and write them on the device, and
+// only what the apps write goes back to the frames, after the last app.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -17,8 +20,9 @@ namespace hpr::kernels {
 
 class ChainApp final : public CompositeApp {
  public:
-  // Errors: fewer than two apps.
-  static Result<std::shared_ptr<ChainApp>> create(std::vector<std::shared_ptr<App>> apps);
+  // max_frame: the largest frame the run's port hands out (AppOptions::max_frame_bytes): a device gathers each
+  // packet's span over every app's slice, at most the frame. Errors: fewer than two apps.
+  static Result<std::shared_ptr<ChainApp>> create(std::vector<std::shared_ptr<App>> apps, uint32_t max_frame);
 
   std::string_view name() const override { return name_; }
   uint32_t max_slice_bytes() const override;
@@ -29,6 +33,9 @@ class ChainApp final : public CompositeApp {
                     const AppDone& done) const override;
   uint32_t chain_length() const override { return static_cast<uint32_t>(apps_.size()); }
   const App& chain_app(uint32_t k) const override { return *apps_[k]; }
+  uint32_t device_stages() const override { return chain_length(); }
+  // Empty, unless an app reads the Ethernet header that an app before it rewrites in its finish (App::rewrites_l2).
+  std::string device_refusal() const override;
 
   void flow_started(uint32_t id, const FlowKey& canonical) const override;
   void flow_seq_half(uint32_t id, uint32_t half) const override;
@@ -40,8 +47,9 @@ class ChainApp final : public CompositeApp {
   std::string_view event_name() const override { return apps_.back()->event_name(); }
 
  private:
-  explicit ChainApp(std::vector<std::shared_ptr<App>> apps);
+  ChainApp(std::vector<std::shared_ptr<App>> apps, uint32_t max_frame);
   std::vector<std::shared_ptr<App>> apps_;
+  uint32_t max_frame_;
   // App k's results begin at out + n × out_off_[k]; out_off_.back() is the chain's result_bytes. Each app's share is
   // rounded up to 16 bytes, so every app's results stay as aligned as in a batch of its own.
   std::vector<uint32_t> out_off_;

@@ -137,6 +137,7 @@ class Ipv4App final : public App {
   // against finish()). Errors: kInvalidArgument when the table's size is not num_ports.
   Status set_neighbours(std::vector<Neighbour> by_next_hop);
   const std::vector<Neighbour>& neighbours() const { return neighbours_; }
+  bool rewrites_l2() const override { return !neighbours_.empty(); }  // l3fwd's rewrite in finish()
 
   const FlatLpm& lpm() const { return lpm_; }
   const Lpm6* lpm6() const { return lpm6_ ? &*lpm6_ : nullptr; }

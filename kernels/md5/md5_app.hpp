@@ -57,6 +57,7 @@ class Md5App final : public App {
   uint32_t max_slice_bytes() const override { return options_.max_frame_bytes; }
   uint32_t result_bytes() const override { return kDigestBytes; }
   bool writes_back() const override { return false; }
+  bool reads_l2() const override { return options_.whole_frame; }
 
   std::string kernel_source() const override;
   std::string_view kernel_name() const override { return "md5"; }

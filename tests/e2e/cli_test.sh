@@ -65,9 +65,11 @@ expect 2 "lanes.workers (--workers): 65 is not in 1..64" run --workers 65 --devi
 expect 2 "lanes.workers (--workers): want auto or a worker count in 1..64" run --workers many --packets 100 -q
 "$hpr" run --app ip --devices none --packets 100 >"$tmp/ip.log" 2>&1 && grep -q "^hpr run: app ipv4 " "$tmp/ip.log" &&
   echo "ok: --app ip is the ipv4 app" || fail "--app ip: $(cat "$tmp/ip.log")"
-# A chain: each packet through ipv4, then md5; the devices are left out (native lanes only), each app's events shown.
-"$hpr" run --app ip,md5 --packets 200 >"$tmp/chain.log" 2>&1 && grep -q "^hpr run: app ipv4,md5 " "$tmp/chain.log" &&
-  grep -q "runs on native lanes only" "$tmp/chain.log" && grep -qE "^  forwarded +[0-9]+ \(ipv4: " "$tmp/chain.log" &&
+# A chain: each packet through ipv4, then md5, on the devices too (each app's kernel in turn); each app's events shown.
+"$hpr" run --app ip,md5 --packets 2000 --summary-json "$tmp/chain.json" >"$tmp/chain.log" 2>&1 &&
+  grep -q "^hpr run: app ipv4,md5 " "$tmp/chain.log" && ! grep -q "left out" "$tmp/chain.log" &&
+  grep -q '"executor": *"opencl (mapped, 2 kernels on one gathered batch)"' "$tmp/chain.json" &&
+  grep -qE "^  forwarded +[0-9]+ \(ipv4: " "$tmp/chain.log" &&
   grep -qE "^  digests +[0-9]+ \(md5: " "$tmp/chain.log" && echo "ok: --app ip,md5 runs the chain" ||
   fail "--app ip,md5: $(cat "$tmp/chain.log")"
 "$hpr" run --workers auto --devices none --packets 100 >"$tmp/auto.log" 2>&1 &&

@@ -1,6 +1,7 @@
-// Chains (`--app ipv4,aes`): each packet through each app in order, on native lanes; the output equals each app's
-// native reference in turn, byte for byte, on real captures and generated traffic; each app keeps its events and
-// log lines; bad chains are refused naming app.name.
+// Chains (`--app ipv4,aes`): each packet through each app in order, on native lanes and on OpenCL devices (each app's
+// kernel in turn on one gathered batch); the output equals each app's native reference in turn, byte for byte, on
+// real captures and generated traffic; each app keeps its events and log lines; bad chains are refused naming
+// app.name.
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,12 @@ using namespace hpr;
 using namespace hpr::test;
 
 namespace {
+
+struct EnvVar {
+  const char* name;
+  EnvVar(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~EnvVar() { unsetenv(name); }
+};
 
 // Real captures with TTL-expired packets (ICMP from the host), packets without a route, IPv6, and payloads that the
 // ET rules match.
@@ -26,21 +33,38 @@ uint64_t events_of(const Summary& s, const std::string& app) {
 
 }  // namespace
 
-TEST_CASE("a chain's output equals each app's native reference in turn, in place and on lane threads") {
+TEST_CASE("a chain's output equals each app's native reference in turn: devices, in place, on lane threads") {
+  // devices: both PoCL devices and the in-place native lane (the fixture's default); devices only: the PoCL devices
+  // alone, every packet through each app's kernel in turn; lane threads: two native lanes on their own threads.
+  enum Where { kDevices, kDevicesOnly, kLaneThreads };
   for (std::string chain : {"ipv4,aes", "aes,md5", "ipv4,dpi,md5"})
     for (const char* cap : kCaptures)
-      for (bool lane_threads : {false, true}) {
-        DYNAMIC_SECTION(chain << " " << cap << (lane_threads ? " lane threads" : " in place")) {
+      for (Where where : {kDevices, kDevicesOnly, kLaneThreads}) {
+        DYNAMIC_SECTION(chain << " " << cap << " " << where) {
           Summary s = check_against_reference(chain, data_path(cap), [&](RunConfig& c) {
-            if (!lane_threads) return;
+            if (where == kDevicesOnly) c.native_lanes = 0;
+            if (where != kLaneThreads) return;
             c.run_to_completion = false;  // two native lanes on their own threads (the native executor)
+            c.devices.clear();
             c.native_lanes = 2;
           });
-          // Devices are left out, saying why; every app's events are in the summary, in chain order.
+          // Every app's events are in the summary, in chain order.
           REQUIRE(s.chain_events.size() == kernels::chain_apps(chain)->size());
           CHECK(s.chain_events.back().count == s.events);
           if (kernels::chain_has(chain, "ipv4")) CHECK(events_of(s, "ipv4") + s.dropped >= s.tx_packets);
-          for (const auto& l : s.lanes) CHECK(l.name.find("native") != std::string::npos);
+          // A device lane runs the chain's kernels on one gathered batch, and got packets where it is alone.
+          uint64_t on_devices = 0, device_lanes = 0;
+          for (const auto& l : s.lanes) {
+            const bool device = l.name.find("native") == std::string::npos;
+            if (where == kDevicesOnly) CHECK(device);
+            if (!device) continue;
+            ++device_lanes;
+            CHECK_THAT(l.executor, Catch::Contains(fmt::format("{} kernels on one gathered batch",
+                                                               kernels::chain_apps(chain)->size())));
+            on_devices += l.packets;
+          }
+          CHECK(device_lanes == (where == kLaneThreads ? 0 : 2));
+          if (where == kDevicesOnly) CHECK(on_devices > 0);
         }
       }
 }
@@ -127,10 +151,20 @@ TEST_CASE("bad chains are refused naming app.name, nothing started") {
     unsetenv("HPR_MASTER_KEY");
     refused("ipv4,aes", "app aes needs keys");
   }
-  SECTION("devices only: every device is left out, and no lane is left") {
+  SECTION("devices only, md5 of whole frames after ipv4's Ethernet rewrite: the device is left out, saying why") {
     c.devices = {"pthread"};
     c.native_lanes = 0;
-    refused("ipv4,md5", "no lane could be started");
+    c.app_opts.md5_whole_frame = true;
+    c.port_macs = {"02:00:00:00:00:a0"};
+    for (uint32_t h = 0; h < 4; ++h) c.neighbours.push_back({.next_hop = h, .port = 0, .mac = "0a:0b:0c:0d:0e:00"});
+    CHECK_THAT(refused("ipv4,md5", "no lane could be started"),
+               Catch::Contains("md5 reads the Ethernet addresses that ipv4 rewrites"));
+  }
+  SECTION("services on devices only: the devices are left out, saying why") {
+    c.devices = {"pthread"};
+    c.native_lanes = 0;
+    c.app_opts.services = {{.name = "all", .chain = "ipv4,md5", .match = {}}};
+    CHECK_THAT(refused("ipv4", "no lane could be started"), Catch::Contains("services run on native lanes only"));
   }
 }
 
@@ -160,4 +194,24 @@ TEST_CASE("a lane that fails mid-run: a chain's packets go whole to the other la
       CHECK(s.lane_failures == 1);
     }
   }
+}
+
+TEST_CASE("a device lane that fails between two apps of a chain: its packets go whole to the native lane") {
+  // One batch in flight: the kernel launches go batch 1 app 0, batch 1 app 1, batch 2 app 0, batch 2 app 1, ...; the
+  // 4th fails, after batch 2's app 0 has run on the device and its finish on the host. The batch is handed back as it
+  // was submitted and runs through the whole chain on the native lane: the output still equals the reference, and
+  // each app's books count each packet once.
+  EnvVar env("HPR_FAULT_CL", "enqueue:4@pthread");
+  const std::string gen = generated_capture("chain_cl_fail.pcap", 23, {"cmd.exe"}, 6000);
+  Summary s = check_against_reference("ipv4,aes", gen, [](RunConfig& c) {
+    c.devices = {"pthread"};
+    c.in_flight = 1;
+    c.batch = 32;
+  });
+  CHECK(s.lane_failures == 1);
+  REQUIRE(s.chain_events.size() == 2);
+  uint64_t lanes = 0;
+  for (const auto& l : s.lanes) lanes += l.packets;
+  CHECK(s.chain_events[0].in == lanes);
+  CHECK(s.chain_events[1].in == lanes);
 }

@@ -7,7 +7,9 @@
 #include <mutex>
 #include <thread>
 
+#include "kernels/chain/chain_app.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
+#include "kernels/md5/md5_app.hpp"
 #include "pipeline/pipeline.hpp"
 #include "runtime/checksum.hpp"
 #include "runtime/opencl/devices.hpp"
@@ -120,12 +122,16 @@ v4::Ipv4Config table_config() {
   return c;
 }
 
-// Generation g: every address to next hop g.
-std::shared_ptr<const kernels::App> table(uint32_t g) {
+// Generation g: every address to next hop g. `chain`: ipv4 then md5 (a chain's reload: its ipv4 replaced).
+std::shared_ptr<const kernels::App> table(uint32_t g, bool chain = false) {
   std::vector<v4::Route> routes{{.prefix = 0, .len = 0, .next_hop = g}};
   auto a = v4::Ipv4App::create(routes, table_config());
   REQUIRE(a.is_ok());
-  return std::shared_ptr<const kernels::App>(std::move(*a));
+  if (!chain) return std::shared_ptr<const kernels::App>(std::move(*a));
+  auto c = kernels::ChainApp::create({std::shared_ptr<kernels::App>(std::move(*a)), std::make_shared<kernels::md5::Md5App>()},
+                                     kDefaultMaxFrame);
+  REQUIRE(c.is_ok());
+  return *c;
 }
 
 // Backpressure (nothing may be lost in the test's own ports), one native lane; `in_place`: run to completion with it
@@ -143,7 +149,7 @@ PipelineConfig native_config(bool in_place, uint32_t batch = 256) {
   return pc;
 }
 
-enum class Mode { kInPlace, kThreaded, kDevices };
+enum class Mode { kInPlace, kThreaded, kDevices, kDevicesChain };
 
 // Under the sanitizers (CI's hardening runs) each 32 MiB table takes a second to build: 20 reloads there.
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
@@ -153,9 +159,10 @@ constexpr uint32_t kReloads = 100;
 #endif
 
 void reload_while_forwarding(Mode mode) {
-  auto first = table(1);
+  const bool chain = mode == Mode::kDevicesChain;
+  auto first = table(1, chain);
   PipelineConfig pc = native_config(mode == Mode::kInPlace, 32);
-  if (mode == Mode::kDevices) {
+  if (mode == Mode::kDevices || chain) {
     auto devs = discover_devices();
     REQUIRE(devs.is_ok());
     REQUIRE(!devs->empty());
@@ -181,8 +188,8 @@ void reload_while_forwarding(Mode mode) {
   std::vector<uint64_t> at(kReloads + 2, 0);
   for (uint32_t g = 2; g <= kReloads + 1; ++g) {
     while (src.stats().rx_packets < at[g - 1] + 500) std::this_thread::yield();  // traffic between the swaps
-    auto r = (*p)->replace_app([g](const kernels::App&) -> Result<std::shared_ptr<const kernels::App>> {
-      return table(g);
+    auto r = (*p)->replace_app([g, chain](const kernels::App&) -> Result<std::shared_ptr<const kernels::App>> {
+      return table(g, chain);
     });
     REQUIRE(r.is_ok());
     CHECK(r->generation == g);
@@ -238,6 +245,10 @@ TEST_CASE("100 route reloads with threaded native lanes: nothing lost or reorder
 
 TEST_CASE("100 route reloads with OpenCL lanes beside a native one: the devices get each table through the same swap") {
   reload_while_forwarding(Mode::kDevices);
+}
+
+TEST_CASE("100 route reloads of a chain (ipv4,md5) on OpenCL lanes: each app's kernel gets its new tables") {
+  reload_while_forwarding(Mode::kDevicesChain);
 }
 
 TEST_CASE("a reload that cannot be built leaves the running app in place") {
