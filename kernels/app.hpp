@@ -148,9 +148,15 @@ class App {
   virtual uint32_t desc_slots() const { return chain_length(); }
   // Why an OpenCL lane cannot run this app (services: "services run on native lanes only"), or empty: it can.
   virtual std::string device_refusal() const { return {}; }
-  // The kernels an OpenCL lane runs on each batch, in turn, on one gathered copy of its packets: 1 (this app's own)
-  // or a chain's apps (chain_app(k); pipeline/executors.cpp).
+  // The kernels an OpenCL lane runs on each batch, in turn, on one gathered copy of its packets: 1 (this app's own),
+  // a chain's apps, or every service's apps (chain_app(k); pipeline/executors.cpp).
   virtual uint32_t device_stages() const { return 1; }
+  // Which packets device stage k runs: kNoSvc, every packet of the batch (one app, a chain); else only the packets of
+  // that service (Packet::svc; services: the stages of a service's chain).
+  virtual uint8_t stage_service(uint32_t /*k*/) const { return kNoSvc; }
+  // Before a device gathers a batch: what run_in_place does first (services: each packet's service in Packet::svc, a
+  // packet that matches none dropped as no_service). Default: nothing.
+  virtual void classify_batch(std::span<Packet> /*pkts*/) const {}
   // Whether finish() rewrites frame bytes before the app's slice (ipv4 with neighbours: the Ethernet addresses), and
   // whether the slice begins at the frame's first byte (md5_whole_frame): a chain that has such an app after such a
   // finish runs on native lanes only (a device's later app would read the bytes as gathered, before the rewrite).

@@ -3,7 +3,8 @@
 namespace hpr::kernels {
 
 Result<std::unique_ptr<DeviceTables>> CompositeApp::make_device_tables(const cl::Context&, const cl::CommandQueue&) const {
-  return error(Code::kUnimplemented, "{} runs on native lanes only (an OpenCL lane runs one app)", name());
+  // A device runs a chain's apps' own tables (AppProgram::parts); services none.
+  return error(Code::kUnimplemented, "{} has no tables of its own: its apps' tables run on a device", name());
 }
 
 void CompositeApp::slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const {

@@ -1,8 +1,7 @@
 #pragma once
 // An app made of apps: a chain (chain/chain_app.hpp) or services (service/service_app.hpp). It runs only through
 // run_in_place, on native lanes: App's per-packet hooks (slice, slices_in_place, run_native, finish) run nothing here,
-// and an OpenCL lane runs only a chain (ChainApp: its apps' kernels in turn, device_stages()); services say why not
-// (device_refusal, and run_setup leaves the devices out).
+// and an OpenCL lane runs its apps' kernels in turn (device_stages(), chain_app(k): each app's own program and tables).
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,7 +21,6 @@ class CompositeApp : public App {
   void slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const override;
   void run_native(const BatchView&) const override {}
   void finish(std::span<Packet>, const BatchView&) const override {}
-  std::string device_refusal() const override { return "services run on native lanes only"; }
 };
 
 }  // namespace hpr::kernels

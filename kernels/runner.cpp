@@ -42,57 +42,58 @@ void scatter_back(const App& app, std::span<Packet> pkts, const BatchView& b) {
   }
 }
 
-uint32_t gather_chain(const App& chain, std::span<const Packet> pkts, Desc* desc, int32_t* shift, uint8_t* buf,
-                      size_t buf_bytes) {
+uint32_t gather_chain(const App& chain, std::span<const Packet> pkts, int32_t* shift, uint8_t* buf, size_t buf_bytes) {
   const uint32_t stages = chain.device_stages();
-  uint32_t anchor = 0;  // the app whose slices are the largest: its slice begins aligned
-  for (uint32_t k = 1; k < stages; ++k)
-    if (chain.chain_app(k).max_slice_bytes() > chain.chain_app(anchor).max_slice_bytes()) anchor = k;
+  uint32_t largest[kMaxAppSlots];
+  uint8_t svc[kMaxAppSlots];
+  for (uint32_t k = 0; k < stages; ++k) {
+    largest[k] = chain.chain_app(k).max_slice_bytes();
+    svc[k] = chain.stage_service(k);
+  }
   uint32_t off = 0;
   for (size_t i = 0; i < pkts.size(); ++i) {
     const Packet& p = pkts[i];
-    Slice first{};
-    uint32_t lo = UINT32_MAX, hi = 0, at = UINT32_MAX;
+    uint32_t lo = UINT32_MAX, hi = 0, at = UINT32_MAX, at_largest = 0;  // at: the slice to align (the largest app's)
     if (p.drop == DropReason::kNone) {
       for (uint32_t k = 0; k < stages; ++k) {
+        if (svc[k] != kNoSvc && svc[k] != p.svc) continue;
         const Slice s = chain.chain_app(k).slice(p);
-        if (k == 0) first = s;
         if (s.len == 0) continue;
         lo = std::min<uint32_t>(lo, s.offset);
         hi = std::max<uint32_t>(hi, s.offset + s.len);
-        if (k == anchor) at = s.offset;
+        if (at == UINT32_MAX || largest[k] > at_largest) at = s.offset, at_largest = largest[k];
       }
     }
-    const uint32_t base = hi == 0 ? off : off + (kSliceAlign - ((at == UINT32_MAX ? lo : at) - lo) % kSliceAlign) % kSliceAlign;
+    const uint32_t base = hi == 0 ? off : off + (kSliceAlign - (at - lo) % kSliceAlign) % kSliceAlign;
     if (hi == 0 || base + (hi - lo) > buf_bytes) {  // nothing to gather (or, never with a buffer sized as above, no room)
       shift[i] = kNotGathered;
-      desc[i] = Desc{off, 0, first.flags, p.flow_id, p.seq};
       continue;
     }
     std::memcpy(buf + base, p.data + lo, hi - lo);
     shift[i] = static_cast<int32_t>(base) - static_cast<int32_t>(lo);
-    desc[i] = Desc{first.len != 0 ? static_cast<uint32_t>(first.offset + shift[i]) : base, first.len, first.flags,
-                   p.flow_id, p.seq};
     off = align_slice(base + (hi - lo));
   }
   return off;
 }
 
-void chain_descs(const App& app, std::span<const Packet> pkts, const int32_t* shift, Desc* desc) {
-  for (size_t i = 0; i < pkts.size(); ++i) {
+void stage_descs(const App& app, std::span<const Packet> pkts, const int32_t* shift, const StageRows& rows) {
+  for (uint32_t j = 0; j < rows.n; ++j) {
+    const uint32_t i = rows.idx != nullptr ? rows.idx[j] : j;
     const Packet& p = pkts[i];
     Slice s = packet_slice(app, p);
     if (shift[i] == kNotGathered) s.len = 0;  // its slices were empty when gathered: they still are
-    desc[i] = Desc{s.len != 0 ? static_cast<uint32_t>(s.offset + shift[i]) : 0, s.len, s.flags, p.flow_id, p.seq};
+    rows.desc[j] = Desc{s.len != 0 ? static_cast<uint32_t>(s.offset + shift[i]) : 0, s.len, s.flags, p.flow_id, p.seq};
   }
 }
 
 void scatter_chain(const App& chain, std::span<Packet> pkts, const uint8_t* buf, const int32_t* shift,
-                   const Desc* const* descs) {
-  for (uint32_t k = 0; k < chain.device_stages(); ++k) {
+                   std::span<const StageRows> stages) {
+  for (uint32_t k = 0; k < stages.size(); ++k) {
     if (!chain.chain_app(k).writes_back()) continue;
-    for (size_t i = 0; i < pkts.size(); ++i) {
-      const Desc& d = descs[k][i];
+    const StageRows& r = stages[k];
+    for (uint32_t j = 0; j < r.n; ++j) {
+      const uint32_t i = r.idx != nullptr ? r.idx[j] : j;
+      const Desc& d = r.desc[j];
       if (d.len != 0) std::memcpy(pkts[i].data + (static_cast<int64_t>(d.off) - shift[i]), buf + d.off, d.len);
     }
   }
@@ -115,8 +116,15 @@ Result<std::shared_ptr<AppProgram>> build_on(const App& app, const cl::Context& 
   p->queue = queue;
   if (app.device_stages() > 1) {
     for (uint32_t k = 0; k < app.device_stages(); ++k) {
-      auto part = build_on(app.chain_app(k), ctx, dev, queue);
-      if (!part) return error(part.status().code(), "{}: {}", app.chain_app(k).name(), part.status().message());
+      const App& a = app.chain_app(k);
+      // An app whose kernel an earlier part built (services: ipv4 in several chains) shares that program.
+      Result<std::shared_ptr<AppProgram>> part = error(Code::kInternal, "unset");
+      uint32_t same = 0;
+      while (same < k && (app.chain_app(same).kernel_source() != a.kernel_source() ||
+                          app.chain_app(same).build_options() != a.build_options()))
+        ++same;
+      part = same < k ? p->parts[same]->with_tables_of(a) : build_on(a, ctx, dev, queue);
+      if (!part) return error(part.status().code(), "{}: {}", a.name(), part.status().message());
       p->parts.push_back(std::move(*part));
     }
     return p;

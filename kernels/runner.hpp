@@ -29,21 +29,27 @@ HostBatch gather(const App& app, std::span<const Packet> pkts);
 // Copies the (modified) slices back into their frames; no-op unless app.writes_back().
 void scatter_back(const App& app, std::span<Packet> pkts, const BatchView& b);
 
-// A chain on one device (App::device_stages() > 1, pipeline/executors.cpp): each packet's bytes from the first byte of
-// its apps' slices to the last are gathered once, placed so that the slice of the app with the largest slices (the
-// payload's) begins 16-byte aligned; every app's kernel then reads and writes its slice there, in turn, and nothing
-// goes back to the frames between them. shift[i]: where packet i's frame byte 0 would lie in `buf` (buffer offset -
-// frame offset), kNotGathered when nothing of it was. `desc` gets app 0's descriptors. Returns the bytes used: at
-// most slice_bound + kSliceAlign per packet (batch_bytes.hpp), where the chain's max_slice_bytes() is the frame's.
+// A chain or services on one device (App::device_stages() > 1, pipeline/executors.cpp): each packet's bytes from the
+// first byte of its stages' slices to the last (its stages: App::stage_service) are gathered once, placed so that the
+// slice of its app with the largest slices (the payload's) begins 16-byte aligned; every app's kernel then reads and
+// writes its slice there, in turn, and nothing goes back to the frames between them. shift[i]: where packet i's frame
+// byte 0 would lie in `buf` (buffer offset - frame offset), kNotGathered when nothing of it was. Returns the bytes
+// used: at most slice_bound + kSliceAlign per packet (batch_bytes.hpp), where max_slice_bytes() is the frame's.
 inline constexpr int32_t kNotGathered = INT32_MIN;
-uint32_t gather_chain(const App& chain, std::span<const Packet> pkts, Desc* desc, int32_t* shift, uint8_t* buf,
-                      size_t buf_bytes);
-// App k's descriptors in a gathered chain batch, made after app k-1's finish: a packet dropped by then gets an empty
-// slice.
-void chain_descs(const App& app, std::span<const Packet> pkts, const int32_t* shift, Desc* desc);
-// After a chain's last app: the slices of every app that writes back (descs[k]: app k's descriptors), into the frames.
+uint32_t gather_chain(const App& chain, std::span<const Packet> pkts, int32_t* shift, uint8_t* buf, size_t buf_bytes);
+// The packets of one device stage of a gathered batch: n of them, pkts[idx[j]] (idx null: pkts[j]), and their
+// descriptors.
+struct StageRows {
+  Desc* desc = nullptr;
+  const uint32_t* idx = nullptr;
+  uint32_t n = 0;
+};
+// App k's descriptors for its rows, made after the apps before it have finished: a packet dropped by then gets an
+// empty slice.
+void stage_descs(const App& app, std::span<const Packet> pkts, const int32_t* shift, const StageRows& rows);
+// After the last stage: the slices of every stage whose app writes back (stages[k]: stage k's rows), into the frames.
 void scatter_chain(const App& chain, std::span<Packet> pkts, const uint8_t* buf, const int32_t* shift,
-                   const Desc* const* descs);
+                   std::span<const StageRows> stages);
 
 // Work-group size of every launch. Fixed rather than left to the driver: PoCL compiles a work-group
 // function per local size at the first launch with it, and lets the size follow the global size,

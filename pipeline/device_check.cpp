@@ -133,21 +133,31 @@ Result<EngineOutput> run_sample(const kernels::App& app, Executor& ex, const Che
   o.frames = s.frames;
   o.pkts = s.pkts;
   for (size_t i = 0; i < o.pkts.size(); ++i) o.pkts[i].data = o.frames[i].data();
-  const uint32_t rb = app.result_bytes();
+  const uint32_t rb = result_row_bytes(app);
   o.out.assign(o.pkts.size() * size_t{rb}, 0);
   std::vector<Packet> done;
   batch = std::max<uint32_t>(batch, 1);
+  std::vector<std::pair<const uint8_t*, size_t>> by_frame;  // (frame, packet), sorted
+  for (size_t i = 0; i < o.pkts.size(); ++i) by_frame.emplace_back(o.pkts[i].data, i);
+  std::sort(by_frame.begin(), by_frame.end());
+  std::vector<size_t> at(batch);  // per packet of the batch: its result bytes so far
   for (size_t first = 0; first < o.pkts.size(); first += batch) {
     const auto n = static_cast<uint32_t>(std::min<size_t>(batch, o.pkts.size() - first));
     HPR_RETURN_IF_ERROR(ex.submit(o.pkts.data() + first, n));
     done.clear();
-    // Each packet's rb bytes hold its result of each app in turn (a chain's app k at its offset, App::result_bytes
-    // rounded up to 16 before it), as ChainApp's results are laid out per batch.
-    size_t at = 0;
-    auto r = ex.reap(true, done, [&](std::span<const Packet>, const kernels::BatchView& v, const kernels::App& a, uint32_t) {
+    // Each packet's rb bytes hold its results of the apps that ran it, in turn (result_row_bytes). The apps report
+    // their rows (a service's: its packets), which are found by their frames.
+    std::fill(at.begin(), at.end(), 0);
+    auto r = ex.reap(true, done, [&](std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& a, uint32_t) {
       const uint32_t ab = a.result_bytes();
-      for (uint32_t i = 0; i < n; ++i) std::memcpy(o.out.data() + (first + i) * rb + at, v.out + size_t{i} * ab, ab);
-      at += (ab + 15) / 16 * 16;
+      for (size_t j = 0; j < pk.size(); ++j) {
+        const std::pair<const uint8_t*, size_t> key{pk[j].data, 0};
+        const auto i = static_cast<size_t>(std::lower_bound(by_frame.begin(), by_frame.end(), key) - by_frame.begin());
+        if (i == by_frame.size() || by_frame[i].first != pk[j].data) continue;
+        const size_t row = by_frame[i].second;
+        if (at[row - first] + ab <= rb) std::memcpy(o.out.data() + row * rb + at[row - first], v.out + j * ab, ab);
+        at[row - first] += (ab + 15) / 16 * 16;
+      }
     });
     if (!r) return r.status();
     if (!*r || done.size() != n) return error(Code::kInternal, "a batch of {} packets did not come back whole", n);
@@ -156,9 +166,15 @@ Result<EngineOutput> run_sample(const kernels::App& app, Executor& ex, const Che
   return o;
 }
 
+uint32_t result_row_bytes(const kernels::App& app) {
+  uint32_t rb = 0;
+  for (uint32_t k = 0; k < app.chain_length(); ++k) rb += (app.chain_app(k).result_bytes() + 15) / 16 * 16;
+  return rb;
+}
+
 std::string first_difference(const kernels::App& app, const CheckSample& s, const EngineOutput& ref,
                              const EngineOutput& dev) {
-  const uint32_t rb = app.result_bytes();
+  const uint32_t rb = result_row_bytes(app);
   for (size_t i = 0; i < s.pkts.size(); ++i) {
     const Packet &a = ref.pkts[i], &b = dev.pkts[i];
     std::string what;

@@ -44,9 +44,12 @@ CheckSample load_check_sample(const std::string& dir, uint32_t max_packets, uint
 struct EngineOutput {
   std::vector<std::vector<uint8_t>> frames;
   std::vector<Packet> pkts;
-  std::vector<uint8_t> out;  // result_bytes() per packet, in sample order
+  std::vector<uint8_t> out;  // result_row_bytes() per packet, in sample order
 };
 
+// Result bytes per packet in EngineOutput::out: each app's results that ran it, in turn, each rounded up to 16 (an
+// upper bound: every app of a chain or of all services).
+uint32_t result_row_bytes(const kernels::App& app);
 // Runs the sample through `ex` in batches of `batch` (<= the executor's max_batch).
 // Errors: the executor's (a device that fails a submit or a batch).
 Result<EngineOutput> run_sample(const kernels::App& app, Executor& ex, const CheckSample& s, uint32_t batch);

@@ -101,11 +101,12 @@ class NativeExecutor final : public Executor {
 // is copied. Discrete devices gather into pinned staging buffers and copy only the bytes used
 // (descriptors and slices in; results, and slices when the app writes back, out).
 //
-// A chain (App::device_stages() > 1) runs its apps' kernels in turn on one gathered copy of each batch
+// A chain or services (App::device_stages() > 1) run their apps' kernels in turn on one gathered copy of each batch
 // (kernels::gather_chain): app k's results come back, its finish runs on the host (a packet it drops gets an empty
 // slice in app k+1's descriptors), and app k+1's kernel runs on the bytes app k left on the device; only after the
 // last app do the written slices go back to the frames. Each app has its own descriptors, results and staged tables
-// (a Stage); the gathered packets are one buffer.
+// (a Stage); the gathered packets are one buffer. Services: a stage runs the packets of its app's service only (its
+// rows), and a stage without rows in a batch is skipped.
 class ClExecutor final : public Executor {
  public:
   struct Stage {
@@ -114,6 +115,11 @@ class ClExecutor final : public Executor {
     cl::Buffer app_stage;              // what DeviceTables::stage gave this batch (AES: key slots)
     Desc* desc_host = nullptr;
     uint8_t* out_host = nullptr;
+    // This batch's rows: n packets, every packet of the batch (every) or those at idx (services).
+    uint32_t n = 0;
+    bool every = true;
+    std::vector<uint32_t> idx;
+    bool launched = false;  // in this batch (mapped: its descriptors unmapped for the kernel, its results mapped)
   };
   struct ClSlot : Slot {
     cl::CommandQueue queue;
@@ -121,9 +127,12 @@ class ClExecutor final : public Executor {
     uint8_t* pkts_host = nullptr;
     std::vector<Stage> st;  // one per app the batch runs
     uint32_t k = 0;         // the app whose kernel is in flight
-    // A chain: kernels::gather_chain's shifts, and the packets as app k's finish left them (k < the last app), kept
-    // apart from `pkts` so that a failure hands back the packets as they were submitted.
+    uint32_t first = 0, last = 0;  // the first and last app with rows in this batch
+    // Several stages: kernels::gather_chain's shifts; the batch's packets as the apps so far left them (cur); each
+    // stage's rows as its finish left them (after[k], for on_batch). `pkts` stays as submitted, so that a failure
+    // hands the packets back untouched.
     std::vector<int32_t> shift;
+    std::vector<Packet> cur;
     std::vector<std::vector<Packet>> after;
     cl::Event done;
     // Unified: pkts_buf and every desc_buf stay mapped (read and write) from the end of one batch to the start of the
@@ -175,8 +184,10 @@ class ClExecutor final : public Executor {
         }
         if (e->stages_ > 1) {
           s->shift.resize(cfg.max_batch);
-          s->after.resize(e->stages_ - 1);
+          s->cur.reserve(cfg.max_batch);
+          s->after.resize(e->stages_);
           for (auto& a : s->after) a.reserve(cfg.max_batch);
+          for (Stage& t : s->st) t.idx.reserve(cfg.max_batch);
         }
         e->slots_.push_back(std::move(s));
       }
@@ -243,9 +254,18 @@ class ClExecutor final : public Executor {
         }
       }
       const std::span<const Packet> pk(s.pkts.data(), n);
-      s.pkts_bytes = stages_ == 1 ? kernels::gather_into(*s.app, pk, s.st[0].desc_host, s.pkts_host, pkts_bytes_)
-                                  : kernels::gather_chain(*s.app, pk, s.st[0].desc_host, s.shift.data(), s.pkts_host,
-                                                          pkts_bytes_);
+      if (stages_ == 1) {
+        s.st[0].n = n;
+        s.last = 0;
+        s.st[0].launched = false;
+        s.first = 0;
+        s.pkts_bytes = kernels::gather_into(*s.app, pk, s.st[0].desc_host, s.pkts_host, pkts_bytes_);
+      } else {
+        s.app->classify_batch({s.pkts.data(), n});
+        s.pkts_bytes = kernels::gather_chain(*s.app, pk, s.shift.data(), s.pkts_host, pkts_bytes_);
+        plan(s);
+        kernels::stage_descs(s.app->chain_app(s.k), s.cur, s.shift.data(), rows(s, s.k));
+      }
       return launch(s);
     } catch (const cl::Error& err) {
       return cl_failed(err);
@@ -256,8 +276,8 @@ class ClExecutor final : public Executor {
     if (count_ == 0) return false;
     ClSlot& s = *slots_[head_];
     const App& app = *s.app;
-    const uint32_t last = stages_ - 1;
     try {
+      if (stages_ > 1) HPR_RETURN_IF_ERROR(advance_later());
       for (;;) {
         cl_int st = s.done.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>();
         if (st < 0) return error(Code::kUnavailable, "batch failed on '{}': {}", prog_->device.getInfo<CL_DEVICE_NAME>(), cl_error_name(st));
@@ -265,38 +285,34 @@ class ClExecutor final : public Executor {
           if (!wait) return false;
           s.done.wait();
         }
-        if (s.k == last) break;
-        // A chain's app k has run: its finish (on a copy, see ClSlot::after), then app k+1's kernel on the bytes app
-        // k left on the device.
-        std::vector<Packet>& cur = s.after[s.k];
-        const std::vector<Packet>& prev = s.k == 0 ? s.pkts : s.after[s.k - 1];
-        cur.assign(prev.begin(), prev.begin() + s.n);
-        app.chain_app(s.k).finish(cur, view(s, s.k));
-        ++s.k;
-        kernels::chain_descs(app.chain_app(s.k), cur, s.shift.data(), s.st[s.k].desc_host);
-        HPR_RETURN_IF_ERROR(launch(s));
+        if (s.k == s.last) break;
+        HPR_RETURN_IF_ERROR(next_app(s));
+        HPR_RETURN_IF_ERROR(advance_later());
       }
       std::span<Packet> pk(s.pkts.data(), s.n);
-      if (stages_ > 1) std::copy(s.after[last - 1].begin(), s.after[last - 1].end(), pk.begin());
       if (fault_.point == fault::ClPoint::kCorrupt && ++fault_calls_ >= fault_.nth && s.n > 0) {
         if (fault_calls_ == fault_.nth)
           spdlog::warn("fault injected: '{}' computes wrong results from this batch on (HPR_FAULT_CL)",
                        prog_->device.getInfo<CL_DEVICE_NAME>());
-        s.st[last].out_host[0] ^= 0x5a;
+        s.st[s.last].out_host[0] ^= 0x5a;
       }
       if (stages_ == 1) {
         kernels::scatter_back(app, pk, view(s, 0));
+        app.finish(pk, view(s, 0));
+        on_batch(pk, view(s, 0), app, 0);
       } else {
-        const Desc* descs[kernels::kMaxChainLength];
-        for (uint32_t k = 0; k <= last; ++k) descs[k] = s.st[k].desc_host;
-        kernels::scatter_chain(app, pk, s.pkts_host, s.shift.data(), descs);
+        kernels::StageRows r[kernels::kMaxAppSlots];
+        for (uint32_t k = 0; k < stages_; ++k) r[k] = rows(s, k);
+        kernels::scatter_chain(app, s.cur, s.pkts_host, s.shift.data(), {r, stages_});
+        finish_stage(s, s.last);
+        std::copy(s.cur.begin(), s.cur.end(), pk.begin());
+        for (uint32_t k = 0; k < stages_; ++k)
+          if (s.st[k].n > 0) on_batch(s.after[k], view(s, k), app.chain_app(k), k);
       }
-      app.chain_app(last).finish(pk, view(s, last));
-      for (uint32_t k = 0; k < last; ++k) on_batch(s.after[k], view(s, k), app.chain_app(k), k);
-      on_batch(pk, view(s, last), app.chain_app(last), last);
       done.insert(done.end(), pk.begin(), pk.end());
       if (unified_) {
-        for (Stage& t : s.st) s.queue.enqueueUnmapMemObject(t.out_buf, t.out_host);
+        for (Stage& t : s.st)
+          if (t.launched) s.queue.enqueueUnmapMemObject(t.out_buf, t.out_host);
         s.premapped = true;  // desc and pkts stay mapped for the slot's next batch
       }
     } catch (const cl::Error& err) {
@@ -343,7 +359,59 @@ class ClExecutor final : public Executor {
       : app_(&app), prog_(std::move(prog)), unified_(unified), cfg_(cfg) {}
 
   // App k's view of slot s: its descriptors and results (the gathered bytes are mapped only after the last app).
-  static BatchView view(const ClSlot& s, uint32_t k) { return {s.st[k].desc_host, s.n, s.pkts_host, s.st[k].out_host}; }
+  static BatchView view(const ClSlot& s, uint32_t k) {
+    return {s.st[k].desc_host, s.st[k].n, s.pkts_host, s.st[k].out_host};
+  }
+  static kernels::StageRows rows(ClSlot& s, uint32_t k) {
+    Stage& t = s.st[k];
+    return {t.desc_host, t.every ? nullptr : t.idx.data(), t.n};
+  }
+
+  // Several stages, at submit: each stage's rows (services: its service's packets), the first stage with rows and the
+  // last. A batch without any (services: every packet matched none) runs stage 0 on no rows.
+  void plan(ClSlot& s) {
+    s.cur.assign(s.pkts.begin(), s.pkts.begin() + s.n);
+    s.k = stages_;
+    s.last = 0;
+    for (uint32_t k = 0; k < stages_; ++k) {
+      Stage& t = s.st[k];
+      t.launched = false;
+      const uint8_t svc = s.app->stage_service(k);
+      t.every = svc == kNoSvc;
+      t.idx.clear();
+      if (!t.every)
+        for (uint32_t i = 0; i < s.n; ++i)
+          if (s.cur[i].svc == svc) t.idx.push_back(i);
+      t.n = t.every ? s.n : static_cast<uint32_t>(t.idx.size());
+      if (t.n == 0) continue;
+      s.k = std::min(s.k, k);
+      s.last = k;
+    }
+    if (s.k == stages_) s.k = 0;
+    s.first = s.k;
+  }
+
+  // The stage after k with rows in slot s's batch (stages_: none).
+  uint32_t next_stage(const ClSlot& s, uint32_t k) const {
+    while (++k < stages_ && s.st[k].n == 0) {}
+    return k;
+  }
+
+  // Stage k's finish on its rows of s.cur, and its rows as they are now in s.after[k].
+  void finish_stage(ClSlot& s, uint32_t k) {
+    Stage& t = s.st[k];
+    std::vector<Packet>& sub = s.after[k];
+    const App& a = s.app->chain_app(k);
+    if (t.every) {
+      a.finish(s.cur, view(s, k));
+      sub.assign(s.cur.begin(), s.cur.end());
+      return;
+    }
+    sub.clear();
+    for (uint32_t j = 0; j < t.n; ++j) sub.push_back(s.cur[t.idx[j]]);
+    a.finish(sub, view(s, k));
+    for (uint32_t j = 0; j < t.n; ++j) s.cur[t.idx[j]] = sub[j];
+  }
 
   void set_args(ClSlot& s, uint32_t k, uint32_t n) {
     cl::Kernel& kn = kernels_[k];
@@ -358,31 +426,33 @@ class ClExecutor final : public Executor {
   // when mapped, every descriptor buffer and the packets stay mapped for the slot's next batch. Errors: the app's
   // stage(); cl::Error is thrown.
   Status launch(ClSlot& s) {
-    const uint32_t k = s.k, n = s.n;
+    const uint32_t k = s.k;
     Stage& t = s.st[k];
+    const uint32_t n = t.n;
     const App& app = s.app->chain_app(k);
     const kernels::AppProgram& part = prog_->stage(k);
     if (Status st = part.tables->stage(kernels_[k], prog_->context, t.desc_host, n, t.app_stage); !st.is_ok()) {
       if (unified_) {
         s.queue.enqueueUnmapMemObject(t.desc_buf, t.desc_host);
-        if (k == 0) s.queue.enqueueUnmapMemObject(s.pkts_buf, s.pkts_host);
+        if (k == s.first) s.queue.enqueueUnmapMemObject(s.pkts_buf, s.pkts_host);
       }
       return st;
     }
     const size_t used = std::max<size_t>(s.pkts_bytes, kernels::kSliceAlign);
     if (unified_) {
       s.queue.enqueueUnmapMemObject(t.desc_buf, t.desc_host);
-      if (k == 0) s.queue.enqueueUnmapMemObject(s.pkts_buf, s.pkts_host);
+      if (k == s.first) s.queue.enqueueUnmapMemObject(s.pkts_buf, s.pkts_host);
     } else {
-      s.queue.enqueueWriteBuffer(t.desc_buf, CL_FALSE, 0, sizeof(Desc) * n, t.desc_host);
-      if (k == 0) s.queue.enqueueWriteBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
+      if (n > 0) s.queue.enqueueWriteBuffer(t.desc_buf, CL_FALSE, 0, sizeof(Desc) * n, t.desc_host);
+      if (k == s.first) s.queue.enqueueWriteBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
     }
+    t.launched = true;
     set_args(s, k, n);
     inject(fault::ClPoint::kEnqueue, CL_OUT_OF_RESOURCES, "clEnqueueNDRangeKernel");
-    const kernels::LaunchSize ls = kernels::launch_size(prog_->device, n);
+    const kernels::LaunchSize ls = kernels::launch_size(prog_->device, std::max<uint32_t>(n, 1));
     s.queue.enqueueNDRangeKernel(kernels_[k], cl::NullRange, ls.global, ls.local);
     const size_t out_used = std::max<size_t>(size_t{n} * app.result_bytes(), 16);
-    const bool last = k + 1 == stages_;
+    const bool last = k == s.last;
     if (unified_) {
       t.out_host = static_cast<uint8_t*>(
           s.queue.enqueueMapBuffer(t.out_buf, CL_FALSE, CL_MAP_READ, 0, out_used, nullptr, last ? nullptr : &s.done));
@@ -390,15 +460,42 @@ class ClExecutor final : public Executor {
         // Whole and for writing too: the next batch of this slot writes its descriptors and slices into these maps.
         constexpr cl_map_flags kRw = CL_MAP_READ | CL_MAP_WRITE;
         s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_FALSE, kRw, 0, pkts_bytes_));
-        for (uint32_t j = 0; j < stages_; ++j)
-          s.st[j].desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(
-              s.st[j].desc_buf, CL_FALSE, kRw, 0, desc_bytes_, nullptr, j == k ? &s.done : nullptr));
+        for (uint32_t j = 0; j <= k; ++j)  // the stages skipped in this batch stayed mapped
+          if (s.st[j].launched)
+            s.st[j].desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(
+                s.st[j].desc_buf, CL_FALSE, kRw, 0, desc_bytes_, nullptr, j == k ? &s.done : nullptr));
       }
     } else {
       if (last && s.app->writes_back()) s.queue.enqueueReadBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
       s.queue.enqueueReadBuffer(t.out_buf, CL_FALSE, 0, out_used, t.out_host, nullptr, &s.done);
     }
     s.queue.flush();
+    return Status::ok();
+  }
+
+  // App s.k has run on slot s (not its last): its finish, then the next stage's kernel on the bytes the apps before it
+  // left on the device. cl::Error is thrown.
+  Status next_app(ClSlot& s) {
+    finish_stage(s, s.k);
+    s.k = next_stage(s, s.k);
+    kernels::stage_descs(s.app->chain_app(s.k), s.cur, s.shift.data(), rows(s, s.k));
+    return launch(s);
+  }
+
+  // The batches after the oldest move on to their next app as soon as their kernel is done, so that the device does
+  // not wait for the host to reap the oldest batch first. Each app still sees the batches in order: a batch's app k+1
+  // starts only after every older batch's has. cl::Error is thrown.
+  Status advance_later() {
+    // The earliest app an older batch has yet to pass (one at its last app: none, stages_).
+    auto pending = [&](const ClSlot& s) { return s.k == s.last ? stages_ : s.k; };
+    uint32_t older = pending(*slots_[head_]);
+    for (uint32_t i = 1; i < count_; ++i) {
+      ClSlot& s = *slots_[(head_ + i) % slots_.size()];
+      if (s.k < s.last && older >= next_stage(s, s.k) &&
+          s.done.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>() == CL_COMPLETE)
+        HPR_RETURN_IF_ERROR(next_app(s));
+      older = std::min(older, pending(s));
+    }
     return Status::ok();
   }
 

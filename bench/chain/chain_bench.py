@@ -17,7 +17,9 @@ For each chain A,B it reports, over the rounds (median and min-max of the per-ro
                    on one core with nothing shared: above 1, the chain costs less than its apps (one receive, one
                    classification, one transmit); below 1, chaining adds a cost of its own.
 Mpps counts the packets the lanes processed (as workers_scaling.py). AES keys: a fixed master key of this script.
-Writes every sample to --out (CSV) and prints the table.
+With --hpr given more than once (NAME=PATH), every case runs with each build in the same rounds, and the last table
+gives each build's rate against the first's, round by round.
+Writes every sample to --out (CSV) and prints the tables.
 """
 import argparse, csv, json, os, statistics, subprocess, sys, tempfile
 
@@ -65,9 +67,12 @@ def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--lanes", default="native", help="native (one native lane) or an OpenCL device's name, alone")
-    ap.add_argument("--hpr", default=os.path.join(ROOT, "build", "cli", "hpr"))
+    ap.add_argument("--hpr", action="append", metavar="[NAME=]PATH",
+                    help="binary (default build/cli/hpr); repeat to compare builds in the same rounds")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "chain", "chain_bench.csv"))
     a = ap.parse_args()
+    bins = [h.split("=", 1) if "=" in h else [os.path.basename(os.path.dirname(os.path.dirname(h))) or h, h]
+            for h in (a.hpr or [os.path.join(ROOT, "build", "cli", "hpr")])]
     work = os.path.join(ROOT, "out", "runtime", "workers")
     os.makedirs(work, exist_ok=True)
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
@@ -78,31 +83,39 @@ def main():
     if not os.path.exists(routes):
         routes_with_default(routes)
     chains = a.chains.split()
-    cases = sorted({x for c in chains for x in c.split(",")}) + chains
+    cases = [(b, c) for b, _ in bins for c in sorted({x for c in chains for x in c.split(",")}) + chains]
+    path = dict(bins)
     rows, rate = [], {c: [] for c in cases}
     for r in range(a.rounds):
         order = cases[r % len(cases):] + cases[:r % len(cases)]
-        for c in order:
-            m = hpr_mpps(a.hpr, c, mix, a.seconds, routes, a.lanes)
+        for b, c in order:
+            m = hpr_mpps(path[b], c, mix, a.seconds, routes, a.lanes)
             if m is None:
-                sys.exit(f"hpr run --app {c} failed")
-            rate[c].append(m)
-            rows.append({"round": r, "case": c, "mpps": m})
-            print(f"round {r} {c:<14} {m:.3f} Mpps", flush=True)
+                sys.exit(f"{path[b]} run --app {c} failed")
+            rate[(b, c)].append(m)
+            rows.append({"round": r, "hpr": b, "case": c, "mpps": m})
+            print(f"round {r} {b} {c:<14} {m:.3f} Mpps", flush=True)
     with open(a.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["round", "case", "mpps"])
+        w = csv.DictWriter(f, fieldnames=["round", "hpr", "case", "mpps"])
         w.writeheader()
         w.writerows(rows)
-    print(f"\nlanes: {a.lanes}\n{'case':<14} Mpps median (min-max) over {a.rounds} rounds of {a.seconds} s")
-    for c in cases:
-        print(f"{c:<14} {spread(rate[c])}")
-    print(f"\n{'chain':<14} {'chain / slower app':<26} chain / serial (1 / sum of 1/rate)")
-    for c in chains:
-        apps = c.split(",")
-        slower = [min(rate[x][r] for x in apps) for r in range(a.rounds)]
-        serial = [1 / sum(1 / rate[x][r] for x in apps) for r in range(a.rounds)]
-        print(f"{c:<14} {spread([rate[c][r] / slower[r] for r in range(a.rounds)]):<26} "
-              f"{spread([rate[c][r] / serial[r] for r in range(a.rounds)])}")
+    print(f"\nlanes: {a.lanes}\n{'hpr':<12} {'case':<14} Mpps median (min-max) over {a.rounds} rounds of {a.seconds} s")
+    for b, c in cases:
+        print(f"{b:<12} {c:<14} {spread(rate[(b, c)])}")
+    print(f"\n{'hpr':<12} {'chain':<14} {'chain / slower app':<26} chain / serial (1 / sum of 1/rate)")
+    for b, _ in bins:
+        for c in chains:
+            apps = c.split(",")
+            slower = [min(rate[(b, x)][r] for x in apps) for r in range(a.rounds)]
+            serial = [1 / sum(1 / rate[(b, x)][r] for x in apps) for r in range(a.rounds)]
+            print(f"{b:<12} {c:<14} {spread([rate[(b, c)][r] / slower[r] for r in range(a.rounds)]):<26} "
+                  f"{spread([rate[(b, c)][r] / serial[r] for r in range(a.rounds)])}")
+    if len(bins) > 1:
+        base = bins[0][0]
+        print(f"\n{'case':<14} " + "  ".join(f"{b} / {base}" for b, _ in bins[1:]) + "  (same round)")
+        for c in sorted({c for _, c in cases}, key=lambda c: (c in chains, c)):
+            print(f"{c:<14} " + "  ".join(
+                spread([rate[(b, c)][r] / rate[(base, c)][r] for r in range(a.rounds)]) for b, _ in bins[1:]))
 
 
 if __name__ == "__main__":

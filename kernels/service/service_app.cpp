@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 namespace hpr::kernels {
 namespace {
 
@@ -74,6 +76,7 @@ ServiceApp::ServiceApp(std::vector<Service> services) : services_(std::move(serv
     first_.push_back(static_cast<uint32_t>(apps_.size()));
     for (uint32_t k = 0; k < a.chain_length(); ++k) {
       apps_.push_back(&a.chain_app(k));
+      svc_of_.push_back(static_cast<uint8_t>(s));
       labels_.push_back(services_[s].name + ":" + std::string(a.chain_app(k).name()));
     }
   }
@@ -106,21 +109,30 @@ int ServiceApp::classify(const Packet& p) const {
   return -1;
 }
 
+std::string ServiceApp::device_refusal() const {
+  for (const auto& s : services_)
+    if (std::string why = s.app->device_refusal(); !why.empty()) return fmt::format("service {}: {}", s.name, why);
+  return {};
+}
+
+void ServiceApp::classify_batch(std::span<Packet> pkts) const {
+  for (Packet& p : pkts) {
+    const int s = p.drop == DropReason::kNone ? classify(p) : -1;
+    if (s < 0 && p.drop == DropReason::kNone) p.drop = DropReason::kNoService;
+    p.svc = s < 0 ? kNoSvc : static_cast<uint8_t>(s);
+  }
+}
+
 void ServiceApp::run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slices, uint8_t* out,
                               const AppDone& done) const {
   // Per thread (lanes run at once), grown to the largest batch once.
-  thread_local std::vector<int8_t> svc;
   thread_local std::vector<Packet> sub;
   thread_local std::vector<uint32_t> idx;
   const size_t n = pkts.size();
-  svc.resize(n);
+  classify_batch(pkts);
   int only = -1;  // the one service of every packet, or -2: several, or one that goes to none
-  for (size_t i = 0; i < n; ++i) {
-    Packet& p = pkts[i];
-    int s = p.drop == DropReason::kNone ? classify(p) : -1;
-    if (s < 0 && p.drop == DropReason::kNone) p.drop = DropReason::kNoService;
-    p.svc = s < 0 ? kNoSvc : static_cast<uint8_t>(s);
-    svc[i] = static_cast<int8_t>(s);
+  for (const Packet& p : pkts) {
+    const int s = p.svc == kNoSvc ? -1 : p.svc;
     only = s < 0 ? -2 : only == -1 || only == s ? s : -2;
   }
   auto run = [&](int s, std::span<Packet> pk) {
@@ -138,7 +150,7 @@ void ServiceApp::run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slic
     sub.clear();
     idx.clear();
     for (uint32_t i = 0; i < n; ++i)
-      if (svc[i] == s) {
+      if (pkts[i].svc == s) {
         idx.push_back(i);
         sub.push_back(pkts[i]);
       }

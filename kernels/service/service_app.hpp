@@ -55,6 +55,14 @@ class ServiceApp final : public CompositeApp {
   const App& chain_app(uint32_t k) const override { return *apps_[k]; }
   std::string chain_label(uint32_t k) const override;
   uint32_t desc_slots() const override;
+  // A device runs every service's apps in turn, each on its service's packets (stage_service).
+  uint32_t device_stages() const override { return chain_length(); }
+  uint8_t stage_service(uint32_t k) const override { return svc_of_[k]; }
+  // Each packet's service in Packet::svc; a packet that matches none is dropped as no_service (run_in_place's first
+  // step).
+  void classify_batch(std::span<Packet> pkts) const override;
+  // The first service chain's that has one (ChainApp::device_refusal).
+  std::string device_refusal() const override;
 
   void flow_started(uint32_t id, const FlowKey& canonical) const override;
   void flow_seq_half(uint32_t id, uint32_t half) const override;
@@ -86,6 +94,7 @@ class ServiceApp final : public CompositeApp {
   std::vector<const App*> apps_;        // every service's apps in order: the AppDone indices
   std::vector<std::string> labels_;     // "service:app" per index
   std::vector<uint32_t> first_;         // service s's first AppDone index
+  std::vector<uint8_t> svc_of_;         // the service of each AppDone index
   std::string name_;
 };
 

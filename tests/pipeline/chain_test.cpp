@@ -160,11 +160,15 @@ TEST_CASE("bad chains are refused naming app.name, nothing started") {
     CHECK_THAT(refused("ipv4,md5", "no lane could be started"),
                Catch::Contains("md5 reads the Ethernet addresses that ipv4 rewrites"));
   }
-  SECTION("services on devices only: the devices are left out, saying why") {
+  SECTION("the same chain in a service: the device is left out, naming the service") {
     c.devices = {"pthread"};
     c.native_lanes = 0;
+    c.app_opts.md5_whole_frame = true;
+    c.port_macs = {"02:00:00:00:00:a0"};
+    for (uint32_t h = 0; h < 4; ++h) c.neighbours.push_back({.next_hop = h, .port = 0, .mac = "0a:0b:0c:0d:0e:00"});
     c.app_opts.services = {{.name = "all", .chain = "ipv4,md5", .match = {}}};
-    CHECK_THAT(refused("ipv4", "no lane could be started"), Catch::Contains("services run on native lanes only"));
+    CHECK_THAT(refused("ipv4", "no lane could be started"),
+               Catch::Contains("service all: the chain ipv4,md5 runs on native lanes only"));
   }
 }
 

@@ -73,19 +73,33 @@ Result<RunConfig> config_from(const std::string& toml) {
 
 }  // namespace
 
-TEST_CASE("services: each packet through its service's chain, equal to the reference, in place and on lane threads") {
+TEST_CASE("services: each packet through its service's chain, equal to the reference, on devices and native lanes") {
+  // devices: both PoCL devices (every service's apps in turn, each on its service's packets) beside the in-place
+  // native lane; devices only: the PoCL devices alone; lane threads: two native lanes on their own threads.
+  enum Where { kDevices, kDevicesOnly, kLaneThreads };
   for (const char* cap : {"pcap/ndpi/1kxun.pcap", "pcap/ndpi/skype.pcap", "pcap/ndpi/webex.pcap"})
-    for (bool lane_threads : {false, true}) {
-      DYNAMIC_SECTION(cap << (lane_threads ? " lane threads" : " in place")) {
+    for (Where where : {kDevices, kDevicesOnly, kLaneThreads}) {
+      DYNAMIC_SECTION(cap << " " << where) {
         Summary s = check_against_reference("services", data_path(cap), [&](RunConfig& c) {
           c.app = "ipv4";  // not used with services (the name is for the log and temp files here)
           c.app_opts.services = {spec("gw", "ipv4,aes", [](auto& m) { m.proto = 6; }),
                                  spec("dns", "ipv4,dpi", [](auto& m) { m.port = 53; }),
                                  spec("rest", "md5")};
-          if (!lane_threads) return;
+          if (where == kDevicesOnly) c.native_lanes = 0;
+          if (where != kLaneThreads) return;
           c.run_to_completion = false;
+          c.devices.clear();
           c.native_lanes = 2;
         });
+        uint64_t on_devices = 0, device_lanes = 0;
+        for (const auto& l : s.lanes) {
+          if (l.name.find("native") != std::string::npos) continue;
+          ++device_lanes;
+          on_devices += l.packets;
+          CHECK_THAT(l.executor, Catch::Contains("5 kernels on one gathered batch"));
+        }
+        CHECK(device_lanes == (where == kLaneThreads ? 0 : 2));
+        if (where == kDevicesOnly) CHECK(on_devices > 0);
         REQUIRE(s.chain_events.size() == 5);
         CHECK(s.chain_events[0].app == "gw:ipv4");
         CHECK(s.chain_events[1].app == "gw:aes");
