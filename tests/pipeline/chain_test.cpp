@@ -204,13 +204,14 @@ TEST_CASE("a device lane that fails between two apps of a chain: its packets go 
   // One batch in flight: the kernel launches go batch 1 app 0, batch 1 app 1, batch 2 app 0, batch 2 app 1, ...; the
   // 4th fails, after batch 2's app 0 has run on the device and its finish on the host. The batch is handed back as it
   // was submitted and runs through the whole chain on the native lane: the output still equals the reference, and
-  // each app's books count each packet once.
+  // each app's books count each packet once. 20,000 packets, as in the test above: the input cannot end before the
+  // lane fails (a lane failing while the run drains has nowhere to hand its packets: no_lane).
   EnvVar env("HPR_FAULT_CL", "enqueue:4@pthread");
-  const std::string gen = generated_capture("chain_cl_fail.pcap", 23, {"cmd.exe"}, 6000);
+  const std::string gen = generated_capture("chain_cl_fail.pcap", 23, {"cmd.exe"}, 20000);
   Summary s = check_against_reference("ipv4,aes", gen, [](RunConfig& c) {
     c.devices = {"pthread"};
     c.in_flight = 1;
-    c.batch = 32;
+    c.batch = 16;
   });
   CHECK(s.lane_failures == 1);
   REQUIRE(s.chain_events.size() == 2);
