@@ -207,7 +207,7 @@ std::vector<Row> run_app(const std::string& name, const std::vector<Engine>& eng
       }
     }
     if (r.result == "PASS" && !e.unified) {
-      // One batch's bytes each way, as the discrete path copies them (executors.cpp: only the bytes used).
+      // One batch's bytes each way, as the discrete path copies them (cl_executor.cpp: only the bytes used).
       const uint32_t n = r.batch;
       auto hb = kernels::gather(app, {s.pkts.data(), n});
       const size_t in = sizeof(kernels::Desc) * n + hb.pkts.size();

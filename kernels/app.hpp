@@ -146,10 +146,10 @@ class App {
   virtual std::string chain_label(uint32_t k) const { return std::string(chain_app(k).name()); }
   // Descriptors (and slice pointers) per packet that run_in_place needs.
   virtual uint32_t desc_slots() const { return chain_length(); }
-  // Why an OpenCL lane cannot run this app (services: "services run on native lanes only"), or empty: it can.
+  // Why an OpenCL lane cannot run this app (a chain whose md5 reads what ipv4's finish rewrites), or empty: it can.
   virtual std::string device_refusal() const { return {}; }
   // The kernels an OpenCL lane runs on each batch, in turn, on one gathered copy of its packets: 1 (this app's own),
-  // a chain's apps, or every service's apps (chain_app(k); pipeline/executors.cpp).
+  // a chain's apps, or every service's apps (chain_app(k); pipeline/cl_executor.cpp).
   virtual uint32_t device_stages() const { return 1; }
   // Which packets device stage k runs: kNoSvc, every packet of the batch (one app, a chain); else only the packets of
   // that service (Packet::svc; services: the stages of a service's chain).

@@ -1,7 +1,7 @@
 #pragma once
-// An app made of apps: a chain (chain/chain_app.hpp) or services (service/service_app.hpp). It runs only through
-// run_in_place, on native lanes: App's per-packet hooks (slice, slices_in_place, run_native, finish) run nothing here,
-// and an OpenCL lane runs its apps' kernels in turn (device_stages(), chain_app(k): each app's own program and tables).
+// An app made of apps: a chain (chain/chain_app.hpp) or services (service/service_app.hpp). A native lane runs it
+// through run_in_place; an OpenCL lane runs its apps' kernels in turn (device_stages(), chain_app(k): each app's own
+// program and tables). App's per-packet hooks (slice, slices_in_place, run_native, finish) run nothing here.
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +21,7 @@ class CompositeApp : public App {
   void slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const override;
   void run_native(const BatchView&) const override {}
   void finish(std::span<Packet>, const BatchView&) const override {}
+  uint32_t device_stages() const override { return chain_length(); }
 };
 
 }  // namespace hpr::kernels

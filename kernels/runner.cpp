@@ -118,12 +118,11 @@ Result<std::shared_ptr<AppProgram>> build_on(const App& app, const cl::Context& 
     for (uint32_t k = 0; k < app.device_stages(); ++k) {
       const App& a = app.chain_app(k);
       // An app whose kernel an earlier part built (services: ipv4 in several chains) shares that program.
-      Result<std::shared_ptr<AppProgram>> part = error(Code::kInternal, "unset");
       uint32_t same = 0;
       while (same < k && (app.chain_app(same).kernel_source() != a.kernel_source() ||
                           app.chain_app(same).build_options() != a.build_options()))
         ++same;
-      part = same < k ? p->parts[same]->with_tables_of(a) : build_on(a, ctx, dev, queue);
+      auto part = same < k ? p->parts[same]->with_tables_of(a) : build_on(a, ctx, dev, queue);
       if (!part) return error(part.status().code(), "{}: {}", a.name(), part.status().message());
       p->parts.push_back(std::move(*part));
     }

@@ -29,7 +29,7 @@ HostBatch gather(const App& app, std::span<const Packet> pkts);
 // Copies the (modified) slices back into their frames; no-op unless app.writes_back().
 void scatter_back(const App& app, std::span<Packet> pkts, const BatchView& b);
 
-// A chain or services on one device (App::device_stages() > 1, pipeline/executors.cpp): each packet's bytes from the
+// A chain or services on one device (App::device_stages() > 1, pipeline/cl_executor.cpp): each packet's bytes from the
 // first byte of its stages' slices to the last (its stages: App::stage_service) are gathered once, placed so that the
 // slice of its app with the largest slices (the payload's) begins 16-byte aligned; every app's kernel then reads and
 // writes its slice there, in turn, and nothing goes back to the frames between them. shift[i]: where packet i's frame

@@ -11,6 +11,8 @@ OpenCL device (POCL_DEVICES) and one native lane, in the default mode (run to co
                   learner settling there run in place too (the worker path follows the weights)
   the sweep       --static with [lanes.weights]: each lane alone, each pair and all lanes at equal shares (batch 256),
                   then the best of those at batch 64, 1024 and 4096 (stage 2, from the stage-1 medians)
+Chains (--chains "ipv4,aes dpi,md5") are measured as apps are; --services FILE measures the [[service]] entries of
+a TOML file (merged into every case's configuration) as one more "app", named services.
 Rounds interleave the cases (one case at a time: the machine has 2 cores). A case's rate is the mean of its status
 lines after `--warm-s` (received Mpps; steady state) and over the whole run (rx packets / run time: what learning
 costs is inside). Reports per case the median over rounds and the spread (max-min over median), and the ratio of
@@ -22,12 +24,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 STATUS = re.compile(r"^\[\s*([\d.]+)s\] in\s+([\d.]+) Mpps")
 DECISION = re.compile(r"^\s+\[\s*([\d.]+)s\] (solo|mix|batch|shift): ")
 LANES = ["basic", "pthread", "native0"]
+SERVICES = {}  # "services" → the TOML of --services
 
 
 def run(hpr, app, seconds, warm_s, extra, toml=None):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
-        cmd = [hpr, "run", "--app", app, "--packets", "0", "--duration", str(seconds), "--summary-json", js] + extra
+        cmd = [hpr, "run", "--packets", "0", "--duration", str(seconds), "--summary-json", js] + extra
+        if app in SERVICES:  # [[service]] entries: the app name is not used
+            toml = SERVICES[app] + "\n" + (toml or "")
+        else:
+            cmd += ["--app", app]
         if toml is not None:
             cfg = os.path.join(d, "c.toml")
             with open(cfg, "w") as f:
@@ -59,6 +66,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hpr", default=os.path.join(ROOT, "build", "cli", "hpr"))
     ap.add_argument("--apps", default="ipv4,dpi,md5,aes")
+    ap.add_argument("--chains", default="", help="chains, separated by spaces (ipv4,aes dpi,md5), after the apps")
+    ap.add_argument("--services", help="a TOML file with [[service]] entries, measured after the apps and chains")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=6)
     ap.add_argument("--warm-s", type=float, default=2)
@@ -70,7 +79,11 @@ def main():
                    for i in range(3) for j in range(i + 1, 3)})
     stage1["all equal"] = [1, 1, 1]
     report = {}
-    for app in a.apps.split(","):
+    apps = [x for x in a.apps.split(",") if x] + a.chains.split()
+    if a.services:
+        SERVICES["services"] = open(a.services).read()
+        apps.append("services")
+    for app in apps:
         def cases(stage):
             c = {"learn": (["--state-dir", "none"], None),
                  "learn, saved state": (["--state-dir", state], None),

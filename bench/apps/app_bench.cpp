@@ -3,7 +3,7 @@
 // and batch latency (median, p99). One CSV per app: <out>/<app>.csv; plot: bench/apps/plot_apps.py.
 //
 // Engines, all on the same packets in the same run:
-//   native  the pipeline's native executor (pipeline/executors.cpp): run_native in place on
+//   native  the pipeline's native executor (pipeline/native_executor.cpp): run_native in place on
 //           the frames (App::slices_in_place) + finish, i.e. what a native lane does per batch.
 //   cl<i>   the pipeline's OpenCL executor on device i: buffers allocated once at start, mapped on
 //           host-unified devices (PoCL), gather into them, kernel, scatter back + finish. One batch

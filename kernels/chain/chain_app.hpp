@@ -6,7 +6,7 @@
 // (App::AppDone), so its events and log lines are its own.
 //
 // On a native lane each app runs in place on the frames in turn (run_in_place). On an OpenCL lane each app's kernel runs
-// in turn on one gathered copy of the batch (device_stages(); pipeline/executors.cpp): each packet's bytes from its
+// in turn on one gathered copy of the batch (device_stages(); pipeline/cl_executor.cpp): each packet's bytes from its
 // first app's slice to its last's end are gathered once, the apps between them read and write them on the device, and
 // only what the apps write goes back to the frames, after the last app.
 #include <memory>
@@ -33,7 +33,6 @@ class ChainApp final : public CompositeApp {
                     const AppDone& done) const override;
   uint32_t chain_length() const override { return static_cast<uint32_t>(apps_.size()); }
   const App& chain_app(uint32_t k) const override { return *apps_[k]; }
-  uint32_t device_stages() const override { return chain_length(); }
   // Empty, unless an app reads the Ethernet header that an app before it rewrites in its finish (App::rewrites_l2).
   std::string device_refusal() const override;
 

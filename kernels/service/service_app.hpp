@@ -55,8 +55,7 @@ class ServiceApp final : public CompositeApp {
   const App& chain_app(uint32_t k) const override { return *apps_[k]; }
   std::string chain_label(uint32_t k) const override;
   uint32_t desc_slots() const override;
-  // A device runs every service's apps in turn, each on its service's packets (stage_service).
-  uint32_t device_stages() const override { return chain_length(); }
+  // A device runs every service's apps in turn, each on its service's packets.
   uint8_t stage_service(uint32_t k) const override { return svc_of_[k]; }
   // Each packet's service in Packet::svc; a packet that matches none is dropped as no_service (run_in_place's first
   // step).

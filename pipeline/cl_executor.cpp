@@ -1,11 +1,10 @@
-// Native and OpenCL executors (see lane.hpp).
+// The OpenCL executor (see lane.hpp): batches on a device, several in flight; a chain's or services' apps in turn.
 #include <algorithm>
 #include <cstring>
 
 #include "hpr/clock.hpp"
-#include "kernels/batch_bytes.hpp"
+#include "pipeline/executor_common.hpp"
 #include "pipeline/fault_injection.hpp"
-#include "pipeline/lane.hpp"
 
 namespace hpr {
 namespace {
@@ -13,87 +12,7 @@ namespace {
 using kernels::App;
 using kernels::BatchView;
 using kernels::Desc;
-
-// One batch's packets, descriptors and host-side views, and the app (version) it was submitted with.
-struct Slot {
-  std::vector<Packet> pkts;
-  uint32_t n = 0;
-  uint32_t pkts_bytes = 0;  // gathered bytes
-  uint64_t submit_ns = 0;
-  const App* app = nullptr;
-  std::shared_ptr<const AppVersion> version;  // keeps `app` (and an OpenCL lane's tables) alive until the reap
-};
-
-// A new version must keep the batch layout the executor's buffers were sized for.
-Status same_layout(const App& a, const App& b) {
-  if (a.name() != b.name() || a.max_slice_bytes() != b.max_slice_bytes() || a.result_bytes() != b.result_bytes() ||
-      a.writes_back() != b.writes_back())
-    return error(Code::kInvalidArgument, "the new {} app's batch layout differs from the running one's", b.name());
-  return Status::ok();
-}
-
-size_t slice_buffer_bytes(const App& app, uint32_t max_batch) {
-  return std::max<size_t>(kernels::slice_capacity(app, max_batch), kernels::kSliceAlign);
-}
-size_t out_buffer_bytes(const App& app, uint32_t max_batch) {
-  return std::max<size_t>(size_t{max_batch} * app.result_bytes(), 16);
-}
-
-class NativeExecutor final : public Executor {
- public:
-  NativeExecutor(const App& app, const ExecutorConfig& cfg)
-      : app_(&app),
-        desc_(size_t{cfg.max_batch} * app.desc_slots()),
-        slices_(desc_.size()),
-        out_(out_buffer_bytes(app, cfg.max_batch)) {
-    slot_.pkts.resize(cfg.max_batch);
-  }
-  std::string describe() const override { return "native"; }
-  uint32_t slots() const override { return 1; }
-  uint32_t outstanding() const override { return full_ ? 1 : 0; }
-
-  Status submit(const Packet* pkts, uint32_t n) override {
-    std::copy(pkts, pkts + n, slot_.pkts.begin());
-    slot_.n = n;
-    slot_.app = app_;
-    slot_.version = version_;
-    full_ = true;
-    return Status::ok();
-  }
-
-  Result<bool> reap(bool, std::vector<Packet>& done, const BatchFn& on_batch) override {
-    if (!full_) return false;
-    std::span<Packet> pk(slot_.pkts.data(), slot_.n);
-    const App& app = *slot_.app;
-    // In place: the app reads and rewrites each slice in its frame (no gather, no scatter back).
-    app.run_in_place(pk, desc_.data(), slices_.data(), out_.data(),
-                     [&](uint32_t k, const App& a, std::span<const Packet> p, const BatchView& v) { on_batch(p, v, a, k); });
-    done.insert(done.end(), pk.begin(), pk.end());
-    full_ = false;
-    slot_.version.reset();
-    return true;
-  }
-  Status adopt(std::shared_ptr<const AppVersion> v, size_t) override {
-    HPR_RETURN_IF_ERROR(same_layout(*app_, *v->app));
-    app_ = v->app.get();
-    version_ = std::move(v);
-    return Status::ok();
-  }
-  void take_outstanding(std::vector<Packet>& out) override {
-    if (full_) out.insert(out.end(), slot_.pkts.begin(), slot_.pkts.begin() + slot_.n);
-    full_ = false;
-    slot_.version.reset();
-  }
-
- private:
-  const App* app_;
-  std::shared_ptr<const AppVersion> version_;  // null until the first adopt: app_ lives as long as the executor
-  Slot slot_;
-  bool full_ = false;
-  std::vector<Desc> desc_;
-  std::vector<uint8_t*> slices_;
-  std::vector<uint8_t> out_;
-};
+using namespace executor_detail;
 
 // OpenCL: `in_flight` slots, each with its own in-order queue so that the copies of one batch
 // overlap the kernel of another on devices with their own memory. Host-unified devices use one
@@ -129,8 +48,8 @@ class ClExecutor final : public Executor {
     uint32_t k = 0;         // the app whose kernel is in flight
     uint32_t first = 0, last = 0;  // the first and last app with rows in this batch
     // Several stages: kernels::gather_chain's shifts; the batch's packets as the apps so far left them (cur); each
-    // stage's rows as its finish left them (after[k], for on_batch). `pkts` stays as submitted, so that a failure
-    // hands the packets back untouched.
+    // stage's rows as its finish left them (after[k], for on_batch). `pkts` stays as submitted (services: with the
+    // service each packet matched), so that a failure hands the packets back untouched by the apps.
     std::vector<int32_t> shift;
     std::vector<Packet> cur;
     std::vector<std::vector<Packet>> after;
@@ -520,10 +439,6 @@ class ClExecutor final : public Executor {
 };
 
 }  // namespace
-
-std::unique_ptr<Executor> make_native_executor(const App& app, const ExecutorConfig& cfg) {
-  return std::make_unique<NativeExecutor>(app, cfg);
-}
 
 Result<std::unique_ptr<Executor>> make_cl_executor(const App& app, std::shared_ptr<kernels::AppProgram> prog,
                                                    bool host_unified, const ExecutorConfig& cfg) {
