@@ -9,9 +9,6 @@
 namespace hpr {
 namespace {
 
-using kernels::App;
-using kernels::BatchView;
-using kernels::Desc;
 using namespace executor_detail;
 
 // OpenCL: `in_flight` slots, each with its own in-order queue so that the copies of one batch

@@ -10,6 +10,8 @@
 namespace hpr::executor_detail {
 
 using kernels::App;
+using kernels::BatchView;
+using kernels::Desc;
 
 // One batch's packets, descriptors and host-side views, and the app (version) it was submitted with.
 struct Slot {

@@ -6,9 +6,6 @@
 namespace hpr {
 namespace {
 
-using kernels::App;
-using kernels::BatchView;
-using kernels::Desc;
 using namespace executor_detail;
 
 class NativeExecutor final : public Executor {

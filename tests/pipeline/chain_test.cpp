@@ -35,14 +35,18 @@ uint64_t events_of(const Summary& s, const std::string& app) {
 
 TEST_CASE("a chain's output equals each app's native reference in turn: devices, in place, on lane threads") {
   // devices: both PoCL devices and the in-place native lane (the fixture's default); devices only: the PoCL devices
-  // alone, every packet through each app's kernel in turn; lane threads: two native lanes on their own threads.
+  // alone, every packet through each app's kernel in turn, `basic` as a discrete device (kind dgpu: descriptors in and
+  // results out per app, the packets in once and back once); lane threads: two native lanes on their own threads.
   enum Where { kDevices, kDevicesOnly, kLaneThreads };
   for (std::string chain : {"ipv4,aes", "aes,md5", "ipv4,dpi,md5"})
     for (const char* cap : kCaptures)
       for (Where where : {kDevices, kDevicesOnly, kLaneThreads}) {
         DYNAMIC_SECTION(chain << " " << cap << " " << where) {
           Summary s = check_against_reference(chain, data_path(cap), [&](RunConfig& c) {
-            if (where == kDevicesOnly) c.native_lanes = 0;
+            if (where == kDevicesOnly) {
+              c.native_lanes = 0;
+              c.kinds = {{"basic", DeviceKind::kDiscreteGpu}};
+            }
             if (where != kLaneThreads) return;
             c.run_to_completion = false;  // two native lanes on their own threads (the native executor)
             c.devices.clear();
@@ -61,6 +65,8 @@ TEST_CASE("a chain's output equals each app's native reference in turn: devices,
             ++device_lanes;
             CHECK_THAT(l.executor, Catch::Contains(fmt::format("{} kernels on one gathered batch",
                                                                kernels::chain_apps(chain)->size())));
+            const bool copied = where == kDevicesOnly && l.name.find("basic") != std::string::npos;
+            CHECK_THAT(l.executor, Catch::Contains(copied ? "copied" : "mapped"));
             on_devices += l.packets;
           }
           CHECK(device_lanes == (where == kLaneThreads ? 0 : 2));
@@ -151,21 +157,21 @@ TEST_CASE("bad chains are refused naming app.name, nothing started") {
     unsetenv("HPR_MASTER_KEY");
     refused("ipv4,aes", "app aes needs keys");
   }
-  SECTION("devices only, md5 of whole frames after ipv4's Ethernet rewrite: the device is left out, saying why") {
+  // A device only, md5 of whole frames, and ipv4 rewrites the Ethernet addresses (a neighbour table).
+  auto l2_rewrite_on_device = [&] {
     c.devices = {"pthread"};
     c.native_lanes = 0;
     c.app_opts.md5_whole_frame = true;
     c.port_macs = {"02:00:00:00:00:a0"};
     for (uint32_t h = 0; h < 4; ++h) c.neighbours.push_back({.next_hop = h, .port = 0, .mac = "0a:0b:0c:0d:0e:00"});
+  };
+  SECTION("devices only, md5 of whole frames after ipv4's Ethernet rewrite: the device is left out, saying why") {
+    l2_rewrite_on_device();
     CHECK_THAT(refused("ipv4,md5", "no lane could be started"),
                Catch::Contains("md5 reads the Ethernet addresses that ipv4 rewrites"));
   }
   SECTION("the same chain in a service: the device is left out, naming the service") {
-    c.devices = {"pthread"};
-    c.native_lanes = 0;
-    c.app_opts.md5_whole_frame = true;
-    c.port_macs = {"02:00:00:00:00:a0"};
-    for (uint32_t h = 0; h < 4; ++h) c.neighbours.push_back({.next_hop = h, .port = 0, .mac = "0a:0b:0c:0d:0e:00"});
+    l2_rewrite_on_device();
     c.app_opts.services = {{.name = "all", .chain = "ipv4,md5", .match = {}}};
     CHECK_THAT(refused("ipv4", "no lane could be started"),
                Catch::Contains("service all: the chain ipv4,md5 runs on native lanes only"));

@@ -85,7 +85,10 @@ TEST_CASE("services: each packet through its service's chain, equal to the refer
           c.app_opts.services = {spec("gw", "ipv4,aes", [](auto& m) { m.proto = 6; }),
                                  spec("dns", "ipv4,dpi", [](auto& m) { m.port = 53; }),
                                  spec("rest", "md5")};
-          if (where == kDevicesOnly) c.native_lanes = 0;
+          if (where == kDevicesOnly) {
+            c.native_lanes = 0;
+            c.kinds = {{"basic", DeviceKind::kDiscreteGpu}};  // the copied path (pinned staging)
+          }
           if (where != kLaneThreads) return;
           c.run_to_completion = false;
           c.devices.clear();
