@@ -56,7 +56,7 @@ uint32_t gather_chain(const App& chain, std::span<const Packet> pkts, int32_t* s
     uint32_t lo = UINT32_MAX, hi = 0, at = UINT32_MAX, at_largest = 0;  // at: the slice to align (the largest app's)
     if (p.drop == DropReason::kNone) {
       for (uint32_t k = 0; k < stages; ++k) {
-        if (svc[k] != kNoSvc && svc[k] != p.svc) continue;
+        if (!stage_takes(svc[k], p)) continue;
         const Slice s = chain.chain_app(k).slice(p);
         if (s.len == 0) continue;
         lo = std::min<uint32_t>(lo, s.offset);
@@ -152,19 +152,28 @@ Result<std::shared_ptr<AppProgram>> AppProgram::create(const App& app, const cl:
   return build_on(app, ctx, dev, queue);
 }
 
-Result<std::shared_ptr<AppProgram>> AppProgram::with_tables_of(const App& app) const {
+Result<std::shared_ptr<AppProgram>> AppProgram::with_parts(
+    uint32_t n, const std::function<Result<std::shared_ptr<AppProgram>>(uint32_t)>& make) const {
   auto p = std::make_shared<AppProgram>();
   p->context = context;
   p->device = device;
   p->queue = queue;
-  if (!parts.empty()) {
-    for (uint32_t k = 0; k < parts.size(); ++k) {
-      auto part = parts[k]->with_tables_of(app.chain_app(k));
-      if (!part) return part.status();
-      p->parts.push_back(std::move(*part));
-    }
-    return p;
+  for (uint32_t k = 0; k < n; ++k) {
+    auto part = make(k);
+    if (!part) return part.status();
+    p->parts.push_back(std::move(*part));
   }
+  return p;
+}
+
+Result<std::shared_ptr<AppProgram>> AppProgram::with_tables_of(const App& app) const {
+  if (!parts.empty())
+    return with_parts(static_cast<uint32_t>(parts.size()),
+                      [&](uint32_t k) { return parts[k]->with_tables_of(app.chain_app(k)); });
+  auto p = std::make_shared<AppProgram>();
+  p->context = context;
+  p->device = device;
+  p->queue = queue;
   p->program = program;
   auto tables = app.make_device_tables(p->context, p->queue);
   if (!tables) return tables.status();
@@ -177,16 +186,8 @@ Result<std::shared_ptr<AppProgram>> AppProgram::for_next(const App& app, const A
     if (next.device_stages() != parts.size())
       return error(Code::kInvalidArgument, "the new {} has {} apps, the running one {}", next.name(),
                    next.device_stages(), parts.size());
-    auto p = std::make_shared<AppProgram>();
-    p->context = context;
-    p->device = device;
-    p->queue = queue;
-    for (uint32_t k = 0; k < parts.size(); ++k) {
-      auto part = parts[k]->for_next(app.chain_app(k), next.chain_app(k));
-      if (!part) return part.status();
-      p->parts.push_back(std::move(*part));
-    }
-    return p;
+    return with_parts(static_cast<uint32_t>(parts.size()),
+                      [&](uint32_t k) { return parts[k]->for_next(app.chain_app(k), next.chain_app(k)); });
   }
   if (app.kernel_source() == next.kernel_source() && app.build_options() == next.build_options())
     return with_tables_of(next);

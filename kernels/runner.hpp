@@ -4,6 +4,7 @@
 // one-batch runner for tests and benchmarks.
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -36,6 +37,8 @@ void scatter_back(const App& app, std::span<Packet> pkts, const BatchView& b);
 // byte 0 would lie in `buf` (buffer offset - frame offset), kNotGathered when nothing of it was. Returns the bytes
 // used: at most slice_bound + kSliceAlign per packet (batch_bytes.hpp), where max_slice_bytes() is the frame's.
 inline constexpr int32_t kNotGathered = INT32_MIN;
+// Whether a device stage for `stage_svc` (App::stage_service) runs packet p.
+inline bool stage_takes(uint8_t stage_svc, const Packet& p) { return stage_svc == kNoSvc || stage_svc == p.svc; }
 uint32_t gather_chain(const App& chain, std::span<const Packet> pkts, int32_t* shift, uint8_t* buf, size_t buf_bytes);
 // The packets of one device stage of a gathered batch: n of them, pkts[idx[j]] (idx null: pkts[j]), and their
 // descriptors.
@@ -88,6 +91,11 @@ struct AppProgram {
   Result<std::vector<cl::Kernel>> make_kernels(const App& app) const;
   // The program of stage k (one app: this one).
   const AppProgram& stage(uint32_t k) const { return parts.empty() ? *this : *parts[k]; }
+
+ private:
+  // A chain's program on this context, part k made by make(k) for k < n.
+  Result<std::shared_ptr<AppProgram>> with_parts(
+      uint32_t n, const std::function<Result<std::shared_ptr<AppProgram>>(uint32_t)>& make) const;
 };
 
 // For tests: one batch at a time, synchronously; buffers created per call, copies desc and pkts in and out

@@ -35,7 +35,6 @@ class ClExecutor final : public Executor {
     uint32_t n = 0;
     bool every = true;
     std::vector<uint32_t> idx;
-    bool launched = false;  // in this batch (mapped: its descriptors unmapped for the kernel, its results mapped)
   };
   struct ClSlot : Slot {
     cl::CommandQueue queue;
@@ -173,7 +172,6 @@ class ClExecutor final : public Executor {
       if (stages_ == 1) {
         s.st[0].n = n;
         s.last = 0;
-        s.st[0].launched = false;
         s.first = 0;
         s.pkts_bytes = kernels::gather_into(*s.app, pk, s.st[0].desc_host, s.pkts_host, pkts_bytes_);
       } else {
@@ -222,13 +220,13 @@ class ClExecutor final : public Executor {
         kernels::scatter_chain(app, s.cur, s.pkts_host, s.shift.data(), {r, stages_});
         finish_stage(s, s.last);
         std::copy(s.cur.begin(), s.cur.end(), pk.begin());
-        for (uint32_t k = 0; k < stages_; ++k)
+        for (uint32_t k = 0; k < stages_; ++k)  // (an app that ran on no rows reports nothing, as run_in_place)
           if (s.st[k].n > 0) on_batch(s.after[k], view(s, k), app.chain_app(k), k);
       }
       done.insert(done.end(), pk.begin(), pk.end());
       if (unified_) {
-        for (Stage& t : s.st)
-          if (t.launched) s.queue.enqueueUnmapMemObject(t.out_buf, t.out_host);
+        for (uint32_t k = 0; k <= s.last; ++k)
+          if (runs(s, k)) s.queue.enqueueUnmapMemObject(s.st[k].out_buf, s.st[k].out_host);
         s.premapped = true;  // desc and pkts stay mapped for the slot's next batch
       }
     } catch (const cl::Error& err) {
@@ -291,13 +289,12 @@ class ClExecutor final : public Executor {
     s.last = 0;
     for (uint32_t k = 0; k < stages_; ++k) {
       Stage& t = s.st[k];
-      t.launched = false;
       const uint8_t svc = s.app->stage_service(k);
       t.every = svc == kNoSvc;
       t.idx.clear();
       if (!t.every)
         for (uint32_t i = 0; i < s.n; ++i)
-          if (s.cur[i].svc == svc) t.idx.push_back(i);
+          if (kernels::stage_takes(svc, s.cur[i])) t.idx.push_back(i);
       t.n = t.every ? s.n : static_cast<uint32_t>(t.idx.size());
       if (t.n == 0) continue;
       s.k = std::min(s.k, k);
@@ -306,6 +303,10 @@ class ClExecutor final : public Executor {
     if (s.k == stages_) s.k = 0;
     s.first = s.k;
   }
+
+  // Whether stage k's kernel runs in slot s's batch: it has rows, or it is the first (a batch without rows runs it on
+  // none). Mapped: its descriptors are unmapped for the kernel and its results mapped until the batch is reaped.
+  static bool runs(const ClSlot& s, uint32_t k) { return k == s.first || s.st[k].n > 0; }
 
   // The stage after k with rows in slot s's batch (stages_: none).
   uint32_t next_stage(const ClSlot& s, uint32_t k) const {
@@ -362,7 +363,6 @@ class ClExecutor final : public Executor {
       if (n > 0) s.queue.enqueueWriteBuffer(t.desc_buf, CL_FALSE, 0, sizeof(Desc) * n, t.desc_host);
       if (k == s.first) s.queue.enqueueWriteBuffer(s.pkts_buf, CL_FALSE, 0, used, s.pkts_host);
     }
-    t.launched = true;
     set_args(s, k, n);
     inject(fault::ClPoint::kEnqueue, CL_OUT_OF_RESOURCES, "clEnqueueNDRangeKernel");
     const kernels::LaunchSize ls = kernels::launch_size(prog_->device, std::max<uint32_t>(n, 1));
@@ -377,7 +377,7 @@ class ClExecutor final : public Executor {
         constexpr cl_map_flags kRw = CL_MAP_READ | CL_MAP_WRITE;
         s.pkts_host = static_cast<uint8_t*>(s.queue.enqueueMapBuffer(s.pkts_buf, CL_FALSE, kRw, 0, pkts_bytes_));
         for (uint32_t j = 0; j <= k; ++j)  // the stages skipped in this batch stayed mapped
-          if (s.st[j].launched)
+          if (runs(s, j))
             s.st[j].desc_host = static_cast<Desc*>(s.queue.enqueueMapBuffer(
                 s.st[j].desc_buf, CL_FALSE, kRw, 0, desc_bytes_, nullptr, j == k ? &s.done : nullptr));
       }
