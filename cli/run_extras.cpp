@@ -18,6 +18,8 @@ double g_print_interval_s = 1;  // the console line's interval (the pipeline's m
 void adjust_run_config(RunConfig& cfg) {
   g_print_interval_s = cfg.status_interval_s;
   const bool learning = learning_mode(cfg);
+  // A lane's queue holds two of its largest batches, so that a batch can fill while the one before it is taken.
+  cfg.queue = std::max(cfg.queue, 2 * std::max(cfg.batch, cfg.max_batch));
   if (!learning && cfg.adapt_table.empty()) {
     // Static mode with --adapt-csv: a row every quantum as well (the same columns as learning mode's).
     if (!cfg.adapt_csv.empty()) cfg.status_interval_s = std::max(0.02, cfg.adapt_quantum_ms / 1e3);

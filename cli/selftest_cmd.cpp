@@ -22,6 +22,7 @@ namespace {
 
 struct Options {
   std::vector<std::string> apps = kernels::app_names();
+  std::vector<std::string> chains;  // --chain A,B: each app's kernel in turn on one gathered batch (docs/chains.md)
   std::vector<std::string> devices = {"all"};
   std::vector<std::string> kinds;  // NAME=KIND
   uint32_t packets = 4096, per_file = 64, batch = 0, in_flight = 2;
@@ -111,6 +112,27 @@ Result<double> copy_ns(const kernels::AppProgram& prog, size_t in_bytes, size_t 
   } catch (const cl::Error& e) {
     return error(Code::kUnavailable, "{} failed: {}", e.what(), cl_error_name(e.err()));
   }
+}
+
+// What one batch copies in (descriptors and slices) and out (results, and slices when an app writes them back), as
+// cl_executor.cpp does: one gathered copy of the packets for a chain, descriptors and results per app.
+std::pair<size_t, size_t> batch_bytes(const kernels::App& app, std::span<const Packet> pkts) {
+  size_t in = 0, out = 0, bytes = 0;
+  bool back = false;
+  for (uint32_t k = 0; k < app.device_stages(); ++k) {
+    const kernels::App& a = app.chain_app(k);
+    in += sizeof(kernels::Desc) * pkts.size();
+    out += pkts.size() * a.result_bytes();
+    back = back || a.writes_back();
+  }
+  if (app.device_stages() == 1) {
+    bytes = kernels::gather(app, pkts).pkts.size();
+  } else {
+    std::vector<int32_t> shift(pkts.size());
+    std::vector<uint8_t> buf(pkts.size() * (kernels::align_slice(app.max_slice_bytes()) + 2 * kernels::kSliceAlign));
+    bytes = kernels::gather_chain(app, pkts, shift.data(), buf.data(), buf.size());
+  }
+  return {in + bytes, out + (back ? bytes : 0)};
 }
 
 uint32_t batch_for(const Engine& e, uint32_t packets) {
@@ -208,11 +230,8 @@ std::vector<Row> run_app(const std::string& name, const std::vector<Engine>& eng
     }
     if (r.result == "PASS" && !e.unified) {
       // One batch's bytes each way, as the discrete path copies them (cl_executor.cpp: only the bytes used).
-      const uint32_t n = r.batch;
-      auto hb = kernels::gather(app, {s.pkts.data(), n});
-      const size_t in = sizeof(kernels::Desc) * n + hb.pkts.size();
-      const size_t out_b = size_t{n} * app.result_bytes() + (app.writes_back() ? hb.pkts.size() : 0);
-      const double batches = std::ceil(static_cast<double>(s.pkts.size()) / n);
+      const auto [in, out_b] = batch_bytes(app, {s.pkts.data(), r.batch});
+      const double batches = std::ceil(static_cast<double>(s.pkts.size()) / r.batch);
       if (auto c = copy_ns(*prog, std::max<size_t>(in, 16), std::max<size_t>(out_b, 16)); c) {
         r.copy_share = std::min(1.0, *c / (r.pass_ns / batches));
         r.link_gbps = static_cast<double>(in + out_b) * 8 / *c;
@@ -227,13 +246,15 @@ std::vector<Row> run_app(const std::string& name, const std::vector<Engine>& eng
 std::string fixed(double v, int prec) { return fmt::format("{:.{}f}", v, prec); }
 
 void print_table(const std::vector<Row>& rows) {
-  fmt::print("{:<34} {:<5} {:<6} {:>6} {:>8} {:>8} {:>6}  {:<9} {}\n", "engine", "app", "result", "batch", "Mpps",
+  size_t w = 5;  // the app column: as wide as the longest app or chain
+  for (const auto& r : rows) w = std::max(w, r.app.size());
+  fmt::print("{:<34} {:<{}} {:<6} {:>6} {:>8} {:>8} {:>6}  {:<9} {}\n", "engine", "app", w, "result", "batch", "Mpps",
              "Gbit/s", "spread", "memory", "power");
   for (const auto& r : rows) {
     const bool timed = r.mpps > 0;
     std::string mem = r.memory;
     if (r.copy_share) mem = fmt::format("copy {:.0f}%", *r.copy_share * 100);
-    fmt::print("{:<34} {:<5} {:<6} {:>6} {:>8} {:>8} {:>6}  {:<9} {}\n", r.engine.substr(0, 34), r.app, r.result,
+    fmt::print("{:<34} {:<{}} {:<6} {:>6} {:>8} {:>8} {:>6}  {:<9} {}\n", r.engine.substr(0, 34), r.app, w, r.result,
                r.batch, timed ? fixed(r.mpps, 3) : "-", timed ? fixed(r.gbps, 2) : "-",
                timed ? fixed(r.spread, 2) : "-", mem, r.power);
   }
@@ -269,6 +290,8 @@ CLI::App* add_selftest_command(CLI::App& app) {
   g_cmd = c;
   auto& o = g_opt;
   c->add_option("--apps", o.apps, "Apps to test (ipv4 dpi md5 aes)")->delimiter(',');
+  c->add_option("--chain", o.chains,
+                "Chains to test after the apps, e.g. ipv4,aes dpi,md5 (--apps \"\" for chains only)");
   c->add_option("--devices", o.devices, "OpenCL devices: all | none | comma-separated name substrings")->delimiter(',');
   c->add_option("--kind", o.kinds, "Override a device's kind: NAME_SUBSTRING=cpu|igpu|dgpu|accelerator");
   c->add_option("--packets", o.packets, "Packets in the sample")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
@@ -301,12 +324,29 @@ int run_selftest_command() {
   auto log = spdlog::stderr_color_mt("selftest");
   log->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
   spdlog::set_default_logger(log);
+  const auto names = kernels::app_names();
+  const auto known = [&](const std::string& a) { return std::find(names.begin(), names.end(), a) != names.end(); };
+  std::erase(o.apps, std::string());
   for (const auto& a : o.apps) {
-    const auto names = kernels::app_names();
-    if (std::find(names.begin(), names.end(), a) == names.end()) {
+    if (!known(a)) {
       fmt::print(stderr, "hpr selftest: --apps: unknown app '{}' (known: {})\n", a, fmt::join(names, ", "));
       return 2;
     }
+  }
+  for (const auto& c : o.chains) {
+    auto apps = kernels::chain_apps(c);
+    if (!apps) {
+      fmt::print(stderr, "hpr selftest: --chain {}: {}\n", c, apps.status().message());
+      return 2;
+    }
+    if (apps->size() < 2) {
+      fmt::print(stderr, "hpr selftest: --chain {}: a chain names two apps or more (one app: --apps)\n", c);
+      return 2;
+    }
+  }
+  if (o.apps.empty() && o.chains.empty()) {
+    fmt::print(stderr, "hpr selftest: --apps and --chain name nothing to test\n");
+    return 2;
   }
   auto ov = parse_kind_overrides(o.kinds);
   if (!ov) {
@@ -339,7 +379,9 @@ int run_selftest_command() {
   }
   std::vector<Row> rows;
   int rc = 0;
-  for (const auto& a : o.apps) {
+  std::vector<std::string> cases = o.apps;
+  cases.insert(cases.end(), o.chains.begin(), o.chains.end());
+  for (const auto& a : cases) {
     auto r = run_app(a, engines, s, rc);
     rows.insert(rows.end(), r.begin(), r.end());
   }

@@ -73,6 +73,9 @@ struct RunConfig {
   // of that size hold frames longer than a small (2048-byte) slot (runtime/frame_pools.hpp).
   uint32_t max_frame = kDefaultMaxFrame;
   uint32_t large_buffers = kDefaultLargeSlots;
+  // ports.buffers: small (2,048-byte) buffers of the input port, DPDK mbufs or a pcap port's slots; 0: as many
+  // as the lanes can hold at once (input_buffers), so that a device lane's batches can fill.
+  uint32_t buffers = 0;
   std::vector<std::string> vdevs;
 
   std::string app = "ipv4";
@@ -163,6 +166,15 @@ const char* auto_run_to_completion(RunConfig& c, unsigned host_cores);
 bool learning_mode(const RunConfig& c);
 // The largest batch learning mode may set when lanes.max_batch is not given.
 inline constexpr uint32_t kLearnMaxBatch = 4096;
+// ports.buffers when it is 0: the input's small buffers for what `workers` workers' lanes can hold at once (each
+// of `device_lanes` device lanes in_flight batches and the one it fills, each native lane two), of the largest
+// batch, plus each worker's rx burst and ring; at least `floor` (the port's own default), at most kMaxAutoBuffers.
+// Measured on an H200 (docs/pipeline.md, "Buffers"): with DPDK's 8,191 mbufs, of which net_pcap's infinite_rx
+// keeps the capture, a GPU lane's batches closed at 1,920 packets whatever lanes.batch said.
+// 2,048-byte buffers: ~160 MB of mbufs, within the EAL's default -m 512 beside an output port's pool (on an H200
+// machine, 131,072 beside a 38,911-mbuf net_null pool did not fit; a DPDK port halves a size that does not fit).
+inline constexpr uint32_t kMaxAutoBuffers = 65536;
+uint32_t input_buffers(const RunConfig& c, size_t device_lanes, uint16_t workers, uint32_t floor);
 // "dur_s:pps,dur_s:pps" → generator rate steps. Errors: kInvalidArgument naming the bad item.
 Result<std::vector<RateStep>> parse_rate_steps(const std::string& spec);
 // "imix" | "fixed:N" | "uniform:A-B" into step's size fields; kInvalidArgument naming `setting`.

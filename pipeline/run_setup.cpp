@@ -27,7 +27,8 @@ namespace {
 
 // line_rate: a paced generator behaves as a line-rate port (backpressure off): what hpr has not taken when more
 // than a pool's worth is owed is missed and counted (port_missed), instead of offered later.
-Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, bool line_rate = false,
+// `buffers`: the input port's small buffers (input_buffers; 0: the port's default).
+Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, uint32_t buffers, bool line_rate = false,
                                             const EndpointConfig* output = nullptr) {
   const EndpointConfig& e = is_input ? c.input : output != nullptr ? *output : c.output;
   if (e.kind == "pcap") {
@@ -36,10 +37,15 @@ Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, b
     pc.loops = e.loops;
     pc.max_frame = c.max_frame;
     pc.large_slots = c.large_buffers;
+    if (is_input) pc.pool_slots = buffers == 0 ? pc.pool_slots : buffers;
     return make_pcap_port(pc);
   }
-  if (e.kind == "dpdk")
-    return make_dpdk_port({.name = e.dpdk_port, .max_frame = c.max_frame, .large_slots = c.large_buffers});
+  if (e.kind == "dpdk") {
+    DpdkPortConfig dc{.name = e.dpdk_port, .max_frame = c.max_frame, .large_slots = c.large_buffers};
+    if (is_input && buffers != 0) dc.mbufs = buffers;
+    if (is_input && c.buffers == 0) dc.min_mbufs = DpdkPortConfig{}.mbufs;  // hpr's size: halved where it does not fit
+    return make_dpdk_port(dc);
+  }
   if (e.kind == "null") return make_null_port();
   GeneratorConfig g;
   g.max_packets = e.gen_packets;
@@ -100,15 +106,21 @@ Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, b
 
 // The ports of `workers` workers on one endpoint, view i for worker i: a DPDK port's own queues where it has them
 // (rx: with RSS), else the one port spread by flow hash (rx) or shared under a lock (tx). `which`: one of
-// c.more_outputs instead of c.output.
+// c.more_outputs instead of c.output. `device_lanes`: the devices chosen, for the input's buffers (input_buffers).
 Result<std::vector<std::unique_ptr<Port>>> make_worker_ports(const RunConfig& c, bool is_input, uint16_t workers,
-                                                             const EndpointConfig* which = nullptr) {
+                                                             size_t device_lanes, const EndpointConfig* which = nullptr) {
+  const uint32_t buffers =
+      !is_input ? 0
+      : c.input.kind == "dpdk" ? input_buffers(c, device_lanes, workers, DpdkPortConfig{}.mbufs + (workers - 1u) * 2048u)
+      : c.input.kind == "pcap" ? input_buffers(c, device_lanes, workers, PcapPortConfig{}.pool_slots)
+                               : 0;
   const EndpointConfig& e = which != nullptr ? *which : is_input ? c.input : c.output;
   if (workers > 1 && e.kind == "dpdk") {
     auto q = dpdk_queues(e.dpdk_port);
     if (!q) return q.status();
     DpdkPortConfig dc{.name = e.dpdk_port, .max_frame = c.max_frame, .large_slots = c.large_buffers};
-    dc.mbufs += (workers - 1u) * 2048;  // each queue's ring holds its own
+    dc.mbufs = is_input ? buffers : dc.mbufs + (workers - 1u) * 2048;  // each queue's ring holds its own
+    if (is_input && c.buffers == 0) dc.min_mbufs = DpdkPortConfig{}.mbufs + (workers - 1u) * 2048;
     if (is_input && (c.rx_spread == "queues" || (c.rx_spread == "auto" && q->rss))) {
       if (q->max_rx < workers)
         return error(Code::kInvalidArgument,
@@ -123,7 +135,7 @@ Result<std::vector<std::unique_ptr<Port>>> make_worker_ports(const RunConfig& c,
       return make_dpdk_ports(dc);
     }
   }
-  auto one = make_endpoint(c, is_input, is_input && !c.backpressure, which);
+  auto one = make_endpoint(c, is_input, buffers, is_input && !c.backpressure, which);
   if (!one) return one.status();
   if (workers == 1) {
     std::vector<std::unique_ptr<Port>> v;
@@ -287,9 +299,9 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
                               cores.size() > 1 ? "s" : "", fmt::join(cores, ","));
   }
   if (!pocl_budget.empty() && pocl_chosen) ctx->budget += (ctx->budget.empty() ? "" : "; ") + pocl_budget;
-  auto rx = make_worker_ports(c, true, workers);
+  auto rx = make_worker_ports(c, true, workers, chosen.size());
   if (!rx) return rx.status();
-  auto tx = make_worker_ports(c, false, workers);
+  auto tx = make_worker_ports(c, false, workers, chosen.size());
   if (!tx) return tx.status();
   std::vector<Port*> rxv;
   std::vector<std::vector<Port*>> txv(workers);  // worker w's output ports, output 0 first
@@ -300,7 +312,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   for (size_t i = 1; i < rx->size(); ++i) ctx->worker_ports.push_back(std::move((*rx)[i]));
   for (size_t i = 1; i < tx->size(); ++i) ctx->worker_ports.push_back(std::move((*tx)[i]));
   for (const EndpointConfig& e : c.more_outputs) {
-    auto more = make_worker_ports(c, false, workers, &e);
+    auto more = make_worker_ports(c, false, workers, chosen.size(), &e);
     if (!more) return more.status();
     for (uint16_t w = 0; w < workers; ++w) txv[w].push_back((*more)[w].get());
     ctx->more_tx.push_back(std::move(more->front()));

@@ -541,6 +541,11 @@ std::vector<Setting> make_settings() {
                    "2048 keep their own small buffers); a large frame that finds them all in use is dropped as "
                    "pool_empty",
                    0, 262144, HPR_SET(uint32_t, large_buffers)),
+      uint_setting("ports.buffers", "--buffers",
+                   "Small (2048-byte) buffers of the input port: DPDK mbufs or a pcap port's slots, 0..4194304 "
+                   "(default 0: what the lanes can hold at once, so that a device's batches can fill; at least "
+                   "8191 for DPDK, 16384 for pcap); DPDK needs the memory for them (EAL -m)",
+                   0, 1u << 22, HPR_SET(uint32_t, buffers)),
       choice_setting("ports.rx_spread", "--rx-spread",
                      "How packets reach several workers: auto (default: a DPDK port's own rx queues where it has "
                      "RSS, else hash) | hash (one reader spreads by flow hash) | queues (worker i takes rx queue i of "
@@ -597,7 +602,7 @@ std::vector<Setting> make_settings() {
       uint_setting("lanes.timeout_us", "--timeout-us",
                    "Close a partial batch after this many microseconds (0..10000000)", 0, 10'000'000,
                    HPR_SET(uint64_t, batch_timeout_us)),
-      uint_setting("lanes.queue", "--queue", "Lane queue size (packets, 1..1048576)", 1, 1u << 20,
+      uint_setting("lanes.queue", "--queue", "Lane queue size (packets, 1..1048576; hpr run raises it to twice the largest batch)", 1, 1u << 20,
                    HPR_SET(uint32_t, queue)),
       uint_setting("lanes.in_flight", "--in-flight", "OpenCL batches in flight per lane (1..64)", 1, 64,
                    HPR_SET(uint32_t, in_flight)),

@@ -326,6 +326,13 @@ Result<std::vector<TrafficStep>> parse_traffic_steps(const std::string& spec, do
   return out;
 }
 
+uint32_t input_buffers(const RunConfig& c, size_t device_lanes, uint16_t workers, uint32_t floor) {
+  if (c.buffers != 0) return c.buffers;
+  const uint64_t batch = std::max(c.batch, c.max_batch);
+  const uint64_t per_worker = device_lanes * (c.in_flight + 1) * batch + uint64_t{c.native_lanes} * 2 * batch + 2048;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(per_worker * workers, floor, std::max(floor, kMaxAutoBuffers)));
+}
+
 bool learning_mode(const RunConfig& c) {
   if (!c.adapt_table.empty() || c.adapt_static || !c.lane_weights.empty()) return false;
   return !(c.native_lanes <= 1 && c.devices == std::vector<std::string>{"none"});

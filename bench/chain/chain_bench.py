@@ -41,13 +41,13 @@ def lane_args(lanes):
     return ["--devices", "none", "--native", "1"] if lanes == "native" else ["--devices", lanes, "--native", "0"]
 
 
-def hpr_mpps(binary, app, capture, seconds, routes, lanes):
+def hpr_mpps(binary, app, capture, seconds, routes, lanes, extra):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
         cmd = [binary, "run", "-q", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
                "--vdev", f"net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev", "net_null0,no-rx=1",
                *lane_args(lanes), "--duration", str(seconds), "--summary-json", js,
-               "--state-dir", "none", "--static", "--routes", routes]
+               "--state-dir", "none", "--static", "--routes", routes, *extra]
         env = dict(os.environ, HPR_STATE_DIR="none", HPR_MASTER_KEY="000102030405060708090a0b0c0d0e0f")
         r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if r.returncode != 0:
@@ -67,6 +67,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--lanes", default="native", help="native (one native lane) or an OpenCL device's name, alone")
+    ap.add_argument("--run-args", default="", help="more hpr run options for every case, e.g. \"--batch 8192 "
+                    "--timeout-us 2000\" (a discrete GPU: the static default of 256 packets leaves it waiting on "
+                    "each batch's copies and launches)")
     ap.add_argument("--hpr", action="append", metavar="[NAME=]PATH",
                     help="binary (default build/cli/hpr); repeat to compare builds in the same rounds")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "chain", "chain_bench.csv"))
@@ -89,7 +92,7 @@ def main():
     for r in range(a.rounds):
         order = cases[r % len(cases):] + cases[:r % len(cases)]
         for b, c in order:
-            m = hpr_mpps(path[b], c, mix, a.seconds, routes, a.lanes)
+            m = hpr_mpps(path[b], c, mix, a.seconds, routes, a.lanes, a.run_args.split())
             if m is None:
                 sys.exit(f"{path[b]} run --app {c} failed")
             rate[(b, c)].append(m)
@@ -99,7 +102,7 @@ def main():
         w = csv.DictWriter(f, fieldnames=["round", "hpr", "case", "mpps"])
         w.writeheader()
         w.writerows(rows)
-    print(f"\nlanes: {a.lanes}\n{'hpr':<12} {'case':<14} Mpps median (min-max) over {a.rounds} rounds of {a.seconds} s")
+    print(f"\nlanes: {a.lanes} {a.run_args}\n{'hpr':<12} {'case':<14} Mpps median (min-max) over {a.rounds} rounds of {a.seconds} s")
     for b, c in cases:
         print(f"{b:<12} {c:<14} {spread(rate[(b, c)])}")
     print(f"\n{'hpr':<12} {'chain':<14} {'chain / slower app':<26} chain / serial (1 / sum of 1/rate)")

@@ -8,10 +8,16 @@
 #     scaling  ipv4 on W = 1, 2, 4, 8, 16 workers beside l3fwd exact match on W lcores, 5 rounds of 2 s
 #     lpm      l3fwd LPM on the BGP table at 1 and 16 lcores, one round (it loads the table rule by rule: ~40 s a run)
 #     ipv4-dev ipv4 on 1 and 16 workers, native only against each worker with a lane on the GPU too (learning), 8 s
-#     dpi, md5 the app on 1 and 16 workers: native only, GPU lane only, both (learning), 3 rounds of 4 s
+#     dpi, md5 the app on 1 and 16 workers: native only, GPU lane only, both (learning), 3 rounds of 4 s (GPU_CASES:
+#              workers_scaling.py's --cases, default hpr,dev,devonly)
 #     md5-mix  md5 on 1 and 16 workers: native only, both (learning), and at 16 static splits with 5, 10 and 20 % on
 #              the GPU (the best static split), 3 rounds of 4 s
 #     md5-learn  one learning run of md5 on 16 workers, 8 s: its summary (the decisions) and --adapt-csv
+#     chain-check  hpr selftest on the GPU: each app and the chains ipv4,aes ipv4,dpi dpi,md5 aes,md5 ipv4,dpi,md5,
+#              each device's output against the native chain byte for byte (32,768 packets, batch 8,192)
+#     chains   bench/chain/chain_bench.py on the GPU alone: each chain against its slower app, 3 rounds of 3 s, with
+#              hpr run's options GPU_CHAIN_ARGS (default "--batch 8192 --timeout-us 2000": the static 256 leaves a
+#              discrete GPU waiting on each batch's copies and launches)
 # GPU_DEVICE (default H200): the --devices name substring of the GPU. OUT gets machine.txt, devices.txt and a .csv
 # (a row per sample) and .txt (medians, spreads, ratios) per step. About 8 minutes in all on 16 cores.
 set -u
@@ -66,7 +72,7 @@ for s in $steps; do
     scaling) ws --workers 2,4,8,16 --cases hpr,em --rounds 5 --seconds 2 --out "$out/$s.csv" ;;
     lpm) ws --workers 16 --cases lpm --rounds 1 --seconds 4 --out "$out/$s.csv" ;;
     ipv4-dev) ws --workers 16 --cases hpr,dev --dev-devices "$gpu" --rounds 3 --seconds 8 --out "$out/$s.csv" ;;
-    dpi|md5) ws --app "$s" --workers 16 --cases hpr,dev,devonly --dev-devices "$gpu" --rounds 3 --seconds 4 \
+    dpi|md5) ws --app "$s" --workers 16 --cases "${GPU_CASES:-hpr,dev,devonly}" --dev-devices "$gpu" --rounds 3 --seconds 4 \
                 --out "$out/$s.csv" ;;
     md5-mix) ws --app md5 --workers 16 --cases hpr,dev --mix 0.05,0.1,0.2 --dev-devices "$gpu" --rounds 3 \
                 --seconds 4 --out "$out/$s.csv" ;;
@@ -75,7 +81,11 @@ for s in $steps; do
                  for i in $(seq 0 15); do printf 'rx_pcap=%s,' "$root/out/runtime/workers/mix_16_$i.pcap"; done
                )infinite_rx=1" --vdev net_null0,no-rx=1 --devices "$gpu" --workers 16 --rx-spread queues \
                  --duration 8 --state-dir none --adapt-csv "$out/learn/md5-16.csv" ;;
-    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5 md5-mix md5-learn)" ;;
+    chain-check) HPR_MASTER_KEY=2b7e151628aed2a6abf7158809cf4f3c "$b/hpr" selftest --devices "$gpu" --packets 32768 \
+                   --fill --chain ipv4,aes ipv4,dpi dpi,md5 aes,md5 ipv4,dpi,md5 --json ;;
+    chains) HPR_DATA_DIR=$b/share/hpr/data python3 "$root/bench/chain/chain_bench.py" --hpr "$b/hpr" --lanes "$gpu" \
+              --run-args "${GPU_CHAIN_ARGS:---batch 8192 --timeout-us 2000}" --rounds 3 --seconds 3 --out "$out/$s.csv"; rm -f "$out/routes_default.dat" ;;
+    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5 md5-mix md5-learn chain-check chains)" ;;
   esac > "$out/$s.txt" 2>&1
   echo "$s rc=$? at $(( $(date +%s) - t0 )) s" >> "$out/machine.txt"
 done

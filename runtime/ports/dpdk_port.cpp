@@ -77,13 +77,19 @@ class DpdkPort final : public Port {
     dev->cfg = cfg;
     dev->port_id = *pid;
     std::string pool_name = "hpr_" + std::to_string(*pid);
-    dev->pool = rte_pktmbuf_pool_create(pool_name.c_str(), cfg.mbufs, 256, 0,
-                                        static_cast<uint16_t>(cfg.mbuf_data_bytes + RTE_PKTMBUF_HEADROOM),
-                                        static_cast<int>(rte_socket_id()));
+    uint32_t n = cfg.mbufs;
+    while ((dev->pool = rte_pktmbuf_pool_create(pool_name.c_str(), n, 256, 0,
+                                                static_cast<uint16_t>(cfg.mbuf_data_bytes + RTE_PKTMBUF_HEADROOM),
+                                                static_cast<int>(rte_socket_id()))) == nullptr &&
+           (rte_errno == ENOMEM || rte_errno == ENOBUFS) && cfg.min_mbufs != 0 && n > cfg.min_mbufs)
+      n = std::max(cfg.min_mbufs, n / 2);
     if (dev->pool == nullptr) {
-      return error(Code::kUnavailable, "cannot create the mbuf pool for '{}': {} (raise -m or lower mbufs)", cfg.name,
-                   rte_strerror(rte_errno));
+      return error(Code::kUnavailable, "cannot create the mbuf pool of {} mbufs for '{}': {} (raise the EAL's -m, or lower ports.buffers)",
+                   n, cfg.name, rte_strerror(rte_errno));
     }
+    if (n < cfg.mbufs)
+      spdlog::warn("DPDK port '{}': {} mbufs did not fit in the EAL's memory, so it has {}: a device lane's batches "
+                   "may not fill (raise the EAL's -m, or give ports.buffers)", cfg.name, cfg.mbufs, n);
     if (cfg.max_frame > cfg.mbuf_data_bytes) {
       auto large = FramePools::create(0, cfg.large_slots, cfg.max_frame);
       if (!large) return large.status();

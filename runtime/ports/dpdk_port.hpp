@@ -41,6 +41,9 @@ struct DpdkPortConfig {
   uint16_t rx_desc = 1024;
   uint16_t tx_desc = 1024;
   uint32_t mbufs = 8191;      // mempool size (mbufs) for rx and for copies on tx
+  // Where the EAL's memory does not hold `mbufs`, halve it down to this and warn (0: fail instead): sizes chosen
+  // by hpr, not by the user (ports.buffers).
+  uint32_t min_mbufs = 0;
   uint16_t mbuf_data_bytes = 2048;
   // Frames longer than one mbuf arrive as chains (the port's MTU is set for max_frame, scatter on where the
   // driver has it) and are copied whole into a slot of a separate pool of large_slots buffers of max_frame

@@ -15,6 +15,7 @@ expect 2 "app.name (--app): the chain 'ipv4,' has an empty app" run --app ipv4,
 # issue 16: argument errors exit 2 (not CLI11's own codes), numbers range-checked, directories refused.
 expect 2 "was not expected: --bogus" run --bogus
 expect 2 "lanes.queue (--queue): 1000000000 is not in 1..1048576" run --queue 1000000000 --devices none
+expect 2 "ports.buffers (--buffers): 5000000 is not in 0..4194304" run --buffers 5000000 --devices none
 expect 2 "run.duration_s (--duration): -1 is not in" run --duration -1 --devices none
 expect 2 "run.duration_s (--duration): nan is not in" run --duration nan --devices none
 expect 2 "input.rate_steps (--rate-steps): '2e10:10'" run --rate-steps 2e10:10 --devices none
@@ -181,6 +182,18 @@ if [[ $rc -eq 1 ]] && grep -q "^FAIL md5 on cl.*pthread.*: packet 1 of 512 (.*):
   echo "ok: a device with wrong results fails selftest"
 else fail "selftest with corrupt results: exit $rc: $(tail -c 600 "$tmp/st2.log")"; fi
 expect 2 "--apps: unknown app 'nat'" selftest --apps nat
+# --chain: each app's kernel in turn on one gathered batch (docs/chains.md), mapped and copied (basic as discrete),
+# against the native chain; a device that corrupts the second app's results is FAIL naming the chain.
+st --apps "" --chain ipv4,aes aes,md5 --kind basic=dgpu >"$tmp/stc.log" 2>&1 && [[ $(grep -c " PASS " "$tmp/stc.log") -eq 4 ]] &&
+  grep -q "^cl.*basic.* aes,md5 *PASS .*copy" "$tmp/stc.log" && echo "ok: selftest --chain passes, mapped and copied" ||
+  fail "selftest --chain: $(tail -c 600 "$tmp/stc.log")"
+HPR_FAULT_CL=corrupt:1@pthread st --apps "" --chain aes,md5 >"$tmp/stc2.log" 2>&1
+rc=$?
+[[ $rc -eq 1 ]] && grep -q "^FAIL aes,md5 on cl.*pthread.*: packet 1 of 512 (.*): result byte 16 of 32" "$tmp/stc2.log" &&
+  echo "ok: a device with wrong chain results fails selftest" ||
+  fail "selftest --chain with corrupt results: exit $rc: $(tail -c 600 "$tmp/stc2.log")"
+expect 2 "--chain ipv4: a chain names two apps or more" selftest --chain ipv4
+expect 2 "unknown app 'nat' in the chain" selftest --chain ipv4,nat
 expect 2 "--in-flight" selftest --in-flight 0
 # --fill: fewer frames in the captures than --packets → the same frames again up to --packets, and still equal.
 "$hpr" selftest --min-ms 5 --apps md5,aes --packets 3000 --per-file 2 --fill --json >"$tmp/stf.json" 2>"$tmp/stf.err" || fail "selftest --fill exited $?"

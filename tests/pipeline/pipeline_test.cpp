@@ -504,6 +504,21 @@ TEST_CASE("static lane weights: a lane of weight 0 takes no flow, the others sha
   CHECK(s.balancer == c.balancer);
 }
 
+TEST_CASE("the input's buffers hold what the lanes can hold at once: known answers (ports.buffers)") {
+  RunConfig c;  // batch 256, in_flight 2, one native lane
+  CHECK(input_buffers(c, 2, 1, 8191) == 8191);  // 2*3*256 + 2*256 + 2048 = 4096: the port's own default
+  c.batch = 8192;
+  c.native_lanes = 0;
+  CHECK(input_buffers(c, 1, 1, 8191) == 3 * 8192 + 2048);  // one device lane: two batches in flight, one filling
+  c.native_lanes = 1;
+  c.max_batch = 8192;  // learning's bound is the largest batch
+  c.batch = 256;
+  CHECK(input_buffers(c, 1, 1, 16384) == 3 * 8192 + 2 * 8192 + 2048);
+  CHECK(input_buffers(c, 2, 16, 8191) == kMaxAutoBuffers);  // within the EAL's default memory
+  c.buffers = 5000;  // given: taken as it is
+  CHECK(input_buffers(c, 2, 16, 8191) == 5000);
+}
+
 TEST_CASE("bad configuration: a clear error naming the setting, nothing started") {
   RunConfig c = base_config();
   SECTION("unknown app") {
