@@ -73,8 +73,8 @@ struct RunConfig {
   // of that size hold frames longer than a small (2048-byte) slot (runtime/frame_pools.hpp).
   uint32_t max_frame = kDefaultMaxFrame;
   uint32_t large_buffers = kDefaultLargeSlots;
-  // ports.buffers: buffers of the input port (DPDK mbufs, pcap or generator slots); 0: for a DPDK input as many as
-  // the lanes can hold at once (input_buffers), so that a device lane's batches can fill; the others' own sizes.
+  // ports.buffers: buffers of the input port (DPDK mbufs, pcap or generator slots); 0: as many as the lanes can
+  // hold at once (input_buffers), so that a device lane's batches can fill.
   uint32_t buffers = 0;
   std::vector<std::string> vdevs;
 

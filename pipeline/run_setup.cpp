@@ -113,7 +113,8 @@ Result<std::vector<std::unique_ptr<Port>>> make_worker_ports(const RunConfig& c,
   const uint32_t buffers =
       !is_input ? 0
       : c.input.kind == "dpdk" ? input_buffers(c, device_lanes, workers, DpdkPortConfig{}.mbufs + (workers - 1u) * 2048u)
-      : c.buffers;  // pcap and generator keep their own sizes unless given: larger ones cost learning runs 0.7-0.8x
+      : c.input.kind == "pcap" ? input_buffers(c, device_lanes, workers, PcapPortConfig{}.pool_slots)
+                               : input_buffers(c, device_lanes, workers, GeneratorConfig{}.pool_slots);
   const EndpointConfig& e = which != nullptr ? *which : is_input ? c.input : c.output;
   if (workers > 1 && e.kind == "dpdk") {
     auto q = dpdk_queues(e.dpdk_port);

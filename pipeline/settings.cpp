@@ -542,9 +542,9 @@ std::vector<Setting> make_settings() {
                    "pool_empty",
                    0, 262144, HPR_SET(uint32_t, large_buffers)),
       uint_setting("ports.buffers", "--buffers",
-                   "Buffers of the input port: DPDK mbufs, pcap or generator slots, 0..4194304 (default 0: for "
-                   "DPDK what the lanes' batches can hold at once, at least 8191, so that a device's batches fill; "
-                   "pcap 16384, generator 8192); DPDK needs the memory for them (EAL -m)",
+                   "Buffers of the input port: DPDK mbufs, pcap or generator slots, 0..4194304 (default 0: what "
+                   "the lanes' batches can hold at once, so that a device's batches fill; at least 8191 for DPDK, "
+                   "16384 for pcap, 8192 for the generator); DPDK needs the memory for them (EAL -m)",
                    0, 1u << 22, HPR_SET(uint32_t, buffers)),
       choice_setting("ports.rx_spread", "--rx-spread",
                      "How packets reach several workers: auto (default: a DPDK port's own rx queues where it has "

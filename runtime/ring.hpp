@@ -1,7 +1,8 @@
 #pragma once
-// Bounded lock-free queues for the data path.
+// Bounded lock-free queue for the data path.
 //   SpscRing<T>: one producer thread, one consumer thread (lane queues, completion queues).
-//   MpmcRing<T>: any number of each (buffer free lists); Dmitry Vyukov's bounded MPMC queue.
+// (Buffer free lists are stacks: runtime/pool.hpp. The MPMC ring that was here lost a slot whenever a popper was
+// preempted between its claim and its release and a push came round to that cell: the push saw "full".)
 // Capacity is rounded up to a power of two and fixed at creation: no allocation afterwards.
 #include <atomic>
 #include <bit>
@@ -68,68 +69,6 @@ class SpscRing {
   size_t tail_cache_ = 0;  // consumer's view of tail
   alignas(kCacheLine) std::atomic<size_t> tail_{0};
   size_t head_cache_ = 0;  // producer's view of head
-};
-
-template <typename T>
-class MpmcRing {
- public:
-  explicit MpmcRing(size_t capacity)
-      : cap_(std::bit_ceil(capacity < 2 ? size_t{2} : capacity)), mask_(cap_ - 1), cells_(new Cell[cap_]) {
-    for (size_t i = 0; i < cap_; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
-  }
-  size_t capacity() const { return cap_; }
-
-  bool push(const T& v) {
-    size_t pos = enq_.load(std::memory_order_relaxed);
-    for (;;) {
-      Cell& c = cells_[pos & mask_];
-      size_t seq = c.seq.load(std::memory_order_acquire);
-      auto dif = static_cast<intptr_t>(seq) - static_cast<intptr_t>(pos);
-      if (dif == 0) {
-        if (enq_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-          c.v = v;
-          c.seq.store(pos + 1, std::memory_order_release);
-          return true;
-        }
-      } else if (dif < 0) {
-        return false;  // full
-      } else {
-        pos = enq_.load(std::memory_order_relaxed);
-      }
-    }
-  }
-  bool pop(T& v) {
-    size_t pos = deq_.load(std::memory_order_relaxed);
-    for (;;) {
-      Cell& c = cells_[pos & mask_];
-      size_t seq = c.seq.load(std::memory_order_acquire);
-      auto dif = static_cast<intptr_t>(seq) - static_cast<intptr_t>(pos + 1);
-      if (dif == 0) {
-        if (deq_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-          v = c.v;
-          c.seq.store(pos + mask_ + 1, std::memory_order_release);
-          return true;
-        }
-      } else if (dif < 0) {
-        return false;  // empty
-      } else {
-        pos = deq_.load(std::memory_order_relaxed);
-      }
-    }
-  }
-  // Approximate (exact when quiescent).
-  size_t size() const { return enq_.load(std::memory_order_acquire) - deq_.load(std::memory_order_acquire); }
-
- private:
-  struct Cell {
-    std::atomic<size_t> seq;
-    T v;
-  };
-  const size_t cap_;
-  const size_t mask_;
-  std::unique_ptr<Cell[]> cells_;
-  alignas(kCacheLine) std::atomic<size_t> enq_{0};
-  alignas(kCacheLine) std::atomic<size_t> deq_{0};
 };
 
 }  // namespace hpr

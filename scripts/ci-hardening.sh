@@ -40,7 +40,7 @@ fi
 if [[ $skip != *" tsan "* ]]; then
   s=$SECONDS; stamp "tsan: configure + build of the threaded tests"
   tsan_tests=(pipeline_test dpdk_pipeline_test pipeline_workers_test faults_test ports_test control_socket_test
-              ctl_commands_test pipeline_reload_test)
+              ctl_commands_test pipeline_reload_test frame_pools_test)
   # The hpr binary itself: its Prometheus exposer thread beside the pipeline (e2e_telemetry_loopback) and a run
   # stopped by SIGTERM (e2e_cli).
   tsan_e2e=(e2e_telemetry_loopback e2e_cli)

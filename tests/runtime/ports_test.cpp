@@ -91,31 +91,6 @@ TEST_CASE("SPSC ring passes every item in order across threads") {
   CHECK(ordered);
 }
 
-TEST_CASE("MPMC ring loses nothing with two producers and two consumers") {
-  MpmcRing<uint32_t> r(1024);
-  constexpr uint32_t kPer = 200'000;
-  std::atomic<uint64_t> sum{0}, count{0};
-  auto producer = [&](uint32_t base) {
-    for (uint32_t i = 0; i < kPer;) i += r.push(base + i) ? 1 : 0;
-  };
-  auto consumer = [&] {
-    uint32_t v;
-    while (count.load() < 2 * kPer) {
-      if (r.pop(v)) {
-        sum += v;
-        ++count;
-      }
-    }
-  };
-  std::thread p1(producer, 0), p2(producer, kPer), c1(consumer), c2(consumer);
-  p1.join();
-  p2.join();
-  c1.join();
-  c2.join();
-  uint64_t n = 2ull * kPer;
-  CHECK(sum.load() == n * (n - 1) / 2);
-}
-
 TEST_CASE("a capture that cannot be written counts tx_error, fails at close and leaves no file") {
   namespace fs = std::filesystem;
   std::string in = data_path("pcap/ndpi/dns_doh.pcap");
