@@ -207,6 +207,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
              cfg.run_to_completion ? (auto_rtc ? fmt::format(" | run to completion (one thread: {})", auto_rtc) : std::string(" | run to completion (one thread)")) : std::string(), cfg.prometheus.empty() ? "telemetry off" : "metrics http://" + tel.listening() + "/metrics");
   if (!workers->empty()) fmt::print("  workers {}\n", *workers);
   if (!c.budget.empty()) fmt::print("  {}\n", c.budget);
+  fmt::print("  {}\n", c.buffers);
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
   fmt::print("  {}\n", (*extras)->describe());
   // The control socket (hpr ctl): a socket another daemon answers on is a warning, not a reason to stop this run.

@@ -193,6 +193,7 @@ struct RunContext {
   std::vector<std::string> left_out;      // devices that failed to build or start, with reasons
   std::vector<std::unique_ptr<Port>> worker_ports;  // the other workers' rx and tx views (rx, tx: worker 0's)
   std::vector<std::shared_ptr<kernels::App>> worker_apps;  // apps that keep per-flow state: one per other worker
+  std::string buffers;  // "input buffers 34816 (...)" (start line; a DPDK pool that does not fit warns)
   std::string budget;  // "workers 2 on cores 0,1", "core budget: 2 cores; ...; PoCL CPU threads 1 ..." (start line)
   std::unique_ptr<Pipeline> pipeline;     // worker 0; the others run beside it (Pipeline::add_worker)
 };

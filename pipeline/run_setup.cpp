@@ -105,16 +105,20 @@ Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, u
   return make_generator_port(g);
 }
 
+// The input's buffers (input_buffers, with the input kind's own default as the floor).
+uint32_t input_buffer_count(const RunConfig& c, uint16_t workers, size_t device_lanes) {
+  const uint32_t floor = c.input.kind == "dpdk"   ? DpdkPortConfig{}.mbufs + (workers - 1u) * 2048u
+                         : c.input.kind == "pcap" ? PcapPortConfig{}.pool_slots
+                                                  : GeneratorConfig{}.pool_slots;
+  return input_buffers(c, device_lanes, workers, floor);
+}
+
 // The ports of `workers` workers on one endpoint, view i for worker i: a DPDK port's own queues where it has them
 // (rx: with RSS), else the one port spread by flow hash (rx) or shared under a lock (tx). `which`: one of
 // c.more_outputs instead of c.output. `device_lanes`: the devices chosen, for the input's buffers (input_buffers).
 Result<std::vector<std::unique_ptr<Port>>> make_worker_ports(const RunConfig& c, bool is_input, uint16_t workers,
                                                              size_t device_lanes, const EndpointConfig* which = nullptr) {
-  const uint32_t buffers =
-      !is_input ? 0
-      : c.input.kind == "dpdk" ? input_buffers(c, device_lanes, workers, DpdkPortConfig{}.mbufs + (workers - 1u) * 2048u)
-      : c.input.kind == "pcap" ? input_buffers(c, device_lanes, workers, PcapPortConfig{}.pool_slots)
-                               : input_buffers(c, device_lanes, workers, GeneratorConfig{}.pool_slots);
+  const uint32_t buffers = is_input ? input_buffer_count(c, workers, device_lanes) : 0;
   const EndpointConfig& e = which != nullptr ? *which : is_input ? c.input : c.output;
   if (workers > 1 && e.kind == "dpdk") {
     auto q = dpdk_queues(e.dpdk_port);
@@ -300,6 +304,9 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
                               cores.size() > 1 ? "s" : "", fmt::join(cores, ","));
   }
   if (!pocl_budget.empty() && pocl_chosen) ctx->budget += (ctx->budget.empty() ? "" : "; ") + pocl_budget;
+  ctx->buffers = fmt::format("input buffers {}{}", input_buffer_count(c, workers, chosen.size()),
+                             c.buffers != 0 ? " (ports.buffers)"
+                                            : " (what the lanes' batches hold at once; --buffers sets them)");
   auto rx = make_worker_ports(c, true, workers, chosen.size());
   if (!rx) return rx.status();
   auto tx = make_worker_ports(c, false, workers, chosen.size());

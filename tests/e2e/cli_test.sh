@@ -31,6 +31,10 @@ expect 2 "--weight: want NAME=VALUE" run --weight native --devices none
 expect 3 "app.routes (--routes)" run --routes "$tmp/none.txt" --devices none
 printf '0.0.0.0/0 1\n' >"$tmp/routes.txt"
 expect 3 "lanes.devices: no OpenCL device matches 'TeslaV100'" run --devices TeslaV100 --routes "$tmp/routes.txt"
+# The input's buffers are on the start line: given, or sized for the lanes (docs/pipeline.md, "Buffers").
+"$hpr" run --devices none --duration 0.2 --state-dir none --buffers 5000 --routes "$tmp/routes.txt" >"$tmp/buf.log" 2>&1 &&
+  grep -q "^  input buffers 5000 (ports.buffers)" "$tmp/buf.log" && echo "ok: the start line names the input's buffers" ||
+  fail "input buffers: $(head -c 600 "$tmp/buf.log")"
 expect 3 "configuration file '$tmp/none.toml' does not exist" run -c "$tmp/none.toml"
 printf '[lanes]\nbatch = "big"\n' >"$tmp/bad.toml"
 expect 2 "lanes.batch (--batch): want an integer" run -c "$tmp/bad.toml"
