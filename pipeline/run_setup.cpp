@@ -27,9 +27,15 @@ namespace {
 
 // line_rate: a paced generator behaves as a line-rate port (backpressure off): what hpr has not taken when more
 // than a pool's worth is owed is missed and counted (port_missed), instead of offered later.
-// `buffers`: the input port's small buffers (input_buffers; 0: the port's default).
-Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, uint32_t buffers, bool line_rate = false,
-                                            const EndpointConfig* output = nullptr) {
+// The input port's buffers: how many (input_buffers; 0: the port's default, as for outputs), and the least a DPDK
+// pool may be halved to where that many do not fit in the EAL's memory (0: a count the user gave, never halved).
+struct InputBuffers {
+  uint32_t count = 0, min = 0;
+};
+
+// `buffers`: the input's (input_buffer_count); outputs get none.
+Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, InputBuffers buffers,
+                                            bool line_rate = false, const EndpointConfig* output = nullptr) {
   const EndpointConfig& e = is_input ? c.input : output != nullptr ? *output : c.output;
   if (e.kind == "pcap") {
     PcapPortConfig pc;
@@ -37,18 +43,18 @@ Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, u
     pc.loops = e.loops;
     pc.max_frame = c.max_frame;
     pc.large_slots = c.large_buffers;
-    if (is_input && buffers != 0) pc.pool_slots = buffers;
+    if (buffers.count != 0) pc.pool_slots = buffers.count;
     return make_pcap_port(pc);
   }
   if (e.kind == "dpdk") {
     DpdkPortConfig dc{.name = e.dpdk_port, .max_frame = c.max_frame, .large_slots = c.large_buffers};
-    if (is_input && buffers != 0) dc.mbufs = buffers;
-    if (is_input && c.buffers == 0) dc.min_mbufs = DpdkPortConfig{}.mbufs;  // hpr's size: halved where it does not fit
+    if (buffers.count != 0) dc.mbufs = buffers.count;
+    dc.min_mbufs = buffers.min;
     return make_dpdk_port(dc);
   }
   if (e.kind == "null") return make_null_port();
   GeneratorConfig g;
-  if (buffers != 0) g.pool_slots = buffers;
+  if (buffers.count != 0) g.pool_slots = buffers.count;
   g.max_packets = e.gen_packets;
   g.seed = e.gen_seed;
   g.flows = e.gen_flows;
@@ -105,27 +111,30 @@ Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, u
   return make_generator_port(g);
 }
 
+// A DPDK port's default mbufs for `workers` workers: each further queue's ring holds its own.
+uint32_t dpdk_default_mbufs(uint16_t workers) { return DpdkPortConfig{}.mbufs + (workers - 1u) * 2048u; }
+
 // The input's buffers (input_buffers, with the input kind's own default as the floor).
-uint32_t input_buffer_count(const RunConfig& c, uint16_t workers, size_t device_lanes) {
-  const uint32_t floor = c.input.kind == "dpdk"   ? DpdkPortConfig{}.mbufs + (workers - 1u) * 2048u
+InputBuffers input_buffer_count(const RunConfig& c, uint16_t workers, size_t device_lanes) {
+  const uint32_t floor = c.input.kind == "dpdk"   ? dpdk_default_mbufs(workers)
                          : c.input.kind == "pcap" ? PcapPortConfig{}.pool_slots
                                                   : GeneratorConfig{}.pool_slots;
-  return input_buffers(c, device_lanes, workers, floor);
+  return {input_buffers(c, device_lanes, workers, floor), c.buffers == 0 ? floor : 0u};
 }
 
 // The ports of `workers` workers on one endpoint, view i for worker i: a DPDK port's own queues where it has them
 // (rx: with RSS), else the one port spread by flow hash (rx) or shared under a lock (tx). `which`: one of
-// c.more_outputs instead of c.output. `device_lanes`: the devices chosen, for the input's buffers (input_buffers).
+// c.more_outputs instead of c.output. `buffers`: the input's (input_buffer_count); outputs get none.
 Result<std::vector<std::unique_ptr<Port>>> make_worker_ports(const RunConfig& c, bool is_input, uint16_t workers,
-                                                             size_t device_lanes, const EndpointConfig* which = nullptr) {
-  const uint32_t buffers = is_input ? input_buffer_count(c, workers, device_lanes) : 0;
+                                                             InputBuffers buffers = {},
+                                                             const EndpointConfig* which = nullptr) {
   const EndpointConfig& e = which != nullptr ? *which : is_input ? c.input : c.output;
   if (workers > 1 && e.kind == "dpdk") {
     auto q = dpdk_queues(e.dpdk_port);
     if (!q) return q.status();
     DpdkPortConfig dc{.name = e.dpdk_port, .max_frame = c.max_frame, .large_slots = c.large_buffers};
-    dc.mbufs = is_input ? buffers : dc.mbufs + (workers - 1u) * 2048;  // each queue's ring holds its own
-    if (is_input && c.buffers == 0) dc.min_mbufs = DpdkPortConfig{}.mbufs + (workers - 1u) * 2048;
+    dc.mbufs = buffers.count != 0 ? buffers.count : dpdk_default_mbufs(workers);
+    dc.min_mbufs = buffers.min;
     if (is_input && (c.rx_spread == "queues" || (c.rx_spread == "auto" && q->rss))) {
       if (q->max_rx < workers)
         return error(Code::kInvalidArgument,
@@ -304,12 +313,13 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
                               cores.size() > 1 ? "s" : "", fmt::join(cores, ","));
   }
   if (!pocl_budget.empty() && pocl_chosen) ctx->budget += (ctx->budget.empty() ? "" : "; ") + pocl_budget;
-  ctx->buffers = fmt::format("input buffers {}{}", input_buffer_count(c, workers, chosen.size()),
+  const InputBuffers buffers = input_buffer_count(c, workers, chosen.size());
+  ctx->buffers = fmt::format("input buffers {}{}", buffers.count,
                              c.buffers != 0 ? " (ports.buffers)"
                                             : " (what the lanes' batches hold at once; --buffers sets them)");
-  auto rx = make_worker_ports(c, true, workers, chosen.size());
+  auto rx = make_worker_ports(c, true, workers, buffers);
   if (!rx) return rx.status();
-  auto tx = make_worker_ports(c, false, workers, chosen.size());
+  auto tx = make_worker_ports(c, false, workers);
   if (!tx) return tx.status();
   std::vector<Port*> rxv;
   std::vector<std::vector<Port*>> txv(workers);  // worker w's output ports, output 0 first
@@ -320,7 +330,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   for (size_t i = 1; i < rx->size(); ++i) ctx->worker_ports.push_back(std::move((*rx)[i]));
   for (size_t i = 1; i < tx->size(); ++i) ctx->worker_ports.push_back(std::move((*tx)[i]));
   for (const EndpointConfig& e : c.more_outputs) {
-    auto more = make_worker_ports(c, false, workers, chosen.size(), &e);
+    auto more = make_worker_ports(c, false, workers, {}, &e);
     if (!more) return more.status();
     for (uint16_t w = 0; w < workers; ++w) txv[w].push_back((*more)[w].get());
     ctx->more_tx.push_back(std::move(more->front()));

@@ -56,13 +56,17 @@ uint32_t PacketPool::alloc(Packet* pkts, uint32_t n) {
   return i;
 }
 
+uint32_t PacketPool::slot_of(const void* buf) const {
+  return static_cast<uint32_t>((static_cast<const uint8_t*>(buf) - base_) / slot_bytes_);
+}
+
 void PacketPool::free_one(void* buf) {
-  push(static_cast<uint32_t>((static_cast<uint8_t*>(buf) - base_) / slot_bytes_));
+  push(slot_of(buf));
   used_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void PacketPool::free(const Packet* pkts, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) push(static_cast<uint32_t>((static_cast<uint8_t*>(pkts[i].buf) - base_) / slot_bytes_));
+  for (uint32_t i = 0; i < n; ++i) push(slot_of(pkts[i].buf));
   used_.fetch_sub(n, std::memory_order_relaxed);
 }
 

@@ -41,6 +41,7 @@ class PacketPool {
   PacketPool(uint32_t slots, uint32_t slot_bytes);
   uint32_t slots_;
   uint32_t slot_bytes_;
+  uint32_t slot_of(const void* buf) const;
   bool pop(uint32_t& slot);
   void push(uint32_t slot);
   uint8_t* base_ = nullptr;
