@@ -30,6 +30,8 @@ void adjust_run_config(RunConfig& cfg) {
   uint32_t mb = 0;
   if (learning) {
     mb = cfg.max_batch != 0 ? cfg.max_batch : std::max(cfg.batch, kLearnMaxBatch);
+    // A discrete GPU's lanes may go further (prepare_run gives them lane_max_batch(cfg, true)).
+    if (cfg.max_batch == 0) cfg.max_batch_discrete = std::max(cfg.batch, kLearnMaxBatchDiscrete);
   } else if (auto t = prof::load_table(cfg.adapt_table, {}, true)) {
     for (const auto& pt : t->points)
       for (auto b : pt.batch) mb = std::max(mb, b);
@@ -63,12 +65,25 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
     LearnOptions lo;
     lo.params.policy = *pol;
     lo.params.latency_target_ns = cfg.adapt_latency_target_us * 1e3;
-    lo.params.max_batch = std::max(cfg.max_batch, cfg.batch);
     lo.params.min_batch = std::min<uint32_t>(16, cfg.batch);
     lo.batch = cfg.batch;
-    // Lane i is OpenCL device i, then the native lanes (prepare_run's order): device batches are searched.
-    lo.batch_searched.assign(ctx.pipeline->lane_count(), false);
-    for (size_t i = 0; i < ctx.devices.size() && i < lo.batch_searched.size(); ++i) lo.batch_searched[i] = true;
+    // Lane i is OpenCL device i, then the native lanes (prepare_run's order): device batches are searched, each up
+    // to its lane's largest.
+    lo.batch_max.assign(ctx.pipeline->lane_count(), 0);
+    lo.batch_start.assign(ctx.pipeline->lane_count(), cfg.batch);
+    for (size_t i = 0; i < ctx.devices.size() && i < lo.batch_max.size(); ++i) {
+      const bool discrete = ctx.devices[i].kind == DeviceKind::kDiscreteGpu;
+      lo.batch_max[i] = lane_max_batch(cfg, discrete);
+      if (discrete && cfg.max_batch_discrete != 0)
+        lo.batch_start[i] = std::min(std::max(cfg.batch, kLearnStartBatchDiscrete), lo.batch_max[i]);
+    }
+    if (!ctx.devices.empty()) {
+      const uint32_t cpu = lane_max_batch(cfg, false), gpu = lane_max_batch(cfg, true);
+      const bool any_gpu = std::any_of(ctx.devices.begin(), ctx.devices.end(),
+                                       [](const DeviceInfo& d) { return d.kind == DeviceKind::kDiscreteGpu; });
+      x->learn_batches_ = any_gpu && gpu != cpu ? fmt::format(" and device batch sizes up to {} ({} on discrete GPUs)", cpu, gpu)
+                                                : fmt::format(" and device batch sizes up to {}", any_gpu ? gpu : cpu);
+    }
     lo.csv_path = cfg.adapt_csv;
     std::string dir = cfg.adapt_state_dir.empty() ? default_state_dir() : cfg.adapt_state_dir;
     if (!dir.empty() && dir != "none") lo.state_path = state_file(dir, app);
@@ -187,8 +202,7 @@ std::string RunExtras::describe() const {
   if (adapt_ && !cfg_.adapt_learn) s += " (table lookups only)";
   if (learn_)
     s += fmt::format("\n  learning: lane shares{} online, policy {}, quantum {} ms (--static: fixed weights)",
-                     cfg_.devices == std::vector<std::string>{"none"} ? "" : " and device batch sizes",
-                     cfg_.adapt_policy, cfg_.adapt_quantum_ms);
+                     learn_batches_, cfg_.adapt_policy, cfg_.adapt_quantum_ms);
   if (learn_ && !learn_->state_note().empty()) s += "\n  learning: " + learn_->state_note();
   return s;
 }

@@ -167,7 +167,10 @@ bool Lane::poll() {
   bool close = !batch_.empty() && (full || now - first_ns_ >= cfg_.batch_timeout_ns ||
                                    ((stopping || cfg_.run_what_arrived) && input_.empty()));
   if (close && exec_->outstanding() == exec_->slots()) {
-    did |= reap(/*wait=*/!polled_);  // all slots busy: wait for the oldest (polled: only take it if it is done)
+    // Every slot busy. A full batch waits for the oldest (polled: takes it only if it is done). One that reached its
+    // timeout keeps filling instead: it could not run sooner, so under load it grows to what arrives while the
+    // device is busy (a GPU's batch pays for its copies and launch), where waiting would run it at the timeout's size.
+    did |= reap(/*wait=*/!polled_ && (full || stopping));
     if (state_.load(std::memory_order_relaxed) != LaneState::kRunning) return true;
     close = exec_->outstanding() < exec_->slots();
   }

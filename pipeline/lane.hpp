@@ -5,7 +5,8 @@
 // hetero-opencl-adaptive-scheduler.txt §3.3.1: per-device queues, batching, flow affinity).
 //
 // The batch builder closes a batch at `batch_size` packets or when the oldest packet has waited
-// `batch_timeout_ns`, so latency stays bounded at low rates. The executor keeps up to `in_flight`
+// `batch_timeout_ns`, so latency stays bounded at low rates; while every slot is busy, a batch past its timeout
+// keeps filling until one frees (it could not run sooner). The executor keeps up to `in_flight`
 // batches submitted; batches complete in submission order, so a flow's packets leave the lane in
 // the order they entered it. When the executor fails, the lane stops, hands back every packet it
 // still holds (failed batch first, then the queue, in order) and reports itself failed.

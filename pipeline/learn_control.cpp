@@ -18,8 +18,8 @@ constexpr size_t kLogKept = 20;  // the latest decisions, for the summary (all o
 
 Result<std::unique_ptr<LearnControl>> LearnControl::create(const LearnOptions& opt, Pipeline& pipeline) {
   size_t n = pipeline.lane_count();
-  if (opt.batch_searched.size() != n)
-    return error(Code::kInvalidArgument, "learning: {} batch flags for {} lanes", opt.batch_searched.size(), n);
+  if (opt.batch_max.size() != n)
+    return error(Code::kInvalidArgument, "learning: {} largest batches for {} lanes", opt.batch_max.size(), n);
   std::unique_ptr<LearnControl> c(new LearnControl());
   c->opt_ = opt;
   std::optional<sched::Setup> start = opt.start;
@@ -42,7 +42,10 @@ Result<std::unique_ptr<LearnControl>> LearnControl::create(const LearnOptions& o
   }
   c->state_.fingerprint = opt.fingerprint;
   c->state_.complete = true;
-  auto b = sched::OnlineBalancer::create(opt.params, std::vector<uint32_t>(n, opt.batch), opt.batch_searched, start);
+  if (!opt.batch_start.empty() && opt.batch_start.size() != n)
+    return error(Code::kInvalidArgument, "learning: {} first batches for {} lanes", opt.batch_start.size(), n);
+  auto b = sched::OnlineBalancer::create(
+      opt.params, opt.batch_start.empty() ? std::vector<uint32_t>(n, opt.batch) : opt.batch_start, opt.batch_max, start);
   if (!b) return b.status();
   c->pipeline_ = &pipeline;
   c->bal_.emplace(std::move(*b));
@@ -63,7 +66,7 @@ Status LearnControl::set_policy(sched::Policy p, double latency_target_ns) {
   params.policy = p;
   if (latency_target_ns > 0) params.latency_target_ns = latency_target_ns;
   const sched::Setup from = bal_->incumbent();
-  auto b = sched::OnlineBalancer::create(params, from.batch, opt_.batch_searched, from);
+  auto b = sched::OnlineBalancer::create(params, from.batch, opt_.batch_max, from);
   if (!b) return b.status();
   const std::string line = fmt::format("policy {} -> {} (hpr ctl set policy): the search starts over from {}",
                                        sched::policy_name(opt_.params.policy), sched::policy_name(p), from.describe());
@@ -85,7 +88,7 @@ Status LearnControl::set_policy(sched::Policy p, double latency_target_ns) {
 void LearnControl::apply(const sched::Setup& s) {
   for (Pipeline* w : pipeline_->all_workers()) {
     for (size_t i = 0; i < s.batch.size(); ++i)
-      if (opt_.batch_searched[i]) w->set_lane_batch(i, s.batch[i]);
+      if (opt_.batch_max[i] != 0) w->set_lane_batch(i, s.batch[i]);
     (void)w->set_lane_weights(s.weight);  // sizes match by construction, weights >= 0
   }
 }

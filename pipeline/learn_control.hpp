@@ -26,8 +26,10 @@ namespace hpr {
 
 struct LearnOptions {
   sched::BalancerParams params;
-  std::vector<bool> batch_searched;  // per lane: the batch size is worth searching (OpenCL lanes)
+  // Per lane: the largest batch searched (lane_max_batch: OpenCL lanes); 0: the batch is not searched (native).
+  std::vector<uint32_t> batch_max;
   uint32_t batch = 256;              // starting batch of every lane
+  std::vector<uint32_t> batch_start; // per lane, where it differs (a discrete GPU's); empty: `batch` for every lane
   std::optional<sched::Setup> start; // a saved setup to start from
   std::string csv_path;              // per-quantum CSV; empty: none
   // Saved state (pipeline/learn_state.hpp): the file ("" : none), this machine's fingerprint, the traffic, the

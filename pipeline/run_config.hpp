@@ -1,6 +1,7 @@
 #pragma once
 // Configuration of `hpr run`: a TOML file (see docs/config.md and config/hpr.toml) that command-line
 // flags override. Every error names the setting and says what is accepted.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -93,6 +94,9 @@ struct RunConfig {
   uint32_t queue = 4096;
   uint32_t in_flight = 2;
   uint32_t max_batch = 0;            // largest batch the scheduler may set (0: batch)
+  // A discrete GPU's lanes' largest batch where it is larger than max_batch (0: max_batch): learning's
+  // kLearnMaxBatchDiscrete when lanes.max_batch is not given (set by hpr run, not a setting).
+  uint32_t max_batch_discrete = 0;
   std::string balancer = "whrw";     // rr crc16 crc32 hrw whrw ahrw subflow fcfs afs laps
   // Workers (issue 12): threads that each receive, classify, run the app and transmit, one per core, each with a lane
   // on every device. Ports with RSS give each worker an rx queue, others are spread by flow hash (spread_port.hpp).
@@ -164,8 +168,19 @@ Result<std::string> resolve_workers(RunConfig& c);
 const char* auto_run_to_completion(RunConfig& c, unsigned host_cores);
 // Whether `hpr run` learns lane shares and batch sizes online (see RunConfig::adapt_static).
 bool learning_mode(const RunConfig& c);
-// The largest batch learning mode may set when lanes.max_batch is not given.
-inline constexpr uint32_t kLearnMaxBatch = 4096;
+// The largest batch learning mode may set when lanes.max_batch is not given: on CPU devices and integrated GPUs, and
+// on a discrete GPU, whose batch pays for a copy each way and a launch (on an H200, aes and dpi ran fastest at 8,192:
+// docs/gpu/nvidia-h200/README.md).
+inline constexpr uint32_t kLearnMaxBatch = 4096, kLearnMaxBatchDiscrete = 16384;
+// A discrete GPU's first batch in learning mode (lanes.batch where that is larger): on the H200 every app ran faster
+// with each doubling from 256 to 8,192, and the search doubles once per block (about 0.5 s), so starting at 256 cost
+// most of a 4 s run. At light load a batch closes at its timeout (lanes.timeout_us) whatever its size.
+inline constexpr uint32_t kLearnStartBatchDiscrete = 2048;
+// The largest batch of one lane (its buffers, and the bound of the scheduler's search): lanes.max_batch or
+// lanes.batch, and for a lane on a discrete GPU (`discrete`) at least max_batch_discrete.
+inline uint32_t lane_max_batch(const RunConfig& c, bool discrete) {
+  return std::max({c.batch, c.max_batch, discrete ? c.max_batch_discrete : 0u});
+}
 // ports.buffers when it is 0: the input's small buffers for what `workers` workers' lanes can hold at once (each
 // of `device_lanes` device lanes in_flight batches and the one it fills, each native lane two), of the largest
 // batch, plus each worker's rx burst and ring; at least `floor` (the port's own default), at most kMaxAutoBuffers.
@@ -174,7 +189,9 @@ inline constexpr uint32_t kLearnMaxBatch = 4096;
 // 2,048-byte buffers: ~160 MB of mbufs, within the EAL's default -m 512 beside an output port's pool (on an H200
 // machine, 131,072 beside a 38,911-mbuf net_null pool did not fit; a DPDK port halves a size that does not fit).
 inline constexpr uint32_t kMaxAutoBuffers = 65536;
-uint32_t input_buffers(const RunConfig& c, size_t device_lanes, uint16_t workers, uint32_t floor);
+// `discrete_lanes` of the device lanes are on discrete GPUs (their batches: lane_max_batch(c, true)).
+uint32_t input_buffers(const RunConfig& c, size_t device_lanes, uint16_t workers, uint32_t floor,
+                       size_t discrete_lanes = 0);
 // "dur_s:pps,dur_s:pps" → generator rate steps. Errors: kInvalidArgument naming the bad item.
 Result<std::vector<RateStep>> parse_rate_steps(const std::string& spec);
 // "imix" | "fixed:N" | "uniform:A-B" into step's size fields; kInvalidArgument naming `setting`.

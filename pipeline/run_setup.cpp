@@ -115,11 +115,13 @@ Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, I
 uint32_t dpdk_default_mbufs(uint16_t workers) { return DpdkPortConfig{}.mbufs + (workers - 1u) * 2048u; }
 
 // The input's buffers (input_buffers, with the input kind's own default as the floor).
-InputBuffers input_buffer_count(const RunConfig& c, uint16_t workers, size_t device_lanes) {
+InputBuffers input_buffer_count(const RunConfig& c, uint16_t workers, const std::vector<DeviceInfo>& devices) {
   const uint32_t floor = c.input.kind == "dpdk"   ? dpdk_default_mbufs(workers)
                          : c.input.kind == "pcap" ? PcapPortConfig{}.pool_slots
                                                   : GeneratorConfig{}.pool_slots;
-  return {input_buffers(c, device_lanes, workers, floor), c.buffers == 0 ? floor : 0u};
+  const auto discrete = static_cast<size_t>(
+      std::count_if(devices.begin(), devices.end(), [](const DeviceInfo& d) { return d.kind == DeviceKind::kDiscreteGpu; }));
+  return {input_buffers(c, devices.size(), workers, floor, discrete), c.buffers == 0 ? floor : 0u};
 }
 
 // The ports of `workers` workers on one endpoint, view i for worker i: a DPDK port's own queues where it has them
@@ -313,7 +315,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
                               cores.size() > 1 ? "s" : "", fmt::join(cores, ","));
   }
   if (!pocl_budget.empty() && pocl_chosen) ctx->budget += (ctx->budget.empty() ? "" : "; ") + pocl_budget;
-  const InputBuffers buffers = input_buffer_count(c, workers, chosen.size());
+  const InputBuffers buffers = input_buffer_count(c, workers, chosen);
   ctx->buffers = fmt::format("input buffers {}{}", buffers.count,
                              c.buffers != 0 ? " (ports.buffers)"
                                             : " (what the lanes' batches hold at once; --buffers sets them)");
@@ -368,13 +370,14 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   pc.status_interval_ns = static_cast<uint64_t>(c.status_interval_s * 1e9);
   // The ipv4 app checks it itself; the parser checks it where a packet may reach no ipv4 app (a service without it).
   pc.parse.verify_ipv4_checksum = !kernels::runs_app(c.app, c.app_opts, "ipv4", true);
-  auto lane_cfg = [&](const std::string& name) {
+  auto lane_cfg = [&](const std::string& name, bool discrete) {
     LaneConfig lc;
     lc.name = name;
     lc.batch_size = c.batch;
-    lc.max_batch = std::max(c.max_batch, c.batch);
+    lc.max_batch = lane_max_batch(c, discrete);
     lc.batch_timeout_ns = c.batch_timeout_us * 1000;
-    lc.queue_size = c.queue;
+    // A discrete GPU's larger batches (max_batch_discrete): its queue holds two of them, as hpr run makes every lane's.
+    lc.queue_size = lc.max_batch > lane_max_batch(c, false) ? std::max(c.queue, 2 * lc.max_batch) : c.queue;
     for (const auto& [pat, n] : c.fail_after)
       if (name.find(pat) != std::string::npos) lc.fail_after_batches = n;
     for (const auto& [pat, us] : c.slow_lane_us)
@@ -422,7 +425,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     s.kind = LaneSpec::Kind::kOpenCL;
     s.program = std::move(*prog);
     s.host_unified = unified;
-    s.lane = lane_cfg(fmt::format("cl{}:{}", d.index, d.name));
+    s.lane = lane_cfg(fmt::format("cl{}:{}", d.index, d.name), d.kind == DeviceKind::kDiscreteGpu);
     weigh(s.lane, d.compute_units);
     s.in_flight = c.in_flight;
     pc.lanes.push_back(std::move(s));
@@ -431,7 +434,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   for (uint32_t i = 0; i < c.native_lanes; ++i) {
     LaneSpec s;
     s.kind = LaneSpec::Kind::kNative;
-    s.lane = lane_cfg(fmt::format("native{}", i));
+    s.lane = lane_cfg(fmt::format("native{}", i), false);
     s.lane.run_what_arrived = c.native_run_what_arrived;
     weigh(s.lane, 1);
     pc.lanes.push_back(std::move(s));

@@ -18,6 +18,9 @@
 #     chains   bench/chain/chain_bench.py on the GPU alone: each chain against its slower app, 3 rounds of 3 s, with
 #              hpr run's options GPU_CHAIN_ARGS (default "--batch 8192 --timeout-us 2000": the static 256 leaves a
 #              discrete GPU waiting on each batch's copies and launches)
+#     learn-batch  learning (the default hpr run) against --static at batch 8,192 (timeout 2 ms) and at 256, the GPU
+#              alone, on aes, dpi and the chain aes,dpi (GPU_LEARN_CHAINS), chain_bench's rounds; GPU_BASE_BUNDLE: a
+#              folder with an older bundle, whose learning runs in the same rounds; then one 4 s learning run of dpi
 # GPU_DEVICE (default H200): the --devices name substring of the GPU. OUT gets machine.txt, devices.txt and a .csv
 # (a row per sample) and .txt (medians, spreads, ratios) per step. About 8 minutes in all on 16 cores.
 set -u
@@ -85,7 +88,22 @@ for s in $steps; do
                    --fill --chain ipv4,aes ipv4,dpi dpi,md5 aes,md5 ipv4,dpi,md5 --json ;;
     chains) HPR_DATA_DIR=$b/share/hpr/data python3 "$root/bench/chain/chain_bench.py" --hpr "$b/hpr" --lanes "$gpu" \
               --run-args "${GPU_CHAIN_ARGS:---batch 8192 --timeout-us 2000}" --rounds 3 --seconds 3 --out "$out/$s.csv"; rm -f "$out/routes_default.dat" ;;
-    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5 md5-mix md5-learn chain-check chains)" ;;
+    learn-batch) w="$out/learn-batch-bin"; mkdir -p "$w"
+               mk() { printf '#!/bin/sh\nexec %s "$@" %s\n' "$2" "$3" >"$w/$1"; chmod +x "$w/$1"; }
+               # chain_bench runs --static; the learning builds drop it.
+               lm() { printf '#!/bin/sh\nfor a; do shift; [ "$a" = --static ] || set -- "$@" "$a"; done\nexec %s "$@"\n' "$2" >"$w/$1"; chmod +x "$w/$1"; }
+               mk static8192 "$b/hpr" "--batch 8192 --timeout-us 2000"; lm learn "$b/hpr"
+               mk static256 "$b/hpr" ""; set -- --hpr "static8192=$w/static8192" --hpr "learn=$w/learn"
+               if [ -n "${GPU_BASE_BUNDLE:-}" ]; then  # an older bundle's learning, in the same rounds
+                 mkdir -p "$w/base"; tar xzf "$GPU_BASE_BUNDLE"/hpr-*.tar.gz -C "$w/base"
+                 lm base-learn "$(ls -d "$w"/base/hpr-*/ | head -1)hpr"; set -- "$@" --hpr "base-learn=$w/base-learn"
+               fi
+               HPR_DATA_DIR=$b/share/hpr/data python3 "$root/bench/chain/chain_bench.py" "$@" --hpr "static256=$w/static256" \
+                 --lanes "$gpu" --chains "${GPU_LEARN_CHAINS:-aes,dpi}" --rounds 3 --seconds 4 --out "$out/$s.csv"
+               HPR_MASTER_KEY=2b7e151628aed2a6abf7158809cf4f3c "$b/hpr" run --app dpi --devices "$gpu" --native 0 \
+                 --packets 0 --duration 8 --state-dir none --adapt-csv "$out/learn-batch-dpi.csv"
+               rm -rf "$w" "$out/routes_default.dat" ;;
+    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5 md5-mix md5-learn chain-check chains learn-batch)" ;;
   esac > "$out/$s.txt" 2>&1
   echo "$s rc=$? at $(( $(date +%s) - t0 )) s" >> "$out/machine.txt"
 done

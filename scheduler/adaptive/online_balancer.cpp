@@ -39,8 +39,7 @@ Status validate(const BalancerParams& p) {
     return error(Code::kInvalidArgument, "learning: need 1 <= min_samples <= max_samples");
   if (!(p.min_step > 0 && p.min_step <= p.first_step && p.first_step <= 1))
     return error(Code::kInvalidArgument, "learning: need 0 < min_step <= first_step <= 1");
-  if (p.min_batch < 1 || p.max_batch < p.min_batch)
-    return error(Code::kInvalidArgument, "learning: need 1 <= min_batch <= max_batch");
+  if (p.min_batch < 1) return error(Code::kInvalidArgument, "learning: need min_batch >= 1");
   if (!(p.hold_s > 0 && p.max_hold_s >= p.hold_s))
     return error(Code::kInvalidArgument, "learning: need 0 < hold_s <= max_hold_s");
   if (p.drift_quanta < 1 || p.rate_window < 1)
@@ -59,18 +58,22 @@ std::string Setup::describe() const {
 }
 
 Result<OnlineBalancer> OnlineBalancer::create(const BalancerParams& p, std::vector<uint32_t> batch,
-                                              std::vector<bool> batch_searched, std::optional<Setup> start) {
+                                              std::vector<uint32_t> batch_max, std::optional<Setup> start) {
   HPR_RETURN_IF_ERROR(validate(p));
   size_t n = batch.size();
-  if (n == 0 || batch_searched.size() != n)
-    return error(Code::kInvalidArgument, "learning: {} lanes, {} batch flags", n, batch_searched.size());
+  if (n == 0 || batch_max.size() != n)
+    return error(Code::kInvalidArgument, "learning: {} lanes, {} largest batches", n, batch_max.size());
+  for (size_t i = 0; i < n; ++i)
+    if (batch_max[i] != 0 && batch_max[i] < p.min_batch)
+      return error(Code::kInvalidArgument, "learning: lane {}'s largest batch {} is under min_batch {}", i,
+                   batch_max[i], p.min_batch);
   OnlineBalancer b;
   b.p_ = p;
-  b.searched_ = std::move(batch_searched);
+  b.batch_max_ = std::move(batch_max);
   b.alive_.assign(n, true);
   b.hold_s_ = p.hold_s;
   for (size_t i = 0; i < n; ++i)
-    if (b.searched_[i]) batch[i] = std::clamp(batch[i], p.min_batch, p.max_batch);
+    if (b.batch_max_[i] != 0) batch[i] = std::clamp(batch[i], p.min_batch, b.batch_max_[i]);
   b.inc_ = {std::vector<float>(n, 1.f / static_cast<float>(n)), batch};
   if (start) {
     if (start->weight.size() != n || start->batch.size() != n)
@@ -83,7 +86,7 @@ Result<OnlineBalancer> OnlineBalancer::create(const BalancerParams& p, std::vect
     if (std::accumulate(s.weight.begin(), s.weight.end(), 0.f) <= 0)
       return error(Code::kInvalidArgument, "learning: the saved setup gives no lane a share");
     for (size_t i = 0; i < n; ++i)
-      if (b.searched_[i]) s.batch[i] = std::clamp(s.batch[i], p.min_batch, p.max_batch);
+      if (b.batch_max_[i] != 0) s.batch[i] = std::clamp(s.batch[i], p.min_batch, b.batch_max_[i]);
     b.inc_ = s;
     b.event_ = "start from the saved setup " + s.describe();
   }
@@ -193,9 +196,9 @@ std::vector<Setup> OnlineBalancer::candidates() const {
     }
   } else if (phase_ == Phase::kBatch) {
     for (size_t i = 0; i < n; ++i) {
-      if (!alive_[i] || !searched_[i] || inc_.weight[i] <= 0) continue;
+      if (!alive_[i] || batch_max_[i] == 0 || inc_.weight[i] <= 0) continue;
       for (uint32_t b : {inc_.batch[i] * 2, inc_.batch[i] / 2}) {
-        if (b < p_.min_batch || b > p_.max_batch) continue;
+        if (b < p_.min_batch || b > batch_max_[i]) continue;
         Setup c = inc_;
         c.batch[i] = b;
         out.push_back(c);
@@ -207,6 +210,7 @@ std::vector<Setup> OnlineBalancer::candidates() const {
 
 void OnlineBalancer::start_phase(Phase ph) {
   if (ph == Phase::kSolo || ph == Phase::kHold) recheck_ = false;
+  if (ph == Phase::kSolo || ph == Phase::kMix || ph == Phase::kHold) beaten_.reset();
   phase_ = ph;
   won_in_pass_ = false;
   block_.clear();
@@ -273,7 +277,8 @@ bool OnlineBalancer::next_block() {
   confirming_ = false;
   fresh_inc_ = false;
   for (auto& c : candidates())
-    if (std::find(block_.begin(), block_.end(), c) == block_.end()) block_.push_back(std::move(c));
+    if (std::find(block_.begin(), block_.end(), c) == block_.end() && !(beaten_ && c == *beaten_))
+      block_.push_back(std::move(c));
   if (block_.size() < 2) {
     block_.clear();
     return false;
@@ -343,6 +348,7 @@ void OnlineBalancer::finish_block() {
     event_ = fmt::format("{}: {} beats {} ({:.4g} ± {:.2g} vs {:.4g} ± {:.2g}, {}+{} samples)", phase_name(),
                          block_[win].describe(), inc_.describe(), best.median, best.spread, inc.median, inc.spread,
                          best.n, inc.n);
+    if (phase_ == Phase::kBatch || phase_ == Phase::kShift) beaten_ = inc_;
     inc_ = block_[win];
     ++wins_;
     won_in_pass_ = true;

@@ -15,8 +15,9 @@
 //                     within the first second); not a lane whose bits per busy second are under 1/4 of the best
 //                     lane's (it cannot win alone; a GPU shared by many workers): its rate alone is taken to be that;
 //             mix     the best k lanes alone (k = 2 … N), shares in proportion to their rates alone;
-//             batch   ×2 and ÷2 for the lanes whose batch is worth searching (OpenCL lanes), within bounds,
-//                     until a pass finds nothing better;
+//             batch   ×2 and ÷2 for the lanes whose batch is worth searching (OpenCL lanes), from min_batch to
+//                     the lane's own largest (a discrete GPU's is larger than a CPU device's),
+//                     until a pass finds nothing better; after a win, not back to the setup it beat;
 //             shift   move `step` of the share from one lane to another (every ordered pair), the step halved after
 //                     a pass without a win, down to min_step; a lane whose share reaches 0 is dropped, one with 0 can
 //                     come back. Skipped when one lane alone beat every mix beyond the spreads (lanes that share
@@ -56,7 +57,7 @@ struct BalancerParams {
   uint32_t visit_quanta = 2;  // scored quanta per visit
   uint32_t warmup_quanta = 5;  // not scored at the start of a run from a saved setup
   double first_step = 0.125, min_step = 1.0 / 16;
-  uint32_t min_batch = 32, max_batch = 4096;
+  uint32_t min_batch = 32;  // the largest is each lane's (OnlineBalancer::create's batch_max)
   double hold_s = 4, max_hold_s = 64;
   uint32_t drift_quanta = 3;
   // Quanta of offered rates whose median is the reference: a quantum whose offered rate falls more than 2δ below it is
@@ -96,10 +97,11 @@ struct MeasuredSetup {
 
 class OnlineBalancer {
  public:
-  // `batch_searched[i]`: lane i's batch is worth searching. `start`: a saved setup to start from (its lane count
-  // must match); otherwise equal shares at `batch`. Errors: kInvalidArgument (parameters, no lane, sizes).
+  // `batch_max[i]`: the largest batch searched for lane i (at least p.min_batch); 0: its batch is not searched.
+  // `start`: a saved setup to start from (its lane count must match); otherwise equal shares at `batch`.
+  // Errors: kInvalidArgument (parameters, no lane, sizes).
   static Result<OnlineBalancer> create(const BalancerParams& p, std::vector<uint32_t> batch,
-                                       std::vector<bool> batch_searched, std::optional<Setup> start = {});
+                                       std::vector<uint32_t> batch_max, std::optional<Setup> start = {});
   // The figures of the quantum just run on setup(); returns the setup for the next quantum.
   const Setup& step(const QuantumFigures& q);
   // A lane that failed: no share from now on; the search starts over.
@@ -137,7 +139,8 @@ class OnlineBalancer {
   void skip_slow_solos();  // solo_rate_: estimated for the lanes too slow to be run alone
 
   BalancerParams p_;
-  std::vector<bool> searched_, alive_;
+  std::vector<uint32_t> batch_max_;  // per lane; 0: not searched
+  std::vector<bool> alive_;
   Setup inc_, running_;
   MedianSpread inc_stats_;
   Phase phase_ = Phase::kStart;
@@ -152,6 +155,10 @@ class OnlineBalancer {
   bool fresh_inc_ = false;         // the block's incumbent samples are the start phase's: it is not visited first
   bool local_shift_ = true;        // the shift phase follows batch (not when one lane alone beat every mix)
   bool recheck_ = false;           // the batch and shift passes are a re-check from hold
+  // The setup that the last win of a batch or shift pass replaced: it has just lost, so the passes that go on from the
+  // winner do not try it again (a batch that doubled and won is not halved back: each step is one candidate, and a
+  // block of one candidate needs no confirming one). Cleared where a search starts (solo, mix) and in hold.
+  std::optional<Setup> beaten_;
   // block: block_[0] is the incumbent
   std::vector<Setup> block_;
   struct Samples {

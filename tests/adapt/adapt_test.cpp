@@ -481,10 +481,9 @@ TEST_CASE("set_policy (hpr ctl set policy): the adaptive and learning schedulers
   }
   SECTION("learning: the search starts over from the setup found so far") {
     LearnOptions lo;
-    lo.batch_searched = {false, false};
+    lo.batch_max = {0, 0};
     lo.batch = 64;
     lo.params.min_batch = 16;
-    lo.params.max_batch = 256;
     auto lc = LearnControl::create(lo, p);
     REQUIRE(lc.is_ok());
     const sched::Setup before = (*lc)->balancer().incumbent();

@@ -19,10 +19,11 @@ class HeldExecutor final : public Executor {
   uint32_t slots() const override { return 2; }
   Status submit(const Packet* pkts, uint32_t n) override {
     batches_.emplace_back(pkts, pkts + n);
+    sizes_.push_back(n);
     return Status::ok();
   }
-  Result<bool> reap(bool, std::vector<Packet>& done, const BatchFn&) override {
-    if (!released_ || batches_.empty()) return false;
+  Result<bool> reap(bool wait, std::vector<Packet>& done, const BatchFn&) override {
+    if (!(released_ || (wait && wait_completes_)) || batches_.empty()) return false;
     done.insert(done.end(), batches_.front().begin(), batches_.front().end());
     batches_.erase(batches_.begin());
     return true;
@@ -34,6 +35,8 @@ class HeldExecutor final : public Executor {
     batches_.clear();
   }
   bool released_ = false;
+  bool wait_completes_ = false;  // reap(wait = true) returns the oldest, as a real device's does once it is done
+  std::vector<uint32_t> sizes_;  // of every batch submitted
 
  private:
   std::vector<std::vector<Packet>> batches_;
@@ -59,4 +62,34 @@ TEST_CASE("a lane whose batches stay outstanding reports its busy time while the
   lane.poll();
   CHECK(held->outstanding() == 0);
   CHECK(lane.stats().busy_ns.load() >= 5'000'000);
+}
+
+TEST_CASE("a batch that reaches its timeout while every slot is busy keeps filling until a slot frees") {
+  // A device that is always busy (a GPU under load): the batch could not run sooner, so it grows to what arrives
+  // meanwhile, up to its size, instead of waiting for a slot at the timeout's size.
+  auto app = kernels::make_app("md5", {});
+  REQUIRE(app.is_ok());
+  auto exec = std::make_unique<HeldExecutor>();
+  HeldExecutor* held = exec.get();
+  held->wait_completes_ = true;
+  Lane lane(LaneConfig{.name = "held", .batch_size = 8, .batch_timeout_ns = 1, .queue_size = 64}, **app,
+            std::move(exec), 64);
+  Packet p{};
+  for (int b = 0; b < 2; ++b) {  // two batches in flight: both slots busy
+    REQUIRE(lane.input().push(p));
+    std::this_thread::sleep_for(std::chrono::microseconds(10));
+    lane.poll();
+    lane.poll();
+  }
+  REQUIRE(held->outstanding() == 2);
+  for (int i = 0; i < 5; ++i) REQUIRE(lane.input().push(p));
+  lane.poll();
+  std::this_thread::sleep_for(std::chrono::microseconds(10));  // past the timeout
+  lane.poll();
+  CHECK(held->sizes_.size() == 2);  // not submitted at 5 (before: waited for the oldest, then ran 5)
+  CHECK(held->outstanding() == 2);
+  for (int i = 0; i < 3; ++i) REQUIRE(lane.input().push(p));
+  lane.poll();  // full: waits for the oldest and runs all 8
+  REQUIRE(held->sizes_.size() == 3);
+  CHECK(held->sizes_[2] == 8);
 }

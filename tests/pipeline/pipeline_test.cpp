@@ -515,6 +515,16 @@ TEST_CASE("the input's buffers hold what the lanes can hold at once: known answe
   c.batch = 256;
   CHECK(input_buffers(c, 1, 1, 16384) == 3 * 8192 + 2 * 8192 + 2048);
   CHECK(input_buffers(c, 2, 16, 8191) == kMaxAutoBuffers);  // within the EAL's default memory
+  // Learning on a discrete GPU goes further (hpr run sets max_batch_discrete): its lane's batches, the others' as before.
+  c.max_batch = 4096;
+  c.max_batch_discrete = 16384;
+  CHECK(lane_max_batch(c, false) == 4096);
+  CHECK(lane_max_batch(c, true) == 16384);
+  CHECK(input_buffers(c, 1, 1, 8191, 1) == 3 * 16384 + 2 * 4096 + 2048);
+  CHECK(input_buffers(c, 2, 1, 8191, 1) == kMaxAutoBuffers);  // 3 * 16384 + 3 * 4096 + 2 * 4096 + 2048 is above it
+  CHECK(input_buffers(c, 2, 1, 8191) == 2 * 3 * 4096 + 2 * 4096 + 2048);  // no discrete GPU: no change
+  c.max_batch_discrete = 0;
+  CHECK(lane_max_batch(c, true) == 4096);
   c.buffers = 5000;  // given: taken as it is
   CHECK(input_buffers(c, 2, 16, 8191) == 5000);
 }

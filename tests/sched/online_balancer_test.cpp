@@ -71,7 +71,7 @@ double best_static(const std::function<double(const Setup&)>& f, size_t n, std::
 }
 
 OnlineBalancer make(size_t n, BalancerParams p = {}, std::optional<Setup> start = {}) {
-  auto b = OnlineBalancer::create(p, std::vector<uint32_t>(n, 256), std::vector<bool>(n, false), start);
+  auto b = OnlineBalancer::create(p, std::vector<uint32_t>(n, 256), std::vector<uint32_t>(n, 0), start);
   REQUIRE(b.is_ok());
   return std::move(*b);
 }
@@ -254,10 +254,50 @@ TEST_CASE("OnlineBalancer: batch sizes of searched lanes move towards the best o
     return 4.0 - 0.3 * std::fabs(x - 10);
   };
   World w{.rate = rate, .cap = {4}, .noise = 0.02};
-  auto b = OnlineBalancer::create({}, {64}, {true});
+  auto b = OnlineBalancer::create({}, {64}, {4096});
   REQUIRE(b.is_ok());
   run(*b, w, 400);
   CHECK(b->incumbent().batch[0] == 1024);
+}
+
+TEST_CASE("OnlineBalancer: each lane's batch is searched up to its own largest") {
+  // Two device lanes whose rates rise with the batch up to 8192 (a discrete GPU's copies and launch per batch), and a
+  // native lane that adds a little: every lane with a share adds its rate. Lane 0 may go to 16384, lane 1 (a CPU
+  // device's bound) to 2048; the native lane's batch is not searched.
+  std::function<double(const Setup&)> rate = [](const Setup& s) {
+    double r = s.weight[2] > 0 ? 0.5 : 0.0;
+    for (int i : {0, 1})
+      if (s.weight[i] > 0) r += 2.0 - 0.2 * std::fabs(std::log2(static_cast<double>(s.batch[i])) - 13);
+    return r;
+  };
+  World w{.rate = rate, .cap = {4, 4, 4}, .noise = 0.02};
+  auto b = OnlineBalancer::create({}, {256, 256, 256}, {16384, 2048, 0});
+  REQUIRE(b.is_ok());
+  uint32_t widest1 = 0;
+  for (int i = 0; i < 3000; ++i) {
+    widest1 = std::max(widest1, b->step(w.quantum(b->setup())).batch[1]);
+    REQUIRE(b->setup().batch[2] == 256);
+  }
+  CHECK(b->incumbent().batch[0] == 8192);
+  CHECK(b->incumbent().batch[1] == 2048);
+  CHECK(widest1 == 2048);
+  CHECK(OnlineBalancer::create({}, {256}, {8}).status().message().find("largest batch 8") != std::string::npos);
+}
+
+TEST_CASE("OnlineBalancer: after a batch win the search goes on from the winner, not back to the batch it beat") {
+  // One device lane whose rate rises with every doubling (a discrete GPU): each pass after a win has one candidate,
+  // the next doubling, so no smaller batch than the incumbent's runs until the search holds.
+  std::function<double(const Setup&)> rate = [](const Setup& s) { return std::log2(static_cast<double>(s.batch[0])); };
+  World w{.rate = rate, .cap = {20}, .noise = 0.02};
+  auto b = OnlineBalancer::create({}, {256}, {4096});
+  REQUIRE(b.is_ok());
+  int i = 0;
+  for (; i < 2000 && std::string(b->phase_name()) != "hold"; ++i) {
+    b->step(w.quantum(b->setup()));
+    if (b->incumbent().batch[0] > 256) REQUIRE(b->setup().batch[0] >= b->incumbent().batch[0]);
+  }
+  CHECK(std::string(b->phase_name()) == "hold");
+  CHECK(b->incumbent().batch[0] == 4096);
 }
 
 TEST_CASE("OnlineBalancer: a saved setup is in force from the start and held") {
@@ -286,17 +326,17 @@ TEST_CASE("OnlineBalancer: a lost lane gets no share again") {
 TEST_CASE("OnlineBalancer: bad parameters and setups are refused, naming the setting") {
   BalancerParams p;
   p.delta = 0;
-  CHECK(OnlineBalancer::create(p, {256}, {false}).status().message().find("delta") != std::string::npos);
+  CHECK(OnlineBalancer::create(p, {256}, {0}).status().message().find("delta") != std::string::npos);
   p = {};
   p.min_samples = 5;
   p.max_samples = 3;
-  CHECK_FALSE(OnlineBalancer::create(p, {256}, {false}).is_ok());
+  CHECK_FALSE(OnlineBalancer::create(p, {256}, {0}).is_ok());
   p = {};
   p.policy = Policy::kLatencyTarget;
-  CHECK(OnlineBalancer::create(p, {256}, {false}).status().message().find("latency target") != std::string::npos);
+  CHECK(OnlineBalancer::create(p, {256}, {0}).status().message().find("latency target") != std::string::npos);
   CHECK_FALSE(OnlineBalancer::create({}, {}, {}).is_ok());
-  CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {false}).is_ok());
-  CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {false, false}, Setup{{1}, {256}}).is_ok());
-  CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {false, false}, Setup{{0, 0}, {256, 256}}).is_ok());
-  CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {false, false}, Setup{{NAN, 1}, {256, 256}}).is_ok());
+  CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {0}).is_ok());
+  CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {0, 0}, Setup{{1}, {256}}).is_ok());
+  CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {0, 0}, Setup{{0, 0}, {256, 256}}).is_ok());
+  CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {0, 0}, Setup{{NAN, 1}, {256, 256}}).is_ok());
 }
