@@ -248,32 +248,43 @@ bool Pipeline::handle_failed_lanes() {
     int rounds = 0;
     while (lane.state() == LaneState::kFailed) backoff(rounds);  // the lane is handing back its packets
     lane.join();
-    while (egress_handled_[li]->load(std::memory_order_acquire) != lane.stats().packets.load(std::memory_order_acquire))
-      wait_step(rounds);
-    std::vector<Packet> orphans = retire(lane);
-    spdlog::warn("lane {} removed; re-routing {} packets to the remaining lanes", lane.name(), orphans.size());
-    for (auto& o : orphans) {
-      uint8_t to = kNoLane;
-      if (o.flow_id != kNoFlow) {
-        FlowState& fs = flows_->state(o.flow_id);
-        if (fs.lane == li || fs.lane == kNoLane) fs.lane = pick_lane(o.hash);
-        to = fs.lane;
-      } else {
-        to = pick_lane(o.hash);
-      }
-      bool ok = to != kNoLane;
-      if (ok) {
-        int r = 0;
-        while (!lanes_[to]->input().push(o)) wait_step(r);  // never drop a re-routed packet for room
-        ++enqueued_[to];
-      } else {
-        if (o.flow_id != kNoFlow) flight_sub(o.flow_id);
-        drop_at_dispatch(&o, 1, DropReason::kNoLane);
-      }
-    }
+    reroute(li, [this](size_t, int& r) { wait_step(r); });
     any = true;
   }
   return any;
+}
+
+// Once egress has sent everything lane `li` completed (so that a flow's re-routed packets cannot overtake its
+// earlier ones), its packets go to the remaining lanes by their flows; `room(to, rounds)` is called while lane
+// `to`'s queue is full (a re-routed packet is never dropped for room). Returns the lanes given packets.
+std::vector<bool> Pipeline::reroute(size_t li, const std::function<void(size_t, int&)>& room) {
+  Lane& lane = *lanes_[li];
+  int rounds = 0;
+  while (egress_handled_[li]->load(std::memory_order_acquire) != lane.stats().packets.load(std::memory_order_acquire))
+    wait_step(rounds);
+  std::vector<Packet> orphans = retire(lane);
+  spdlog::warn("lane {} removed; re-routing {} packets to the remaining lanes", lane.name(), orphans.size());
+  std::vector<bool> given(lanes_.size(), false);
+  for (auto& o : orphans) {
+    uint8_t to = kNoLane;
+    if (o.flow_id != kNoFlow) {
+      FlowState& fs = flows_->state(o.flow_id);
+      if (fs.lane == li || fs.lane == kNoLane) fs.lane = pick_lane(o.hash);
+      to = fs.lane;
+    } else {
+      to = pick_lane(o.hash);
+    }
+    if (to == kNoLane) {
+      if (o.flow_id != kNoFlow) flight_sub(o.flow_id);
+      drop_at_dispatch(&o, 1, DropReason::kNoLane);
+      continue;
+    }
+    int r = 0;
+    while (!lanes_[to]->input().push(o)) room(to, r);
+    ++enqueued_[to];
+    given[to] = true;
+  }
+  return given;
 }
 
 Status Pipeline::set_lane_weights(const std::vector<float>& w) {
@@ -342,15 +353,23 @@ Summary Pipeline::finish() {
   dispatcher_.join();
   for (auto& l : lanes_) l->request_stop();
   for (auto& l : lanes_) l->join();
-  // A lane that failed while draining, after the dispatcher had ended, still holds what it handed
-  // back, and no dispatcher is left to re-route it: count it (no_lane) rather than lose it.
-  for (auto& l : lanes_) {
-    if (l->state() != LaneState::kDrained) continue;
-    std::vector<Packet> left = retire(*l);
-    spdlog::warn("lane {} failed while draining; {} packets it held are counted as no_lane", l->name(), left.size());
-    for (auto& o : left) {
-      if (o.flow_id != kNoFlow) flight_sub(o.flow_id);
-      drop_at_dispatch(&o, 1, DropReason::kNoLane);
+  // A lane that failed while draining, after the dispatcher had ended, still holds what it handed back: this thread
+  // re-routes it to the lanes that drained well and runs them to the end again (their threads have ended; egress
+  // still sends; run to completion: this thread serves lanes and egress as the dispatcher did). With no lane left, it
+  // is counted (no_lane) rather than lost.
+  for (size_t li = 0; li < lanes_.size(); ++li) {
+    if (lanes_[li]->state() != LaneState::kDrained) continue;
+    spdlog::warn("lane {} failed while draining", lanes_[li]->name());
+    const bool rtc = cfg_.run_to_completion;
+    const std::vector<bool> given =
+        reroute(li, [&](size_t to, int& r) { rtc ? wait_step(r) : (void)lanes_[to]->poll(); });
+    for (size_t to = 0; to < given.size(); ++to) {
+      if (!given[to]) continue;
+      int r = 0;
+      while (!lanes_[to]->finished()) {  // stopped: it runs what it was given, then ends
+        if (rtc) wait_step(r);
+        else if (!lanes_[to]->poll()) backoff(r);
+      }
     }
   }
   lanes_done_.store(true, std::memory_order_release);

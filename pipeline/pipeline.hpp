@@ -300,6 +300,7 @@ class Pipeline {
   }
   uint8_t pick_lane(uint32_t hash) const;
   bool handle_failed_lanes();
+  std::vector<bool> reroute(size_t lane, const std::function<void(size_t, int&)>& room);
   std::vector<Packet> retire(Lane& lane);
   bool enqueue(Packet& p, uint8_t lane);
   void drop_at_dispatch(Packet* p, uint16_t n, DropReason r);

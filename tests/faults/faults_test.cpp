@@ -183,8 +183,34 @@ TEST_CASE("a lane that fails while draining at the end: what it held is counted 
     CHECK(s.lane_failures == 1);
     CHECK(drops_of(s, "no_lane") == 40);
     CHECK(lane_named(s, "native0")->state == "removed");
-    // Threaded: the lane thread failed after the dispatcher had ended; one thread: its drain re-routes.
-    if (!rtc) CHECK_THAT(log.text(), Catch::Contains("failed while draining; 40 packets"));
+    // Threaded: the lane thread failed after the dispatcher had ended, and no lane is left; one thread: its drain
+    // re-routes.
+    if (!rtc) CHECK_THAT(log.text(), Catch::Contains("lane native0 failed while draining"));
+  }
+}
+
+TEST_CASE("a lane that fails while draining at the end: what it held runs on a lane that drained well, in both modes") {
+  // As above, with a second native lane that takes no new flows (weight 0): native0 gets all 1000 packets and fails
+  // at its last batch, after the input ended; its 40 packets go to native1, which runs them and ends again.
+  for (bool rtc : {false, true}) {
+    LogCapture log;
+    RunConfig c = gen_config(1000);
+    c.devices = {"none"};
+    c.native_lanes = 2;
+    c.lane_weights = {{"native0", 1}, {"native1", 0}};
+    c.batch = 64;
+    c.batch_timeout_us = 10'000'000;
+    c.native_run_what_arrived = false;
+    c.fail_after = {{"native0", 16}};
+    c.run_to_completion = rtc;
+    Summary s = run_to_end(c);
+    INFO("run to completion " << rtc);
+    check_books(s);
+    CHECK(s.rx_buffers_in_use == 0);
+    CHECK(s.lane_failures == 1);
+    CHECK(drops_of(s, "no_lane") == 0);
+    CHECK(lane_named(s, "native1")->packets == 40);
+    if (!rtc) CHECK_THAT(log.text(), Catch::Contains("re-routing 40 packets"));
   }
 }
 

@@ -190,8 +190,8 @@ TEST_CASE("chain_apps reads a chain; chain_has finds an app in it") {
 TEST_CASE("a lane that fails mid-run: a chain's packets go whole to the other lane, none lost or reordered") {
   // A native lane fails at a submit, before any app of the chain ran on that batch: its packets are handed back
   // untouched and run through the whole chain on the other lane, so the output still equals the reference. 20,000
-  // packets: more than both lane queues hold, so (back-pressure) the input cannot end before the lane fails; a lane
-  // that fails while draining has no dispatcher left to re-route to (no_lane, pipeline.cpp).
+  // packets: more than both lane queues hold, so (back-pressure) the input cannot end before the lane fails (the
+  // failure happens mid-run, with the dispatcher re-routing).
   const std::string gen = generated_capture("chain_fail.pcap", 21, {"cmd.exe"}, 20000);
   for (std::string chain : {"ipv4,aes", "ipv4,dpi,md5"}) {
     DYNAMIC_SECTION(chain) {
@@ -211,7 +211,7 @@ TEST_CASE("a device lane that fails between two apps of a chain: its packets go 
   // 4th fails, after batch 2's app 0 has run on the device and its finish on the host. The batch is handed back as it
   // was submitted and runs through the whole chain on the native lane: the output still equals the reference, and
   // each app's books count each packet once. 20,000 packets, as in the test above: the input cannot end before the
-  // lane fails (a lane failing while the run drains has nowhere to hand its packets: no_lane).
+  // lane fails, and the dispatcher re-routes.
   EnvVar env("HPR_FAULT_CL", "enqueue:4@pthread");
   const std::string gen = generated_capture("chain_cl_fail.pcap", 23, {"cmd.exe"}, 20000);
   Summary s = check_against_reference("ipv4,aes", gen, [](RunConfig& c) {
