@@ -71,18 +71,18 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
     // to its lane's largest.
     lo.batch_max.assign(ctx.pipeline->lane_count(), 0);
     lo.batch_start.assign(ctx.pipeline->lane_count(), cfg.batch);
+    bool any_discrete = false;
     for (size_t i = 0; i < ctx.devices.size() && i < lo.batch_max.size(); ++i) {
       const bool discrete = ctx.devices[i].kind == DeviceKind::kDiscreteGpu;
+      any_discrete |= discrete;
       lo.batch_max[i] = lane_max_batch(cfg, discrete);
       if (discrete && cfg.max_batch_discrete != 0)
         lo.batch_start[i] = std::min(std::max(cfg.batch, kLearnStartBatchDiscrete), lo.batch_max[i]);
     }
-    if (!ctx.devices.empty()) {
-      const uint32_t cpu = lane_max_batch(cfg, false), gpu = lane_max_batch(cfg, true);
-      const bool any_gpu = std::any_of(ctx.devices.begin(), ctx.devices.end(),
-                                       [](const DeviceInfo& d) { return d.kind == DeviceKind::kDiscreteGpu; });
-      x->learn_batches_ = any_gpu && gpu != cpu ? fmt::format(" and device batch sizes up to {} ({} on discrete GPUs)", cpu, gpu)
-                                                : fmt::format(" and device batch sizes up to {}", any_gpu ? gpu : cpu);
+    if (!ctx.devices.empty()) {  // the start line's bounds
+      const uint32_t other = lane_max_batch(cfg, false), discrete = lane_max_batch(cfg, true);
+      x->learn_batches_ = fmt::format(" and device batch sizes up to {}", other);
+      if (any_discrete && discrete != other) x->learn_batches_ += fmt::format(" ({} on discrete GPUs)", discrete);
     }
     lo.csv_path = cfg.adapt_csv;
     std::string dir = cfg.adapt_state_dir.empty() ? default_state_dir() : cfg.adapt_state_dir;
