@@ -163,26 +163,35 @@ TEST_CASE("every lane fails: what cannot be processed is counted as no_lane, the
   CHECK(drops_of(s, "no_lane") > 0);
 }
 
+// 1000 packets to native0, batches of 64 closed only by size or at the stop: 15 full batches, then the last 40
+// packets are submitted as batch 16 after the input has ended, and that submit fails. `lanes` native lanes; the
+// others take no new flows (weight 0).
+namespace {
+Summary fail_while_draining(bool rtc, uint32_t lanes) {
+  RunConfig c = gen_config(1000);
+  c.devices = {"none"};
+  c.native_lanes = lanes;
+  for (uint32_t i = 0; i < lanes; ++i) c.lane_weights["native" + std::to_string(i)] = i == 0 ? 1 : 0;
+  c.batch = 64;
+  c.batch_timeout_us = 10'000'000;
+  c.native_run_what_arrived = false;
+  c.fail_after = {{"native0", 16}};
+  c.run_to_completion = rtc;
+  Summary s = run_to_end(c);
+  check_books(s);
+  CHECK(s.rx_buffers_in_use == 0);
+  CHECK(s.lane_failures == 1);
+  CHECK(lane_named(s, "native0")->state == "removed");
+  return s;
+}
+}  // namespace
+
 TEST_CASE("a lane that fails while draining at the end: what it held is counted as no_lane, in both modes") {
-  // 1000 packets, batches of 64 closed only by size or at the stop: 15 full batches, then the last 40
-  // packets are submitted as batch 16 after the input has ended, and that submit fails.
   for (bool rtc : {false, true}) {
     LogCapture log;
-    RunConfig c = gen_config(1000);
-    c.devices = {"none"};
-    c.native_lanes = 1;
-    c.batch = 64;
-    c.batch_timeout_us = 10'000'000;
-    c.native_run_what_arrived = false;
-    c.fail_after = {{"native0", 16}};
-    c.run_to_completion = rtc;
-    Summary s = run_to_end(c);
     INFO("run to completion " << rtc);
-    check_books(s);
-    CHECK(s.rx_buffers_in_use == 0);
-    CHECK(s.lane_failures == 1);
+    Summary s = fail_while_draining(rtc, 1);
     CHECK(drops_of(s, "no_lane") == 40);
-    CHECK(lane_named(s, "native0")->state == "removed");
     // Threaded: the lane thread failed after the dispatcher had ended, and no lane is left; one thread: its drain
     // re-routes.
     if (!rtc) CHECK_THAT(log.text(), Catch::Contains("lane native0 failed while draining"));
@@ -190,24 +199,11 @@ TEST_CASE("a lane that fails while draining at the end: what it held is counted 
 }
 
 TEST_CASE("a lane that fails while draining at the end: what it held runs on a lane that drained well, in both modes") {
-  // As above, with a second native lane that takes no new flows (weight 0): native0 gets all 1000 packets and fails
-  // at its last batch, after the input ended; its 40 packets go to native1, which runs them and ends again.
+  // As above with a second native lane: native0's 40 packets go to native1, which runs them and ends again.
   for (bool rtc : {false, true}) {
     LogCapture log;
-    RunConfig c = gen_config(1000);
-    c.devices = {"none"};
-    c.native_lanes = 2;
-    c.lane_weights = {{"native0", 1}, {"native1", 0}};
-    c.batch = 64;
-    c.batch_timeout_us = 10'000'000;
-    c.native_run_what_arrived = false;
-    c.fail_after = {{"native0", 16}};
-    c.run_to_completion = rtc;
-    Summary s = run_to_end(c);
     INFO("run to completion " << rtc);
-    check_books(s);
-    CHECK(s.rx_buffers_in_use == 0);
-    CHECK(s.lane_failures == 1);
+    Summary s = fail_while_draining(rtc, 2);
     CHECK(drops_of(s, "no_lane") == 0);
     CHECK(lane_named(s, "native1")->packets == 40);
     if (!rtc) CHECK_THAT(log.text(), Catch::Contains("re-routing 40 packets"));
