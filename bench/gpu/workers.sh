@@ -3,7 +3,9 @@
 #   bench/gpu/workers.sh pack DIR          here (DPDK and dpdk-doc installed): the bundle (scripts/bundle.sh), DPDK's
 #                                          l3fwd (bench/runtime/build_l3fwd.sh) with the libraries the bundle lacks
 #                                          and its rule files, and the mix split by flow into 2, 4, 8 and 16 captures
-#                                          (out/runtime/workers/). Carry DIR and out/runtime/workers to the machine.
+#                                          (out/runtime/workers/). Carry DIR and out/runtime/workers to the machine
+#                                          (the steps chain-check, chains and learn-batch need only its mix.pcap:
+#                                          the splits are 26 MB of the 64 MiB a device call carries).
 #   bench/gpu/workers.sh run DIR OUT [STEP...]   there, from the repository root; STEPs (default: all, in this order):
 #     scaling  ipv4 on W = 1, 2, 4, 8, 16 workers beside l3fwd exact match on W lcores, 5 rounds of 2 s
 #     lpm      l3fwd LPM on the BGP table at 1 and 16 lcores, one round (it loads the table rule by rule: ~40 s a run)
@@ -19,8 +21,8 @@
 #              hpr run's options GPU_CHAIN_ARGS (default "--batch 8192 --timeout-us 2000": the static 256 leaves a
 #              discrete GPU waiting on each batch's copies and launches)
 #     learn-batch  learning (the default hpr run) against --static at batch 8,192 (timeout 2 ms) and at 256, the GPU
-#              alone, on aes, dpi and the chain aes,dpi (GPU_LEARN_CHAINS), chain_bench's rounds; GPU_BASE_BUNDLE: a
-#              folder with an older bundle, whose learning runs in the same rounds; then one 4 s learning run of dpi
+#              alone, on aes, dpi and the chain aes,dpi (GPU_LEARN_CHAINS), chain_bench's rounds; then one 8 s
+#              learning run of dpi on the generator, with --adapt-csv
 # GPU_DEVICE (default H200): the --devices name substring of the GPU. OUT gets machine.txt, devices.txt and a .csv
 # (a row per sample) and .txt (medians, spreads, ratios) per step. About 8 minutes in all on 16 cores.
 set -u
@@ -94,10 +96,6 @@ for s in $steps; do
                lm() { printf '#!/bin/sh\nfor a; do shift; [ "$a" = --static ] || set -- "$@" "$a"; done\nexec %s "$@"\n' "$2" >"$w/$1"; chmod +x "$w/$1"; }
                mk static8192 "$b/hpr" "--batch 8192 --timeout-us 2000"; lm learn "$b/hpr"
                mk static256 "$b/hpr" ""; set -- --hpr "static8192=$w/static8192" --hpr "learn=$w/learn"
-               if [ -n "${GPU_BASE_BUNDLE:-}" ]; then  # an older bundle's learning, in the same rounds
-                 mkdir -p "$w/base"; tar xzf "$GPU_BASE_BUNDLE"/hpr-*.tar.gz -C "$w/base"
-                 lm base-learn "$(ls -d "$w"/base/hpr-*/ | head -1)hpr"; set -- "$@" --hpr "base-learn=$w/base-learn"
-               fi
                HPR_DATA_DIR=$b/share/hpr/data python3 "$root/bench/chain/chain_bench.py" "$@" --hpr "static256=$w/static256" \
                  --lanes "$gpu" --chains "${GPU_LEARN_CHAINS:-aes,dpi}" --rounds 3 --seconds 4 --out "$out/$s.csv"
                HPR_MASTER_KEY=2b7e151628aed2a6abf7158809cf4f3c "$b/hpr" run --app dpi --devices "$gpu" --native 0 \
