@@ -4,7 +4,7 @@
 #                                          l3fwd (bench/runtime/build_l3fwd.sh) with the libraries the bundle lacks
 #                                          and its rule files, and the mix split by flow into 2, 4, 8 and 16 captures
 #                                          (out/runtime/workers/). Carry DIR and out/runtime/workers to the machine
-#                                          (the steps chain-check, chains and learn-batch need only its mix.pcap:
+#                                          (the steps chains and learn-batch need only its mix.pcap, chain-check none:
 #                                          the splits are 26 MB of the 64 MiB a device call carries).
 #   bench/gpu/workers.sh run DIR OUT [STEP...]   there, from the repository root; STEPs (default: all, in this order):
 #     scaling  ipv4 on W = 1, 2, 4, 8, 16 workers beside l3fwd exact match on W lcores, 5 rounds of 2 s
