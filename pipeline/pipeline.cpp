@@ -357,19 +357,19 @@ Summary Pipeline::finish() {
   // re-routes it to the lanes that drained well and runs them to the end again (their threads have ended; egress
   // still sends; run to completion: this thread serves lanes and egress as the dispatcher did). With no lane left, it
   // is counted (no_lane) rather than lost.
+  // One step of lane `to`'s work on this thread: run to completion, every lane and egress (wait_step); threaded,
+  // the lane alone (its thread has ended).
+  auto serve = [this](size_t to, int& r) {
+    if (cfg_.run_to_completion) wait_step(r);
+    else if (!lanes_[to]->poll()) backoff(r);
+  };
   for (size_t li = 0; li < lanes_.size(); ++li) {
     if (lanes_[li]->state() != LaneState::kDrained) continue;
     spdlog::warn("lane {} failed while draining", lanes_[li]->name());
-    const bool rtc = cfg_.run_to_completion;
-    const std::vector<bool> given =
-        reroute(li, [&](size_t to, int& r) { rtc ? wait_step(r) : (void)lanes_[to]->poll(); });
+    const std::vector<bool> given = reroute(li, serve);
     for (size_t to = 0; to < given.size(); ++to) {
-      if (!given[to]) continue;
       int r = 0;
-      while (!lanes_[to]->finished()) {  // stopped: it runs what it was given, then ends
-        if (rtc) wait_step(r);
-        else if (!lanes_[to]->poll()) backoff(r);
-      }
+      while (given[to] && !lanes_[to]->finished()) serve(to, r);  // stopped: it runs what it was given, then ends
     }
   }
   lanes_done_.store(true, std::memory_order_release);
