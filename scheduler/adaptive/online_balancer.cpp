@@ -42,6 +42,9 @@ Status validate(const BalancerParams& p) {
   if (p.min_batch < 1) return error(Code::kInvalidArgument, "learning: need min_batch >= 1");
   if (!(p.hold_s > 0 && p.max_hold_s >= p.hold_s))
     return error(Code::kInvalidArgument, "learning: need 0 < hold_s <= max_hold_s");
+  if (!(p.saved_hold_s > 0)) return error(Code::kInvalidArgument, "learning: saved_hold_s must be > 0");
+  if (!(p.clear_loss >= 0 && p.clear_loss < 1))
+    return error(Code::kInvalidArgument, "learning: clear_loss must be in [0, 1)");
   if (p.drift_quanta < 1 || p.rate_window < 1)
     return error(Code::kInvalidArgument, "learning: drift_quanta and rate_window must be >= 1");
   if (p.policy == Policy::kLatencyTarget && !(p.latency_target_ns > 0))
@@ -91,6 +94,7 @@ Result<OnlineBalancer> OnlineBalancer::create(const BalancerParams& p, std::vect
     b.event_ = "start from the saved setup " + s.describe();
   }
   b.from_saved_ = start.has_value();
+  if (start) b.hold_s_ = std::min(p.saved_hold_s, p.hold_s);
   b.running_ = b.inc_;
   // The first quanta of a run are not its steady state (empty queues, tables filling): a saved setup's reference
   // figures are taken after a warm-up.
@@ -262,9 +266,10 @@ void OnlineBalancer::after(Phase ph) {
     case Phase::kBatch:
       if (won_in_pass_) return start_phase(Phase::kBatch);
       if (!local_shift_ && !recheck_) return start_phase(Phase::kHold);
-      step_ = recheck_ ? p_.min_step : p_.first_step;  // a re-check: one pass of the smallest moves
+      step_ = p_.first_step;  // a re-check too: 1/16 towards a lane that recovered gains too little to show
       return start_phase(Phase::kShift);
     case Phase::kShift:
+      if (recheck_) return start_phase(Phase::kHold);  // one pass (a win searches again from solo)
       if (!won_in_pass_) step_ /= 2;
       return start_phase(step_ >= p_.min_step - 1e-9 ? Phase::kShift : Phase::kHold);
     default:
@@ -293,7 +298,7 @@ bool OnlineBalancer::next_block() {
 bool OnlineBalancer::block_done() const {
   size_t lo = samples_[0].score.size();
   for (const auto& v : samples_) lo = std::min(lo, v.score.size());
-  if (lo < p_.min_samples) return false;
+  if (lo < p_.min_samples) return lo >= p_.visit_quanta && clear_loss();
   if (lo >= p_.max_samples) return true;
   MedianSpread inc = median_spread(samples_[0].score);
   bool all_lose = true, tight = inc.relative() <= p_.delta;
@@ -304,6 +309,17 @@ bool OnlineBalancer::block_done() const {
     tight = tight && c.relative() <= p_.delta;
   }
   return all_lose || tight;
+}
+
+bool OnlineBalancer::clear_loss() const {
+  if (p_.clear_loss <= 0) return false;
+  MedianSpread inc = median_spread(samples_[0].score);
+  for (size_t k = 1; k < block_.size(); ++k) {
+    MedianSpread c = median_spread(samples_[k].score);
+    double loss = inc.median - c.median;
+    if (!(loss > inc.spread + c.spread && loss > p_.clear_loss * std::fabs(inc.median))) return false;
+  }
+  return true;
 }
 
 void OnlineBalancer::finish_block() {

@@ -8,7 +8,8 @@
 //
 //   block     the incumbent setup I and its candidates C1…Ck are run in turns (I, C1, …, Ck, I, C1, …: drift hits
 //             all alike), each visit a settling quantum and then `visit_quanta` scored quanta, until each has
-//             min_samples and a relative spread within δ, or max_samples, or the answer is clear; the best
+//             min_samples and a relative spread within δ, or max_samples, or the answer is clear (after one
+//             visit each when every candidate loses by more than clear_loss beyond the spreads); the best
 //             candidate replaces I when its median score beats I's by more than both spreads together and by
 //             min_gain (hpr/median_spread.hpp).
 //   phases    solo    each lane alone, the lane that delivered most per busy second first (the first decisions come
@@ -22,9 +23,11 @@
 //                     a pass without a win, down to min_step; a lane whose share reaches 0 is dropped, one with 0 can
 //                     come back. Skipped when one lane alone beat every mix beyond the spreads (lanes that share
 //                     cores: small moves towards the others do not pay either, and exploring them costs);
-//             hold    run the incumbent; after `hold_s` (doubling while nothing better is found, up to
-//                     max_hold_s) a re-check: the batch pass and one shift pass at min_step; a win there means the
-//                     machine or the traffic changed (a lane recovered): the search starts over from solo.
+//             hold    run the incumbent; after `hold_s` (saved_hold_s the first time from a saved setup; doubling
+//                     while nothing better is found, up to max_hold_s) a re-check: the batch pass and one shift
+//                     pass at first_step (at min_step a lane that recovered gains too little to show beyond the
+//                     noise; a losing pass ends early on a clear loss); a win there means the machine or the
+//                     traffic changed (a lane recovered): the search starts over from solo.
 //   confirm   a local move (batch, shift) that won among several candidates must win a block of its own against
 //             the incumbent (the best of k wins on noise alone about k times as often).
 //   drift     `drift_quanta` samples of the incumbent in a row (inside a block: a whole visit) below its figures by
@@ -53,12 +56,18 @@ struct BalancerParams {
   double delta = 0.05;           // relative spread a block aims at; a rate within δ of the best carries it
   double min_gain = 0.02;        // smallest relative improvement taken
   uint32_t min_samples = 4, max_samples = 12;
+  // After one visit of each setup (visit_quanta samples), a block whose candidates all lose by more than this share
+  // of the incumbent's median, beyond both spreads, is done: a clear loss needs no more samples (0: off).
+  double clear_loss = 0.2;
   uint32_t settle_quanta = 1;
   uint32_t visit_quanta = 2;  // scored quanta per visit
   uint32_t warmup_quanta = 5;  // not scored at the start of a run from a saved setup
   double first_step = 0.125, min_step = 1.0 / 16;
   uint32_t min_batch = 32;  // the largest is each lane's (OnlineBalancer::create's batch_max)
   double hold_s = 4, max_hold_s = 64;
+  // The first hold of a run started from a saved setup (at most hold_s): figures saved under a disturbance are
+  // re-checked soon, not after a whole hold.
+  double saved_hold_s = 1;
   uint32_t drift_quanta = 3;
   // Quanta of offered rates whose median is the reference: a quantum whose offered rate falls more than 2δ below it is
   // scored against the reference (score()).
@@ -130,6 +139,7 @@ class OnlineBalancer {
   std::vector<Setup> candidates() const;
   void run(const Setup& s);
   bool block_done() const;
+  bool clear_loss() const;  // every candidate loses by more than p_.clear_loss (block_done after one visit each)
   void finish_block();
   void hold_sample(double s, const QuantumFigures& q);
   // Whether `quanta` samples of the incumbent in a row were off its figures (else notes its lanes' rates).

@@ -310,6 +310,44 @@ TEST_CASE("OnlineBalancer: a saved setup is in force from the start and held") {
   CHECK(std::string(b.phase_name()) == "hold");
 }
 
+TEST_CASE("OnlineBalancer: a poor saved setup is re-checked within about a second, not after a whole hold") {
+  // Figures saved under a disturbance: the saved split is a third of what lane 2 alone delivers.
+  World w{.rate = shared_cores({2.0, 1.0, 5.0}, 0.3), .cap = {2.0, 1.0, 5.0}, .noise = 0.05};
+  Setup saved{{0.5f, 0.5f, 0}, {256, 256, 256}};
+  auto b = make(3, {}, saved);
+  int quanta = 0;
+  while (quanta < 200 && b.incumbent().weight[2] < 0.99f) {
+    b.step(w.quantum(b.setup()));
+    ++quanta;
+  }
+  INFO(b.incumbent().describe());
+  CHECK(quanta <= 100);  // 4 s at 40 ms quanta: a whole hold (hold_s) alone would be 100 quanta before the re-check
+  CHECK(b.restarts() >= 1);
+}
+
+TEST_CASE("OnlineBalancer: a re-check whose moves clearly lose ends after one visit of each") {
+  // Lane 2 alone is best, and a move of first_step to either other lane loses about a quarter (cores shared).
+  auto off_incumbent = [](double clear_loss) {
+    World w{.rate = shared_cores({2.0, 1.0, 5.0}, 0.5), .cap = {2.0, 1.0, 5.0}, .noise = 0.05};
+    BalancerParams p;
+    p.clear_loss = clear_loss;
+    auto b = make(3, p);
+    run(b, w, 200);
+    REQUIRE(b.incumbent().weight[2] > 0.99f);
+    int off = 0;
+    for (int i = 0; i < 2000; ++i) {  // 80 s: re-checks after 4, 8, 16, 32 s of hold
+      b.step(w.quantum(b.setup()));
+      off += b.setup() == b.incumbent() ? 0 : 1;
+    }
+    CHECK(b.incumbent().weight[2] > 0.99f);
+    return off;
+  };
+  int with = off_incumbent(BalancerParams{}.clear_loss), without = off_incumbent(0);
+  INFO("quanta off the incumbent: " << with << " with the clear-loss rule, " << without << " without");
+  CHECK(with > 0);
+  CHECK(with * 4 <= without * 3);
+}
+
 TEST_CASE("OnlineBalancer: a lost lane gets no share again") {
   World w{.rate = shared_cores({2.0, 1.0, 5.0}, 0.3), .cap = {2.0, 1.0, 5.0}};
   auto b = make(3);
@@ -331,6 +369,12 @@ TEST_CASE("OnlineBalancer: bad parameters and setups are refused, naming the set
   p.min_samples = 5;
   p.max_samples = 3;
   CHECK_FALSE(OnlineBalancer::create(p, {256}, {0}).is_ok());
+  p = {};
+  p.clear_loss = 1;
+  CHECK(OnlineBalancer::create(p, {256}, {0}).status().message().find("clear_loss") != std::string::npos);
+  p = {};
+  p.saved_hold_s = 0;
+  CHECK(OnlineBalancer::create(p, {256}, {0}).status().message().find("saved_hold_s") != std::string::npos);
   p = {};
   p.policy = Policy::kLatencyTarget;
   CHECK(OnlineBalancer::create(p, {256}, {0}).status().message().find("latency target") != std::string::npos);
