@@ -462,7 +462,7 @@ void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
   if (rate_moved()) return;
   if (drifted(s, q, p_.drift_quanta)) return restart(s, q);
   if (now_ns_ >= hold_until_ns_) {
-    hold_s_ = std::min(2 * hold_s_, p_.max_hold_s);
+    hold_s_ = std::min(std::max(2 * hold_s_, p_.hold_s), p_.max_hold_s);  // after saved_hold_s: hold_s
     recheck_ = true;
     start_phase(Phase::kBatch);
   }

@@ -65,8 +65,8 @@ struct BalancerParams {
   double first_step = 0.125, min_step = 1.0 / 16;
   uint32_t min_batch = 32;  // the largest is each lane's (OnlineBalancer::create's batch_max)
   double hold_s = 4, max_hold_s = 64;
-  // The first hold of a run started from a saved setup (at most hold_s): figures saved under a disturbance are
-  // re-checked soon, not after a whole hold.
+  // The first hold of a run started from a saved setup (at most hold_s; then hold_s, doubling): figures saved under
+  // a disturbance are re-checked soon, not after a whole hold.
   double saved_hold_s = 1;
   uint32_t drift_quanta = 3;
   // Quanta of offered rates whose median is the reference: a quantum whose offered rate falls more than 2δ below it is

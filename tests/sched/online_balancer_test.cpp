@@ -325,6 +325,23 @@ TEST_CASE("OnlineBalancer: a poor saved setup is re-checked within about a secon
   CHECK(b.restarts() >= 1);
 }
 
+TEST_CASE("OnlineBalancer: a good saved setup is re-checked once soon, then after whole holds") {
+  World w{.rate = shared_cores({2.0, 1.0, 5.0}, 0.5), .cap = {2.0, 1.0, 5.0}, .noise = 0.05};
+  Setup saved{{0, 0, 1}, {256, 256, 256}};
+  auto b = make(3, {}, saved);
+  std::vector<int> rechecks;  // quanta at which a re-check left the hold
+  std::string was = b.phase_name();
+  for (int i = 0; i < 250; ++i) {  // 10 s
+    b.step(w.quantum(b.setup()));
+    if (was == "hold" && std::string(b.phase_name()) != "hold") rechecks.push_back(i);
+    was = b.phase_name();
+  }
+  REQUIRE(rechecks.size() >= 2);
+  CHECK(rechecks[0] <= 40);  // warm-up, start samples and saved_hold_s (1 s): about 34 quanta
+  CHECK(rechecks[1] - rechecks[0] >= 100);  // then hold_s (4 s), not 2 x saved_hold_s
+  CHECK(b.incumbent() == saved);
+}
+
 TEST_CASE("OnlineBalancer: a re-check whose moves clearly lose ends after one visit of each") {
   // Lane 2 alone is best, and a move of first_step to either other lane loses about a quarter (cores shared).
   auto off_incumbent = [](double clear_loss) {
