@@ -42,7 +42,8 @@ Status validate(const BalancerParams& p) {
   if (p.min_batch < 1) return error(Code::kInvalidArgument, "learning: need min_batch >= 1");
   if (!(p.hold_s > 0 && p.max_hold_s >= p.hold_s))
     return error(Code::kInvalidArgument, "learning: need 0 < hold_s <= max_hold_s");
-  if (!(p.saved_hold_s > 0)) return error(Code::kInvalidArgument, "learning: saved_hold_s must be > 0");
+  if (!(p.saved_hold_s > 0 && p.probe_s > 0))
+    return error(Code::kInvalidArgument, "learning: saved_hold_s and probe_s must be > 0");
   if (!(p.clear_loss >= 0 && p.clear_loss < 1))
     return error(Code::kInvalidArgument, "learning: clear_loss must be in [0, 1)");
   if (p.drift_quanta < 1 || p.rate_window < 1)
@@ -74,6 +75,8 @@ Result<OnlineBalancer> OnlineBalancer::create(const BalancerParams& p, std::vect
   b.p_ = p;
   b.batch_max_ = std::move(batch_max);
   b.alive_.assign(n, true);
+  b.fallen_.assign(n, false);
+  b.probe_s_ = p.probe_s;
   b.hold_s_ = p.hold_s;
   for (size_t i = 0; i < n; ++i)
     if (b.batch_max_[i] != 0) batch[i] = std::clamp(batch[i], p.min_batch, b.batch_max_[i]);
@@ -143,6 +146,7 @@ const char* OnlineBalancer::phase_name() const {
     case Phase::kShift: return "shift";
     case Phase::kBatch: return "batch";
     case Phase::kHold: return "hold";
+    case Phase::kProbe: return "probe";
   }
   return "?";
 }
@@ -198,6 +202,14 @@ std::vector<Setup> OnlineBalancer::candidates() const {
       normalise(c.weight);
       out.push_back(c);
     }
+  } else if (phase_ == Phase::kProbe) {
+    for (size_t i = 0; i < n; ++i) {
+      if (!alive_[i] || !fallen_[i] || inc_.weight[i] > 0) continue;
+      Setup c = inc_;
+      std::fill(c.weight.begin(), c.weight.end(), 0.f);
+      c.weight[i] = 1;
+      out.push_back(c);
+    }
   } else if (phase_ == Phase::kBatch) {
     for (size_t i = 0; i < n; ++i) {
       if (!alive_[i] || batch_max_[i] == 0 || inc_.weight[i] <= 0) continue;
@@ -215,13 +227,23 @@ std::vector<Setup> OnlineBalancer::candidates() const {
 void OnlineBalancer::start_phase(Phase ph) {
   if (ph == Phase::kSolo || ph == Phase::kHold) recheck_ = false;
   if (ph == Phase::kSolo || ph == Phase::kMix || ph == Phase::kHold) beaten_.reset();
+  const bool after_probe = probing_;
+  probing_ = ph == Phase::kProbe;
+  if (probing_) recheck_ = true;
   phase_ = ph;
   won_in_pass_ = false;
   block_.clear();
   if (ph == Phase::kHold) {
     run(inc_);
     off_count_ = 0;
-    hold_until_ns_ = now_ns_ + static_cast<uint64_t>(hold_s_ * 1e9);
+    for (size_t i = 0; i < fallen_.size(); ++i)
+      if (inc_.weight[i] > 0) fallen_[i] = false;
+    if (after_probe) {
+      probe_s_ = std::min(2 * probe_s_, p_.max_hold_s);  // nothing better: the next probe later
+    } else {
+      hold_until_ns_ = now_ns_ + static_cast<uint64_t>(hold_s_ * 1e9);
+    }
+    probe_at_ns_ = now_ns_ + static_cast<uint64_t>(probe_s_ * 1e9);
     return;
   }
   if (ph == Phase::kSolo) skip_slow_solos();
@@ -268,6 +290,8 @@ void OnlineBalancer::after(Phase ph) {
       if (!local_shift_ && !recheck_) return start_phase(Phase::kHold);
       step_ = p_.first_step;  // a re-check too: 1/16 towards a lane that recovered gains too little to show
       return start_phase(Phase::kShift);
+    case Phase::kProbe:
+      return start_phase(Phase::kHold);
     case Phase::kShift:
       if (recheck_) return start_phase(Phase::kHold);  // one pass (a win searches again from solo)
       if (!won_in_pass_) step_ /= 2;
@@ -298,7 +322,8 @@ bool OnlineBalancer::next_block() {
 bool OnlineBalancer::block_done() const {
   size_t lo = samples_[0].score.size();
   for (const auto& v : samples_) lo = std::min(lo, v.score.size());
-  if (lo < p_.min_samples) return lo >= p_.visit_quanta && clear_loss();
+  // A clear loss: once the incumbent has min_samples too (its figures are the reference of the hold's drift check).
+  if (lo < p_.min_samples) return samples_[0].score.size() >= p_.min_samples && clear_loss();
   if (lo >= p_.max_samples) return true;
   MedianSpread inc = median_spread(samples_[0].score);
   bool all_lose = true, tight = inc.relative() <= p_.delta;
@@ -315,6 +340,7 @@ bool OnlineBalancer::clear_loss() const {
   if (p_.clear_loss <= 0) return false;
   MedianSpread inc = median_spread(samples_[0].score);
   for (size_t k = 1; k < block_.size(); ++k) {
+    if (samples_[k].score.size() < p_.visit_quanta) return false;  // not visited yet
     MedianSpread c = median_spread(samples_[k].score);
     double loss = inc.median - c.median;
     if (!(loss > inc.spread + c.spread && loss > p_.clear_loss * std::fabs(inc.median))) return false;
@@ -419,8 +445,10 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
   std::vector<size_t> fell;
   for (size_t i = 0; i < next.weight.size() && i < lane_ref_.size(); ++i) {
     double r = lane_rate(q, i);
-    if (next.weight[i] <= 0 || lane_ref_[i] <= 0 || r <= 0) continue;
-    if (r < 0.5 * lane_ref_[i] && next.weight[i] < 0.999f) {
+    if (next.weight[i] <= 0 || lane_ref_[i] <= 0 || r <= 0 || r >= 0.5 * lane_ref_[i]) continue;
+    fallen_[i] = true;  // probed alone in hold until it has a share again (a lane alone keeps its share here)
+    probe_s_ = p_.probe_s;
+    if (next.weight[i] < 0.999f) {
       next.weight[i] = 0;
       fell.push_back(i);
       event_ += fmt::format("; lane {} fell to {:.0f} % of its rate: share {:.2f} -> 0", i, 100 * r / lane_ref_[i],
@@ -465,7 +493,16 @@ void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
     hold_s_ = std::min(std::max(2 * hold_s_, p_.hold_s), p_.max_hold_s);  // after saved_hold_s: hold_s
     recheck_ = true;
     start_phase(Phase::kBatch);
+  } else if (probe_due()) {
+    start_phase(Phase::kProbe);
   }
+}
+
+bool OnlineBalancer::probe_due() const {
+  if (now_ns_ < probe_at_ns_) return false;
+  for (size_t i = 0; i < fallen_.size(); ++i)
+    if (alive_[i] && fallen_[i] && inc_.weight[i] <= 0) return true;
+  return false;
 }
 
 void OnlineBalancer::note_lanes(const QuantumFigures& q) {
@@ -537,6 +574,10 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
         finish_block();
         break;
       }
+      if (visit_ == 0 && clear_loss()) {  // the candidates lost clearly: the incumbent alone until it has min_samples
+        left_ = p_.visit_quanta;
+        break;
+      }
       visit_ = (visit_ + 1) % block_.size();
       if (visit_ == 0 && fresh_inc_) {  // the incumbent's samples are the start's: the candidates' turns first
         const bool sampled = std::all_of(samples_.begin(), samples_.end(),
@@ -557,6 +598,7 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
 void OnlineBalancer::lane_lost(size_t lane) {
   if (lane >= alive_.size() || !alive_[lane]) return;
   alive_[lane] = false;
+  fallen_[lane] = false;
   if (std::none_of(alive_.begin(), alive_.end(), [](bool a) { return a; })) return;
   inc_.weight[lane] = 0;
   normalise(inc_.weight);

@@ -28,6 +28,8 @@
 //                     pass at first_step (at min_step a lane that recovered gains too little to show beyond the
 //                     noise; a losing pass ends early on a clear loss); a win there means the machine or the
 //                     traffic changed (a lane recovered): the search starts over from solo.
+//             probe   in hold, each lane whose own rate fell and that has no share, alone (after probe_s, doubling):
+//                     a win searches again from solo.
 //   confirm   a local move (batch, shift) that won among several candidates must win a block of its own against
 //             the incumbent (the best of k wins on noise alone about k times as often).
 //   drift     `drift_quanta` samples of the incumbent in a row (inside a block: a whole visit) below its figures by
@@ -56,8 +58,8 @@ struct BalancerParams {
   double delta = 0.05;           // relative spread a block aims at; a rate within δ of the best carries it
   double min_gain = 0.02;        // smallest relative improvement taken
   uint32_t min_samples = 4, max_samples = 12;
-  // After one visit of each setup (visit_quanta samples), a block whose candidates all lose by more than this share
-  // of the incumbent's median, beyond both spreads, is done: a clear loss needs no more samples (0: off).
+  // After one visit of each candidate (visit_quanta samples), a block whose candidates all lose by more than this
+  // share of the incumbent's median, beyond both spreads, is done once the incumbent has min_samples (0: off).
   double clear_loss = 0.2;
   uint32_t settle_quanta = 1;
   uint32_t visit_quanta = 2;  // scored quanta per visit
@@ -68,6 +70,10 @@ struct BalancerParams {
   // The first hold of a run started from a saved setup (at most hold_s; then hold_s, doubling): figures saved under
   // a disturbance are re-checked soon, not after a whole hold.
   double saved_hold_s = 1;
+  // A lane whose own rate fell (drift) and that has no share is tried alone after probe_s in hold, then after twice
+  // that, … up to max_hold_s, until it has a share again: where lanes share cores, a small move towards a lane that
+  // recovered loses (it takes cores from the others), so only a visit alone shows the recovery.
+  double probe_s = 1;
   uint32_t drift_quanta = 3;
   // Quanta of offered rates whose median is the reference: a quantum whose offered rate falls more than 2δ below it is
   // scored against the reference (score()).
@@ -131,7 +137,7 @@ class OnlineBalancer {
   double score(const QuantumFigures& q) const;  // the policy's score of one quantum (higher is better)
 
  private:
-  enum class Phase { kStart, kSolo, kMix, kShift, kBatch, kHold };
+  enum class Phase { kStart, kSolo, kMix, kShift, kBatch, kHold, kProbe };
   OnlineBalancer() = default;
   void start_phase(Phase ph);
   void after(Phase ph);  // the phase that follows a finished pass of `ph`
@@ -139,7 +145,9 @@ class OnlineBalancer {
   std::vector<Setup> candidates() const;
   void run(const Setup& s);
   bool block_done() const;
-  bool clear_loss() const;  // every candidate loses by more than p_.clear_loss (block_done after one visit each)
+  // Every candidate, visited at least once, loses by more than p_.clear_loss: the block ends once the incumbent has
+  // min_samples (its figures are the hold's reference for drift).
+  bool clear_loss() const;
   void finish_block();
   void hold_sample(double s, const QuantumFigures& q);
   // Whether `quanta` samples of the incumbent in a row were off its figures (else notes its lanes' rates).
@@ -164,7 +172,12 @@ class OnlineBalancer {
   bool confirming_ = false;        // the block confirms the winner of the previous one
   bool fresh_inc_ = false;         // the block's incumbent samples are the start phase's: it is not visited first
   bool local_shift_ = true;        // the shift phase follows batch (not when one lane alone beat every mix)
-  bool recheck_ = false;           // the batch and shift passes are a re-check from hold
+  bool recheck_ = false;           // the batch and shift passes (or a probe) are a re-check from hold
+  std::vector<bool> fallen_;       // per lane: its own rate fell, and it has had no share since (probed alone)
+  bool probing_ = false;           // a probe block runs (the hold goes on after it, its re-check time kept)
+  double probe_s_ = 1;
+  uint64_t probe_at_ns_ = 0;
+  bool probe_due() const;
   // The setup that the last win of a batch or shift pass replaced: it has just lost, so the passes that go on from the
   // winner do not try it again (a batch that doubled and won is not halved back: each step is one candidate, and a
   // block of one candidate needs no confirming one). Cleared where a search starts (solo, mix) and in hold.

@@ -172,6 +172,29 @@ TEST_CASE("OnlineBalancer: a lane slowed down mid-run loses its load within 1 s,
   CHECK(b.incumbent().weight[0] >= 0.5f);
 }
 
+TEST_CASE("OnlineBalancer: on shared cores a lane that slowed down alone is probed alone, and gets its load back") {
+  // Lanes on one CPU, each extra lane halving the others: any mix is worse than the best lane alone, so a move
+  // of 1/8 towards a lane that recovered loses, and only a visit of it alone shows the recovery.
+  std::vector<double> cap{3.0, 2.0, 0.5};
+  World w{.rate = shared_cores(cap, 1.0), .cap = cap, .noise = 0.05};
+  auto b = make(3);
+  run(b, w, 300);
+  REQUIRE(b.incumbent().weight[0] > 0.99f);
+  w.cap[0] = 0.03;  // lane 0 stalls (its rate per busy second falls a hundredfold)
+  w.rate = shared_cores(w.cap, 1.0);
+  run(b, w, 250);
+  REQUIRE(b.incumbent().weight[1] > 0.99f);
+  w.cap[0] = 3.0;  // it recovers
+  w.rate = shared_cores(w.cap, 1.0);
+  int quanta = 0;
+  while (quanta < 1000 && b.incumbent().weight[0] < 0.99f) {
+    b.step(w.quantum(b.setup()));
+    ++quanta;
+  }
+  INFO(b.incumbent().describe());
+  CHECK(quanta <= 400);  // 16 s at 40 ms quanta: the probes after 1, 2, 4, 8 s of hold
+}
+
 TEST_CASE("OnlineBalancer: the energy policy drops a lane whose throughput does not pay for its power") {
   // Lane 1 adds 3 % throughput for 40 % more power.
   std::function<double(const Setup&)> rate = [](const Setup& s) {
@@ -357,6 +380,7 @@ TEST_CASE("OnlineBalancer: a re-check whose moves clearly lose ends after one vi
       off += b.setup() == b.incumbent() ? 0 : 1;
     }
     CHECK(b.incumbent().weight[2] > 0.99f);
+    CHECK(b.incumbent_score().n >= p.min_samples);  // the hold's drift reference: not one visit's 2 samples
     return off;
   };
   int with = off_incumbent(BalancerParams{}.clear_loss), without = off_incumbent(0);
