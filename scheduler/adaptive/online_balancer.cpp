@@ -225,6 +225,7 @@ std::vector<Setup> OnlineBalancer::candidates() const {
 }
 
 void OnlineBalancer::start_phase(Phase ph) {
+  const bool after_recheck = recheck_;
   if (ph == Phase::kSolo || ph == Phase::kHold) recheck_ = false;
   if (ph == Phase::kSolo || ph == Phase::kMix || ph == Phase::kHold) beaten_.reset();
   const bool after_probe = probing_;
@@ -243,7 +244,8 @@ void OnlineBalancer::start_phase(Phase ph) {
     } else {
       hold_until_ns_ = now_ns_ + static_cast<uint64_t>(hold_s_ * 1e9);
     }
-    probe_at_ns_ = now_ns_ + static_cast<uint64_t>(probe_s_ * 1e9);
+    if (!after_recheck || after_probe)  // a re-check of batch and shares keeps the probes' own schedule
+      probe_at_ns_ = now_ns_ + static_cast<uint64_t>(probe_s_ * 1e9);
     return;
   }
   if (ph == Phase::kSolo) skip_slow_solos();
