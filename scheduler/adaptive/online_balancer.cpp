@@ -338,6 +338,25 @@ bool OnlineBalancer::block_done() const {
   return all_lose || tight;
 }
 
+size_t OnlineBalancer::latency_win() const {
+  if (p_.policy != Policy::kThroughputCritical) return 0;
+  const MedianSpread inc = median_spread(samples_[0].score), inc_p99 = median_spread(samples_[0].p99);
+  if (!(inc_p99.median > 0)) return 0;
+  size_t win = 0;
+  double lowest = inc_p99.median;
+  for (size_t k = 1; k < block_.size(); ++k) {
+    const MedianSpread c = median_spread(samples_[k].score), l = median_spread(samples_[k].p99);
+    const bool as_fast = c.median >= inc.median - inc.spread - c.spread && c.median >= (1 - p_.min_gain) * inc.median;
+    const double gain = inc_p99.median - l.median;
+    if (as_fast && l.median > 0 && gain > inc_p99.spread + l.spread && gain > 2 * p_.delta * inc_p99.median &&
+        l.median < lowest) {
+      win = k;
+      lowest = l.median;
+    }
+  }
+  return win;
+}
+
 bool OnlineBalancer::clear_loss() const {
   if (p_.clear_loss <= 0) return false;
   MedianSpread inc = median_spread(samples_[0].score);
@@ -373,6 +392,11 @@ void OnlineBalancer::finish_block() {
       best = c;
     }
   }
+  const size_t by_latency = win == 0 ? latency_win() : 0;
+  if (by_latency != 0) {
+    win = by_latency;
+    best = median_spread(samples_[win].score);
+  }
   // A local move that won among several is confirmed by a block of its own against the incumbent: picking the best
   // of k raises the chance that noise alone wins about k-fold. (Solo and mix choose among setups that differ a lot,
   // once, at the start: their winner is taken at once so that the first decision comes early.)
@@ -392,6 +416,11 @@ void OnlineBalancer::finish_block() {
     event_ = fmt::format("{}: {} beats {} ({:.4g} ± {:.2g} vs {:.4g} ± {:.2g}, {}+{} samples)", phase_name(),
                          block_[win].describe(), inc_.describe(), best.median, best.spread, inc.median, inc.spread,
                          best.n, inc.n);
+    if (by_latency != 0) {
+      MedianSpread a = median_spread(samples_[win].p99), b = median_spread(samples_[0].p99);
+      event_ += fmt::format(": as fast, p99 {:.4g} ± {:.2g} vs {:.4g} ± {:.2g} us", a.median / 1e3, a.spread / 1e3,
+                            b.median / 1e3, b.spread / 1e3);
+    }
     if (phase_ == Phase::kBatch || phase_ == Phase::kShift) beaten_ = inc_;
     inc_ = block_[win];
     ++wins_;

@@ -22,6 +22,7 @@ constexpr uint64_t kQuantumNs = 40'000'000;
 struct World {
   std::function<double(const Setup&)> rate;
   std::function<double(const Setup&)> power = [](const Setup&) { return 50.0; };
+  std::function<double(const Setup&)> p99_ns = [](const Setup&) { return 0.0; };  // 0: not measured
   std::vector<double> cap;  // per lane alone, for lane_util
   double noise = 0.1;
   std::mt19937_64 rng{7};
@@ -33,7 +34,8 @@ struct World {
     double g = rate(s) * u(rng) * (s == last || last.weight.empty() ? 1.0 : 0.5);
     last = s;
     now += kQuantumNs;
-    QuantumFigures q{.now_ns = now, .offered_bps = g * 1e9, .achieved_bps = g * 1e9, .power_w = power(s)};
+    QuantumFigures q{.now_ns = now, .offered_bps = g * 1e9, .achieved_bps = g * 1e9, .power_w = power(s),
+                     .latency_p99_ns = p99_ns(s) * u(rng)};
     for (size_t i = 0; i < s.weight.size(); ++i) {
       q.lane_bps.push_back(g * 1e9 * s.weight[i]);
       q.lane_util.push_back(std::min(1.0, g * s.weight[i] / cap[i]));
@@ -193,6 +195,23 @@ TEST_CASE("OnlineBalancer: on shared cores a lane that slowed down alone is prob
   }
   INFO(b.incumbent().describe());
   CHECK(quanta <= 400);  // 16 s at 40 ms quanta: the probes after 1, 2, 4, 8 s of hold
+}
+
+TEST_CASE("OnlineBalancer: at a rate every setup carries, the throughput policy takes the lower p99") {
+  // Paced at 2 Gbit/s, which every setup carries; lane 2 alone answers in 5 us, any share on lanes 0 or 1 (batching
+  // devices) puts 100 us in the tail. Throughput alone cannot tell the setups apart.
+  World w{.rate = [](const Setup&) { return 2.0; }, .cap = {4.0, 4.0, 8.0}, .noise = 0.03};
+  w.p99_ns = [](const Setup& s) { return s.weight[0] > 0 || s.weight[1] > 0 ? 100e3 : 5e3; };
+  auto b = make(3);
+  run(b, w, 100);  // 4 s
+  INFO(b.incumbent().describe());
+  CHECK(b.incumbent().weight[2] > 0.99f);
+  // And not on throughput noise alone: the same world without a latency difference stays where it started.
+  World flat{.rate = [](const Setup&) { return 2.0; }, .cap = {4.0, 4.0, 8.0}, .noise = 0.03};
+  flat.p99_ns = [](const Setup&) { return 50e3; };
+  auto c = make(3);
+  run(c, flat, 100);
+  CHECK(c.wins() == 0);
 }
 
 TEST_CASE("OnlineBalancer: the energy policy drops a lane whose throughput does not pay for its power") {
