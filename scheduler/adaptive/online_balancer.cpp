@@ -338,17 +338,19 @@ bool OnlineBalancer::block_done() const {
   return all_lose || tight;
 }
 
-size_t OnlineBalancer::latency_win() const {
+size_t OnlineBalancer::latency_win(size_t fastest) const {
   if (p_.policy != Policy::kThroughputCritical) return 0;
-  const MedianSpread inc = median_spread(samples_[0].score), inc_p99 = median_spread(samples_[0].p99);
-  if (!(inc_p99.median > 0)) return 0;
+  const MedianSpread inc = median_spread(samples_[0].score);
+  const MedianSpread ref = median_spread(samples_[fastest].score), ref_p99 = median_spread(samples_[fastest].p99);
+  if (!(ref_p99.median > 0)) return 0;
   size_t win = 0;
-  double lowest = inc_p99.median;
+  double lowest = ref_p99.median;
   for (size_t k = 1; k < block_.size(); ++k) {
     const MedianSpread c = median_spread(samples_[k].score), l = median_spread(samples_[k].p99);
-    const bool as_fast = c.median >= inc.median - inc.spread - c.spread && c.median >= (1 - p_.min_gain) * inc.median;
-    const double gain = inc_p99.median - l.median;
-    if (as_fast && l.median > 0 && gain > inc_p99.spread + l.spread && gain > 2 * p_.delta * inc_p99.median &&
+    if (k == fastest || (fastest != 0 && !better_beyond_spread(c, inc, p_.min_gain))) continue;
+    const bool as_fast = !better_beyond_spread(ref, c, p_.min_gain);  // what would not count as a win over it
+    const double gain = ref_p99.median - l.median;
+    if (as_fast && l.median > 0 && gain > ref_p99.spread + l.spread && gain > 2 * p_.delta * ref_p99.median &&
         l.median < lowest) {
       win = k;
       lowest = l.median;
@@ -392,7 +394,7 @@ void OnlineBalancer::finish_block() {
       best = c;
     }
   }
-  const size_t by_latency = win == 0 ? latency_win() : 0;
+  const size_t fastest = win, by_latency = latency_win(win);
   if (by_latency != 0) {
     win = by_latency;
     best = median_spread(samples_[win].score);
@@ -417,9 +419,10 @@ void OnlineBalancer::finish_block() {
                          block_[win].describe(), inc_.describe(), best.median, best.spread, inc.median, inc.spread,
                          best.n, inc.n);
     if (by_latency != 0) {
-      MedianSpread a = median_spread(samples_[win].p99), b = median_spread(samples_[0].p99);
-      event_ += fmt::format(": as fast, p99 {:.4g} ± {:.2g} vs {:.4g} ± {:.2g} us", a.median / 1e3, a.spread / 1e3,
-                            b.median / 1e3, b.spread / 1e3);
+      MedianSpread a = median_spread(samples_[win].p99), b = median_spread(samples_[fastest].p99);
+      event_ += fmt::format(": as fast as {}, p99 {:.4g} ± {:.2g} vs {:.4g} ± {:.2g} us",
+                            fastest == 0 ? std::string("it") : block_[fastest].describe(), a.median / 1e3,
+                            a.spread / 1e3, b.median / 1e3, b.spread / 1e3);
     }
     if (phase_ == Phase::kBatch || phase_ == Phase::kShift) beaten_ = inc_;
     inc_ = block_[win];
