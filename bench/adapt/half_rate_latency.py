@@ -13,6 +13,7 @@ every OpenCL device of POCL_DEVICES and one native lane:
 Per case, medians over rounds (spread = (max - min) / median): the rx-to-tx p99 of the whole run (the summary's:
 the search included) and of its steady state (the median of the per-quantum p99s of --adapt-csv after --warm-s), the rate
 received and the packets lost for want of capacity (port_missed, queue_full, no_lane; not the app's own drops).
+Each run's per-quantum CSV and output are kept in OUT (roundR_CASE.csv, .log).
 
 Usage: bench/adapt/half_rate_latency.py [--hpr build/cli/hpr] [--app ipv4] [--rounds 3] [--seconds 8] [--warm-s 2]
                                         [--calib 3] [--rate-pps N (skip the calibration)] [--out out/half_rate]
@@ -21,6 +22,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -29,7 +31,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run(hpr, app, seconds, warm_s, extra):
+def run(hpr, app, seconds, warm_s, extra, keep=None):
+    """One run; `keep`: a path prefix under which its per-quantum CSV and its output are kept."""
     with tempfile.TemporaryDirectory() as d:
         js, qcsv = os.path.join(d, "s.json"), os.path.join(d, "q.csv")
         cmd = [hpr, "run", "--app", app, "--packets", "0", "--duration", str(seconds), "--summary-json", js,
@@ -39,6 +42,10 @@ def run(hpr, app, seconds, warm_s, extra):
         if r.returncode != 0:
             sys.exit(f"{' '.join(cmd)} failed (rc {r.returncode}):\n{r.stderr[-2000:]}")
         s = json.load(open(js))
+        if keep:
+            shutil.copyfile(qcsv, keep + ".csv")
+            with open(keep + ".log", "w") as f:
+                f.write(r.stdout)
         p99 = [float(q["lat_p99_us"]) for q in csv.DictReader(open(qcsv))
                if float(q["t_s"]) > warm_s and q["lat_p99_us"] not in ("", "nan")]
     drops = s.get("drops", {})
@@ -87,7 +94,8 @@ def main():
     names = list(cases)
     for r in range(a.rounds):
         for c in names[r % len(names):] + names[:r % len(names)]:  # rotated: drift hits every case alike
-            x = run(a.hpr, a.app, a.seconds, a.warm_s, cases[c])
+            keep = os.path.join(a.out, f"round{r + 1}_{c.replace(', ', '_').replace(' ', '_')}")
+            x = run(a.hpr, a.app, a.seconds, a.warm_s, cases[c], keep)
             res[c].append(x)
             print(f"round {r + 1} {c}: {x['mpps']:.3f} Mpps, p99 {x['p99_us']:.0f} us (steady {x['p99_steady_us']:.0f}),"
                   f" lost {x['lost']}", flush=True)
