@@ -11,9 +11,9 @@
 //             min_samples and a relative spread within δ, or max_samples, or the answer is clear (after one
 //             visit each when every candidate loses by more than clear_loss beyond the spreads); the best
 //             candidate replaces I when its median score beats I's by more than both spreads together and by
-//             min_gain (hpr/median_spread.hpp); under the throughput policy, of the setups as fast as the best,
-//             the one whose p99 latency is lower beyond the spreads and by more than 2δ (setups that all carry a
-//             paced rate tie on throughput).
+//             min_gain (hpr/median_spread.hpp); under the throughput policy, in solo and mix, of the setups as fast
+//             as the best, the one whose p99 latency is lower beyond the spreads and by more than 2δ (setups that
+//             all carry a paced rate tie on throughput).
 //   phases    solo    each lane alone, the lane that delivered most per busy second first (the first decisions come
 //                     within the first second); not a lane whose bits per busy second are under 1/4 of the best
 //                     lane's (it cannot win alone; a GPU shared by many workers): its rate alone is taken to be that;
@@ -147,7 +147,7 @@ class OnlineBalancer {
   std::vector<Setup> candidates() const;
   void run(const Setup& s);
   bool block_done() const;
-  // Under the throughput policy, among the setups as fast as block member `fastest` (the incumbent, or the candidate
+  // Under the throughput policy, in the solo and mix phases, among the setups as fast as block member `fastest` (the incumbent, or the candidate
   // that beat it: not beaten by it beyond both spreads and min_gain; when a candidate beat the incumbent, only those
   // that beat it too),
   // the candidate whose p99 latency is lower than `fastest`'s beyond both spreads and by more than 2δ (the lowest such);
