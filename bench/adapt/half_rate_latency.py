@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 
+from learn_vs_static import summarise  # median and spread (max - min) / median, as that bench reports them
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -52,11 +54,6 @@ def run(hpr, app, seconds, warm_s, extra, keep=None):
     lost = s["rx"].get("port_missed", 0) + drops.get("queue_full", 0) + drops.get("no_lane", 0)
     return {"mpps": s["rx"]["packets"] / s["seconds"] / 1e6, "p99_us": s["latency_ns"]["p99"] / 1e3,
             "p99_steady_us": statistics.median(p99) if p99 else float("nan"), "lost": lost}
-
-
-def summarise(vals):
-    med = statistics.median(vals)
-    return med, (max(vals) - min(vals)) / med if med else 0.0
 
 
 def main():
