@@ -435,9 +435,8 @@ void OnlineBalancer::finish_block() {
   // Lanes that lose even in proportion to their rates (cores shared): small moves towards them will not pay either.
   if (phase_ == Phase::kMix)
     local_shift_ = !(all_lost && std::count_if(inc_.weight.begin(), inc_.weight.end(), [](float w) { return w > 0; }) == 1);
-  // A re-check that found something faster: the machine or the traffic changed, search it all again. (One as fast
-  // with a lower p99 is taken, but is no sign of a change.)
-  if (recheck_ && win != 0 && by_latency == 0) {
+  // A re-check that found something better: the machine or the traffic changed, search it all again.
+  if (recheck_ && win != 0) {
     ++restarts_;
     event_ += "; search again";
     return start_phase(Phase::kSolo);

@@ -147,11 +147,11 @@ class OnlineBalancer {
   std::vector<Setup> candidates() const;
   void run(const Setup& s);
   bool block_done() const;
-  // Under the throughput policy, in the solo and mix phases, among the setups as fast as block member `fastest` (the incumbent, or the candidate
-  // that beat it: not beaten by it beyond both spreads and min_gain; when a candidate beat the incumbent, only those
-  // that beat it too),
-  // the candidate whose p99 latency is lower than `fastest`'s beyond both spreads and by more than 2δ (the lowest such);
-  // 0: none. At a rate that every setup carries, their throughputs all tie.
+  // Under the throughput policy, in the solo and mix phases: among the setups as fast as block member `fastest` (the
+  // incumbent, or the candidate that beat it; as fast = not beaten by it beyond both spreads and min_gain; when a
+  // candidate beat the incumbent, only those that beat it too), the candidate whose p99 latency is lower than
+  // `fastest`'s beyond both spreads and by more than 2δ (the lowest such); 0: none. At a rate that every setup
+  // carries, their throughputs all tie.
   size_t latency_win(size_t fastest) const;
   // Every candidate, visited at least once, loses by more than p_.clear_loss: the block ends once the incumbent has
   // min_samples (its figures are the hold's reference for drift).
