@@ -162,17 +162,18 @@ std::vector<Setup> OnlineBalancer::candidates() const {
   std::vector<Setup> out;
   size_t n = inc_.weight.size();
   auto rank = [&](size_t i) { return i < order_.size() ? order_[i] : 0.0; };
+  auto alone = [&](size_t i) {  // the incumbent's batches, every flow on lane i
+    Setup c = inc_;
+    std::fill(c.weight.begin(), c.weight.end(), 0.f);
+    c.weight[i] = 1;
+    return c;
+  };
   if (phase_ == Phase::kSolo) {
     std::vector<size_t> lanes;  // not those whose rate alone start_phase() already estimated
     for (size_t i = 0; i < n; ++i)
       if (alive_[i] && solo_rate_[i] <= 0) lanes.push_back(i);
     std::stable_sort(lanes.begin(), lanes.end(), [&](size_t a, size_t b) { return rank(a) > rank(b); });
-    for (size_t i : lanes) {
-      Setup c = inc_;
-      std::fill(c.weight.begin(), c.weight.end(), 0.f);
-      c.weight[i] = 1;
-      out.push_back(c);
-    }
+    for (size_t i : lanes) out.push_back(alone(i));
   } else if (phase_ == Phase::kMix) {
     std::vector<size_t> lanes;
     for (size_t i = 0; i < n; ++i)
@@ -203,13 +204,8 @@ std::vector<Setup> OnlineBalancer::candidates() const {
       out.push_back(c);
     }
   } else if (phase_ == Phase::kProbe) {
-    for (size_t i = 0; i < n; ++i) {
-      if (!alive_[i] || !fallen_[i] || inc_.weight[i] > 0) continue;
-      Setup c = inc_;
-      std::fill(c.weight.begin(), c.weight.end(), 0.f);
-      c.weight[i] = 1;
-      out.push_back(c);
-    }
+    for (size_t i = 0; i < n; ++i)
+      if (probed(i)) out.push_back(alone(i));
   } else if (phase_ == Phase::kBatch) {
     for (size_t i = 0; i < n; ++i) {
       if (!alive_[i] || batch_max_[i] == 0 || inc_.weight[i] <= 0) continue;
@@ -228,9 +224,8 @@ void OnlineBalancer::start_phase(Phase ph) {
   const bool after_recheck = recheck_;
   if (ph == Phase::kSolo || ph == Phase::kHold) recheck_ = false;
   if (ph == Phase::kSolo || ph == Phase::kMix || ph == Phase::kHold) beaten_.reset();
-  const bool after_probe = probing_;
-  probing_ = ph == Phase::kProbe;
-  if (probing_) recheck_ = true;
+  const bool after_probe = phase_ == Phase::kProbe;
+  if (ph == Phase::kProbe) recheck_ = true;
   phase_ = ph;
   won_in_pass_ = false;
   block_.clear();
@@ -534,10 +529,14 @@ void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
   }
 }
 
+bool OnlineBalancer::probed(size_t lane) const {
+  return alive_[lane] && fallen_[lane] && inc_.weight[lane] <= 0;
+}
+
 bool OnlineBalancer::probe_due() const {
   if (now_ns_ < probe_at_ns_) return false;
   for (size_t i = 0; i < fallen_.size(); ++i)
-    if (alive_[i] && fallen_[i] && inc_.weight[i] <= 0) return true;
+    if (probed(i)) return true;
   return false;
 }
 

@@ -182,10 +182,10 @@ class OnlineBalancer {
   bool local_shift_ = true;        // the shift phase follows batch (not when one lane alone beat every mix)
   bool recheck_ = false;           // the batch and shift passes (or a probe) are a re-check from hold
   std::vector<bool> fallen_;       // per lane: its own rate fell, and it has had no share since (probed alone)
-  bool probing_ = false;           // a probe block runs (the hold goes on after it, its re-check time kept)
   double probe_s_ = 1;
   uint64_t probe_at_ns_ = 0;
-  bool probe_due() const;
+  bool probed(size_t lane) const;  // a lane the probe phase runs alone: alive, fallen, no share
+  bool probe_due() const;          // in hold: the probe's time has come and a lane is to be probed
   // The setup that the last win of a batch or shift pass replaced: it has just lost, so the passes that go on from the
   // winner do not try it again (a batch that doubled and won is not halved back: each step is one candidate, and a
   // block of one candidate needs no confirming one). Cleared where a search starts (solo, mix) and in hold.
