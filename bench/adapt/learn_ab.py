@@ -11,29 +11,18 @@ Usage: bench/adapt/learn_ab.py --hpr A=build-a/cli/hpr --hpr B=build/cli/hpr [--
                                [--seconds 6] [--warm-s 2] [--out out/learn_ab]
 """
 import argparse
-import json
 import os
-import re
 import statistics
-import subprocess
 import sys
-import tempfile
 
-STATUS = re.compile(r"^\[\s*([\d.]+)s\] in\s+([\d.]+) Mpps")
+import learn_vs_static  # its run(): one `hpr run`, steady and whole-run rates
 
 
 def run(hpr, app, seconds, warm_s, state):
-    with tempfile.TemporaryDirectory() as d:
-        js = os.path.join(d, "s.json")
-        cmd = [hpr, "run", "--app", app, "--packets", "0", "--duration", str(seconds), "--summary-json", js,
-               "--state-dir", state]
-        env = dict(os.environ, HPR_MASTER_KEY="000102030405060708090a0b0c0d0e0f")
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        if r.returncode != 0:
-            sys.exit(f"{' '.join(cmd)} failed (rc {r.returncode}):\n{r.stderr[-2000:]}")
-        s = json.load(open(js))
-    steady = [float(m.group(2)) for m in map(STATUS.match, r.stdout.splitlines()) if m and float(m.group(1)) > warm_s]
-    return (statistics.mean(steady) if steady else 0.0), s["rx"]["packets"] / s["seconds"] / 1e6
+    x = learn_vs_static.run(hpr, app, seconds, warm_s, ["--state-dir", state])
+    if x is None:
+        sys.exit(f"{hpr} run --app {app} failed (its output is above)")
+    return x["steady"], x["whole"]
 
 
 def main():
