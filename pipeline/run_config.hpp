@@ -173,9 +173,10 @@ bool learning_mode(const RunConfig& c);
 // docs/gpu/nvidia-h200/README.md).
 inline constexpr uint32_t kLearnMaxBatch = 4096, kLearnMaxBatchDiscrete = 16384;
 // A discrete GPU's first batch in learning mode (lanes.batch where that is larger): on the H200 every app ran faster
-// with each doubling from 256 to 8,192, and the search doubles once per block (about 0.5 s), so starting at 256 cost
-// most of a 4 s run. At light load a batch closes at its timeout (lanes.timeout_us) whatever its size.
-inline constexpr uint32_t kLearnStartBatchDiscrete = 2048;
+// with each doubling from 256 to 8,192. From 2,048 the search stalled there: 4,096 gained about 5 % a step, within
+// the spreads of the first second, while 8,192 delivered 1.2x (aes; docs/gpu/nvidia-h200/README.md, "Learning on the
+// GPU alone"). At light load a batch closes at its timeout (lanes.timeout_us) whatever its size.
+inline constexpr uint32_t kLearnStartBatchDiscrete = 8192;
 // The largest batch of one lane (its buffers, and the bound of the scheduler's search): lanes.max_batch or
 // lanes.batch, and for a lane on a discrete GPU (`discrete`) at least max_batch_discrete.
 inline uint32_t lane_max_batch(const RunConfig& c, bool discrete) {

@@ -16,17 +16,19 @@ For each chain A,B it reports, over the rounds (median and min-max of the per-ro
   chain / serial   the chain's rate against 1 / (1/rate_A + 1/rate_B), what the two apps cost one after the other
                    on one core with nothing shared: above 1, the chain costs less than its apps (one receive, one
                    classification, one transmit); below 1, chaining adds a cost of its own.
-Mpps counts the packets the lanes processed (as workers_scaling.py). AES keys: a fixed master key of this script.
+Mpps counts the packets the lanes processed over the whole run (as workers_scaling.py); "steady" is the mean of
+the status lines' received rate after --warm-s (what a learning build delivers once it has searched). AES keys: a fixed master key of this script.
 With --hpr given more than once (NAME=PATH), every case runs with each build in the same rounds, and the last table
 gives each build's rate against the first's, round by round.
 Writes every sample to --out (CSV) and prints the tables.
 """
-import argparse, csv, json, os, statistics, subprocess, sys, tempfile
+import argparse, csv, json, os, re, statistics, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime"))
 import vs_testpmd  # noqa: E402
 
 ROOT = vs_testpmd.ROOT
+STATUS = re.compile(r"^\[\s*([\d.]+)s\] in\s+([\d.]+) Mpps")
 
 
 def routes_with_default(path):
@@ -41,10 +43,11 @@ def lane_args(lanes):
     return ["--devices", "none", "--native", "1"] if lanes == "native" else ["--devices", lanes, "--native", "0"]
 
 
-def hpr_mpps(binary, app, capture, seconds, routes, lanes, extra):
+def hpr_mpps(binary, app, capture, seconds, warm_s, routes, lanes, extra):
+    """(whole run Mpps, steady Mpps after warm_s: 0 where no status line came after it)"""
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
-        cmd = [binary, "run", "-q", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
+        cmd = [binary, "run", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
                "--vdev", f"net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev", "net_null0,no-rx=1",
                *lane_args(lanes), "--duration", str(seconds), "--summary-json", js,
                "--state-dir", "none", "--static", "--routes", routes, *extra]
@@ -54,7 +57,8 @@ def hpr_mpps(binary, app, capture, seconds, routes, lanes, extra):
             print(" ".join(cmd), r.stdout[-1000:], r.stderr[-2000:], file=sys.stderr)
             return None
         s = json.load(open(js))
-        return sum(l["packets"] for l in s["lanes"]) / s["seconds"] / 1e6
+        steady = [float(m.group(2)) for m in map(STATUS.match, r.stdout.splitlines()) if m and float(m.group(1)) > warm_s]
+        return sum(l["packets"] for l in s["lanes"]) / s["seconds"] / 1e6, statistics.mean(steady) if steady else 0.0
 
 
 def spread(xs):
@@ -66,6 +70,7 @@ def main():
     ap.add_argument("--chains", default="ipv4,aes ipv4,dpi dpi,md5", help="chains, separated by spaces")
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warm-s", type=float, default=1, help="steady state: the status lines after this many seconds")
     ap.add_argument("--lanes", default="native", help="native (one native lane) or an OpenCL device's name, alone")
     ap.add_argument("--run-args", default="", help="more hpr run options for every case, e.g. \"--batch 8192 "
                     "--timeout-us 2000\" (a discrete GPU: the static default of 256 packets leaves it waiting on "
@@ -88,23 +93,25 @@ def main():
     chains = a.chains.split()
     cases = [(b, c) for b, _ in bins for c in sorted({x for c in chains for x in c.split(",")}) + chains]
     path = dict(bins)
-    rows, rate = [], {c: [] for c in cases}
+    rows, rate, steady = [], {c: [] for c in cases}, {c: [] for c in cases}
     for r in range(a.rounds):
         order = cases[r % len(cases):] + cases[:r % len(cases)]
         for b, c in order:
-            m = hpr_mpps(path[b], c, mix, a.seconds, routes, a.lanes, a.run_args.split())
+            m = hpr_mpps(path[b], c, mix, a.seconds, a.warm_s, routes, a.lanes, a.run_args.split())
             if m is None:
                 sys.exit(f"{path[b]} run --app {c} failed")
-            rate[(b, c)].append(m)
-            rows.append({"round": r, "hpr": b, "case": c, "mpps": m})
-            print(f"round {r} {b} {c:<14} {m:.3f} Mpps", flush=True)
+            rate[(b, c)].append(m[0])
+            steady[(b, c)].append(m[1])
+            rows.append({"round": r, "hpr": b, "case": c, "mpps": m[0], "steady_mpps": m[1]})
+            print(f"round {r} {b} {c:<14} {m[0]:.3f} Mpps, {m[1]:.3f} after {a.warm_s:g} s", flush=True)
     with open(a.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["round", "hpr", "case", "mpps"])
+        w = csv.DictWriter(f, fieldnames=["round", "hpr", "case", "mpps", "steady_mpps"])
         w.writeheader()
         w.writerows(rows)
-    print(f"\nlanes: {a.lanes} {a.run_args}\n{'hpr':<12} {'case':<14} Mpps median (min-max) over {a.rounds} rounds of {a.seconds} s")
+    print(f"\nlanes: {a.lanes} {a.run_args}\n{'hpr':<12} {'case':<14} Mpps median (min-max) over {a.rounds} rounds of {a.seconds} s, "
+          f"whole run / after {a.warm_s:g} s")
     for b, c in cases:
-        print(f"{b:<12} {c:<14} {spread(rate[(b, c)])}")
+        print(f"{b:<12} {c:<14} {spread(rate[(b, c)]):<24} {spread(steady[(b, c)])}")
     print(f"\n{'hpr':<12} {'chain':<14} {'chain / slower app':<26} chain / serial (1 / sum of 1/rate)")
     for b, _ in bins:
         for c in chains:
@@ -115,10 +122,11 @@ def main():
                   f"{spread([rate[(b, c)][r] / serial[r] for r in range(a.rounds)])}")
     if len(bins) > 1:
         base = bins[0][0]
-        print(f"\n{'case':<14} " + "  ".join(f"{b} / {base}" for b, _ in bins[1:]) + "  (same round)")
-        for c in sorted({c for _, c in cases}, key=lambda c: (c in chains, c)):
-            print(f"{c:<14} " + "  ".join(
-                spread([rate[(b, c)][r] / rate[(base, c)][r] for r in range(a.rounds)]) for b, _ in bins[1:]))
+        for what, v in (("whole run", rate), (f"after {a.warm_s:g} s", steady)):
+            print(f"\n{'case':<14} " + "  ".join(f"{b} / {base}" for b, _ in bins[1:]) + f"  (same round, {what})")
+            for c in sorted({c for _, c in cases}, key=lambda c: (c in chains, c)):
+                print(f"{c:<14} " + "  ".join(spread([v[(b, c)][r] / v[(base, c)][r] if v[(base, c)][r] else 0.0
+                                                      for r in range(a.rounds)]) for b, _ in bins[1:]))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,11 @@
 #     chains   bench/chain/chain_bench.py on the GPU alone: each chain against its slower app, 3 rounds of 3 s, with
 #              hpr run's options GPU_CHAIN_ARGS (default "--batch 8192 --timeout-us 2000": the static 256 leaves a
 #              discrete GPU waiting on each batch's copies and launches)
-#     learn-batch  learning (the default hpr run) against --static at batch 8,192 (timeout 2 ms) and at 256, the GPU
-#              alone, on aes, dpi and the chain aes,dpi (GPU_LEARN_CHAINS), chain_bench's rounds; then one 8 s
-#              learning run of dpi on the generator, with --adapt-csv
+#     variants  one case per line of GPU_VARIANTS ("NAME hpr-run-options…"; NAME learn…: learning, its quanta
+#              (--adapt-csv) in variants-adapt.tgz; else --static; default "static8192 --batch 8192", "static2048 --batch
+#              2048", "learn"), the GPU alone, on the chain aes,dpi and its apps (GPU_LEARN_CHAINS), 3 rounds of
+#              GPU_LEARN_S (4) s, whole run and after 1 s; the first line is the ratios' base
+#     learn-batch  variants with "static8192 --batch 8192 --timeout-us 2000" and "learn", 6 s runs, after 2 s
 # GPU_DEVICE (default H200): the --devices name substring of the GPU. OUT gets machine.txt, devices.txt and a .csv
 # (a row per sample) and .txt (medians, spreads, ratios) per step. About 8 minutes in all on 16 cores.
 set -u
@@ -90,18 +92,29 @@ for s in $steps; do
                    --fill --chain ipv4,aes ipv4,dpi dpi,md5 aes,md5 ipv4,dpi,md5 --json ;;
     chains) HPR_DATA_DIR=$b/share/hpr/data python3 "$root/bench/chain/chain_bench.py" --hpr "$b/hpr" --lanes "$gpu" \
               --run-args "${GPU_CHAIN_ARGS:---batch 8192 --timeout-us 2000}" --rounds 3 --seconds 3 --out "$out/$s.csv"; rm -f "$out/routes_default.dat" ;;
-    learn-batch) w="$out/learn-batch-bin"; mkdir -p "$w"
-               mk() { printf '#!/bin/sh\nexec %s "$@" %s\n' "$2" "$3" >"$w/$1"; chmod +x "$w/$1"; }
-               # chain_bench runs --static; the learning builds drop it.
-               lm() { printf '#!/bin/sh\nfor a; do shift; [ "$a" = --static ] || set -- "$@" "$a"; done\nexec %s "$@"\n' "$2" >"$w/$1"; chmod +x "$w/$1"; }
-               mk static8192 "$b/hpr" "--batch 8192 --timeout-us 2000"; lm learn "$b/hpr"
-               mk static256 "$b/hpr" ""; set -- --hpr "static8192=$w/static8192" --hpr "learn=$w/learn"
-               HPR_DATA_DIR=$b/share/hpr/data python3 "$root/bench/chain/chain_bench.py" "$@" --hpr "static256=$w/static256" \
-                 --lanes "$gpu" --chains "${GPU_LEARN_CHAINS:-aes,dpi}" --rounds 3 --seconds 4 --out "$out/$s.csv"
-               HPR_MASTER_KEY=2b7e151628aed2a6abf7158809cf4f3c "$b/hpr" run --app dpi --devices "$gpu" --native 0 \
-                 --packets 0 --duration 8 --state-dir none --adapt-csv "$out/learn-batch-dpi.csv"
-               rm -rf "$w" "$out/routes_default.dat" ;;
-    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5 md5-mix md5-learn chain-check chains learn-batch)" ;;
+    learn-batch|variants) w="$out/$s-bin"; mkdir -p "$w" "$out/$s-adapt"; set --
+               if [ "$s" = learn-batch ]; then sec=${GPU_LEARN_S:-6} warm=2 def="static8192 --batch 8192 --timeout-us 2000
+learn"
+               else sec=${GPU_LEARN_S:-4} warm=1 def="static8192 --batch 8192
+static2048 --batch 2048
+learn"; fi
+               # One build per line of GPU_VARIANTS, "NAME hpr-run-options…"; a NAME starting with "learn" learns
+               # (chain_bench's --static dropped; its quanta in $s-adapt.tgz), the others run --static.
+               while read -r n args; do
+                 [ -n "$n" ] || continue
+                 case $n in learn*) printf '#!/bin/sh\napp=; p=\nfor a; do shift; [ "$p" = --app ] && app=$a; p=$a; [ "$a" = --static ] || set -- "$@" "$a"; done\napp=$(echo "$app" | tr , +)\nn=0; while [ -e "%s/%s-$app-$n.csv" ]; do n=$((n+1)); done\nexec %s "$@" %s --adapt-csv "%s/%s-$app-$n.csv"\n' \
+                                  "$out/$s-adapt" "$n" "$b/hpr" "$args" "$out/$s-adapt" "$n" >"$w/$n" ;;
+                   *) printf '#!/bin/sh\nexec %s "$@" %s\n' "$b/hpr" "$args" >"$w/$n" ;;
+                 esac
+                 chmod +x "$w/$n"; set -- "$@" --hpr "$n=$w/$n"
+               done <<EOV
+${GPU_VARIANTS:-$def}
+EOV
+               HPR_DATA_DIR=$b/share/hpr/data python3 "$root/bench/chain/chain_bench.py" "$@" --lanes "$gpu" \
+                 --chains "${GPU_LEARN_CHAINS:-aes,dpi}" --rounds 3 --seconds "$sec" --warm-s "$warm" --out "$out/$s.csv"
+               tar czf "$out/$s-adapt.tgz" -C "$out" "$s-adapt"  # one file: a device call brings back few
+               rm -rf "$w" "$out/$s-adapt" "$out/routes_default.dat" ;;
+    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5 md5-mix md5-learn chain-check chains learn-batch variants)" ;;
   esac > "$out/$s.txt" 2>&1
   echo "$s rc=$? at $(( $(date +%s) - t0 )) s" >> "$out/machine.txt"
 done
