@@ -476,7 +476,9 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
   std::vector<size_t> fell;
   for (size_t i = 0; i < next.weight.size() && i < lane_ref_.size(); ++i) {
     double r = lane_rate(q, i);
-    if (next.weight[i] <= 0 || lane_ref_[i] <= 0 || r <= 0 || r >= 0.5 * lane_ref_[i]) continue;
+    // A lane with a share that delivered nothing at all hangs (busy or not): it fell to 0 %.
+    const bool hung = i < q.lane_bps.size() && q.lane_bps[i] <= 0;
+    if (next.weight[i] <= 0 || lane_ref_[i] <= 0 || (r <= 0 && !hung) || r >= 0.5 * lane_ref_[i]) continue;
     fallen_[i] = true;  // probed alone in hold until it has a share again (a lane alone keeps its share here)
     probe_s_ = p_.probe_s;
     if (next.weight[i] < 0.999f) {

@@ -36,9 +36,9 @@ struct World {
     now += kQuantumNs;
     QuantumFigures q{.now_ns = now, .offered_bps = g * 1e9, .achieved_bps = g * 1e9, .power_w = power(s),
                      .latency_p99_ns = p99_ns(s) * u(rng)};
-    for (size_t i = 0; i < s.weight.size(); ++i) {
-      q.lane_bps.push_back(g * 1e9 * s.weight[i]);
-      q.lane_util.push_back(std::min(1.0, g * s.weight[i] / cap[i]));
+    for (size_t i = 0; i < s.weight.size(); ++i) {  // a lane with no capacity hangs: busy, nothing delivered
+      q.lane_bps.push_back(cap[i] > 0 ? g * 1e9 * s.weight[i] : 0);
+      q.lane_util.push_back(cap[i] > 0 ? std::min(1.0, g * s.weight[i] / cap[i]) : s.weight[i] > 0 ? 1.0 : 0);
     }
     return q;
   }
@@ -56,6 +56,21 @@ std::function<double(const Setup&)> shared_cores(std::vector<double> cap, double
         ++active;
       }
     return r / (1 + contention * (active - 1));
+  };
+}
+
+// As shared_cores, where a lane of capacity 0 hangs: it keeps its cores busy and its share of the input is lost.
+std::function<double(const Setup&)> hung_lanes(std::vector<double> cap, double contention) {
+  return [cap, contention](const Setup& s) {
+    double r = 1e18, lost = 0;
+    int active = 0;
+    for (size_t i = 0; i < cap.size(); ++i) {
+      if (s.weight[i] <= 0) continue;
+      ++active;
+      if (cap[i] > 0) r = std::min(r, cap[i] / s.weight[i]);
+      else lost += s.weight[i];
+    }
+    return lost >= 1 ? 0 : r * (1 - lost) / (1 + contention * (active - 1));
   };
 }
 
@@ -195,6 +210,28 @@ TEST_CASE("OnlineBalancer: on shared cores a lane that slowed down alone is prob
   }
   INFO(b.incumbent().describe());
   CHECK(quanta <= 400);  // 16 s at 40 ms quanta: the probes after 1, 2, 4, 8 s of hold
+}
+
+TEST_CASE("OnlineBalancer: a lane that hangs (busy, nothing delivered) loses its share, is probed, and gets it back") {
+  // As above, but lane 0 stops delivering altogether: its rate per busy second is 0, not a hundredth.
+  std::vector<double> cap{3.0, 2.0, 0.5};
+  World w{.rate = hung_lanes(cap, 1.0), .cap = cap, .noise = 0.05};
+  auto b = make(3);
+  run(b, w, 300);
+  REQUIRE(b.incumbent().weight[0] > 0.99f);
+  w.cap[0] = 0;
+  w.rate = hung_lanes(w.cap, 1.0);
+  run(b, w, 250);
+  REQUIRE(b.incumbent().weight[1] > 0.99f);
+  w.cap[0] = 3.0;  // it recovers
+  w.rate = hung_lanes(w.cap, 1.0);
+  int quanta = 0;
+  while (quanta < 1000 && b.incumbent().weight[0] < 0.99f) {
+    b.step(w.quantum(b.setup()));
+    ++quanta;
+  }
+  INFO(b.incumbent().describe());
+  CHECK(quanta <= 400);  // the probes after 1, 2, 4, 8 s of hold, as for a lane that slowed down
 }
 
 TEST_CASE("OnlineBalancer: at a rate every setup carries, the throughput policy takes the lower p99") {
