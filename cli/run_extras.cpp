@@ -88,6 +88,9 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
     std::string dir = cfg.adapt_state_dir.empty() ? default_state_dir() : cfg.adapt_state_dir;
     if (!dir.empty() && dir != "none") lo.state_path = state_file(dir, app);
     lo.traffic = traffic;
+    // A constant pace is known; rate steps and the Holt-Winters model move it (their own catch-ups stay in the score).
+    const auto& in = cfg.input;
+    if (in.kind == "generator" && in.gen_rate_steps.empty() && in.gen_rate_model.empty()) lo.pace_pps = in.gen_rate_pps;
     lo.fingerprint = fp;
     lo.power_source = x->power_->power_source();
     auto l = LearnControl::create(lo, *ctx.pipeline);

@@ -111,6 +111,7 @@ void LearnControl::on_quantum(const Summary& whole, const PowerSample& power, ui
                           .latency_p50_ns = static_cast<double>(st.latency_p50_ns),
                           .latency_p99_ns = static_cast<double>(st.latency_p99_ns),
                           .lost_packets = st.lost_packets,
+                          .pace_bps = st.rx_pps > 0 ? opt_.pace_pps * st.offered_bps / st.rx_pps : 0,
                           .lane_bps = st.lane_bps,
                           .lane_util = st.lane_util};
   double score = bal_->score(q);

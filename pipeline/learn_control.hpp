@@ -39,6 +39,7 @@ struct LearnOptions {
   std::string traffic;
   sched::PowerSource power_source = sched::PowerSource::kModel;
   double save_every_s = 5;
+  double pace_pps = 0;  // the generator's --rate-pps (QuantumFigures::pace_bps); 0: not paced or not known
 };
 
 class LearnControl {

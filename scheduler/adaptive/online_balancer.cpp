@@ -116,7 +116,11 @@ double OnlineBalancer::score(const QuantumFigures& q) const {
     const double ref = median(std::vector<double>(offered_.begin(), offered_.end()));
     if (rate < (1 - 2 * p_.delta) * ref) rate = ref;
   }
-  return policy_score(p_, q.achieved_bps, rate, q.power_w, q.latency_p99_ns, q.lost_packets);
+  // At a known pace, throughput beyond it is the input catching up after a slower quantum (a backlog of the setup
+  // before), not the setup's: capped, every setup that carries the pace ties, and the p99 tie-break decides.
+  double achieved = q.achieved_bps;
+  if (q.pace_bps > 0 && p_.policy == Policy::kThroughputCritical) achieved = std::min(achieved, q.pace_bps);
+  return policy_score(p_, achieved, rate, q.power_w, q.latency_p99_ns, q.lost_packets);
 }
 
 double policy_score(const BalancerParams& p, double achieved_bps, double rate_bps, double power_w,
@@ -584,9 +588,11 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
         inc_stats_ = median_spread(samples_[0].score);
         ref_offered_ = recent_offered(p_.min_samples);
         Samples first = std::move(samples_[0]);
-        // A saved setup is held, unless the policy's best depends on the offered rate (energy, latency): the saved
-        // figures may come from another load (a profile at saturation), so the lanes alone are tried at this one.
-        start_phase(from_saved_ && p_.policy == Policy::kThroughputCritical ? Phase::kHold : Phase::kSolo);
+        // A saved setup is held, unless the policy's best depends on the offered rate (energy, latency; throughput
+        // at a known pace, where the setups that carry it tie and the p99 decides): the saved figures may come from
+        // another load (a profile at saturation), so the lanes alone are tried at this one.
+        const bool hold = from_saved_ && p_.policy == Policy::kThroughputCritical && !(q.pace_bps > 0);
+        start_phase(hold ? Phase::kHold : Phase::kSolo);
         // The first solo block takes the start's samples as the incumbent's: they were taken just now, and every
         // quantum more of equal shares costs (16 workers on one GPU: a fifth of the rate).
         if (phase_ == Phase::kSolo && !block_.empty()) {

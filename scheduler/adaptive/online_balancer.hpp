@@ -89,6 +89,9 @@ struct QuantumFigures {
   uint64_t now_ns = 0;
   double offered_bps = 0, achieved_bps = 0, power_w = 0, latency_p50_ns = 0, latency_p99_ns = 0;
   uint64_t lost_packets = 0;  // dropped for want of capacity
+  // The rate the input is set to offer (a generator's --rate-pps, in bits at this quantum's packet sizes); 0: not
+  // known (a port, an unpaced generator). Under the throughput policy a quantum scores at most this.
+  double pace_bps = 0;
   std::vector<double> lane_bps, lane_util;
 };
 
