@@ -280,9 +280,30 @@ void OnlineBalancer::skip_slow_solos() {
                           event_.empty() ? "" : "; ", kSoloMargin, top, best / 1e9, skipped);
 }
 
+bool OnlineBalancer::every_lane_alone_carried() const {
+  if (p_.policy != Policy::kEnergyCritical) return false;
+  for (size_t i = 0; i < alive_.size(); ++i) {
+    if (!alive_[i]) continue;
+    bool carried = false;
+    for (size_t k = 0; k < block_.size() && k < samples_.size() && !carried; ++k)
+      carried = block_[k].weight[i] > 0.999f && median_spread(samples_[k].score).median > kShort / 2;
+    if (!carried) return false;
+  }
+  return true;
+}
+
 void OnlineBalancer::after(Phase ph) {
   switch (ph) {
     case Phase::kSolo:
+      // Power adds up per busy lane (the models do; a meter measures the same), so a mix's energy per bit is a
+      // blend of its lanes' and no mix beats the best lane alone where every lane alone carried the rate. A lane
+      // that did not (more efficient, but too slow alone), or that was not run alone, keeps the mix block. A
+      // re-check's shift pass still tries small moves later.
+      if (every_lane_alone_carried()) {
+        event_ += fmt::format("{}every lane alone carries the rate: no mix tried (energy)", event_.empty() ? "" : "; ");
+        local_shift_ = false;
+        return start_phase(Phase::kBatch);
+      }
       return start_phase(Phase::kMix);
     case Phase::kMix:
       return start_phase(Phase::kBatch);

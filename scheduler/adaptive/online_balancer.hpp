@@ -146,6 +146,9 @@ class OnlineBalancer {
   OnlineBalancer() = default;
   void start_phase(Phase ph);
   void after(Phase ph);  // the phase that follows a finished pass of `ph`
+  // Under the energy policy, after a solo block in which every live lane ran alone and carried the rate: no mix
+  // can cost less per bit than the best lane alone (below), so the mix block is not run.
+  bool every_lane_alone_carried() const;
   bool next_block();  // false: the phase has no candidate left
   std::vector<Setup> candidates() const;
   void run(const Setup& s);

@@ -297,6 +297,45 @@ TEST_CASE("OnlineBalancer: the energy policy drops a lane whose throughput does 
     CHECK(b.incumbent().weight[1] > 0.f);
 }
 
+TEST_CASE("OnlineBalancer: under the energy policy no mix is tried where every lane alone carries the rate") {
+  // 1 Gbit/s offered. Power adds per busy lane: 6 W idle once, and lane i's dynamic watts × its busy share; so a
+  // mix's energy per bit is a blend of its lanes' and cannot beat the best lane alone, if every lane carries the rate
+  // alone. Where a lane cannot (capacity 0.6), a mix with it may cost less than any lane alone: the block runs.
+  auto learn = [](std::vector<double> cap, bool& mixed) {
+    const std::vector<double> dyn{14, 24, 6};
+    std::mt19937_64 rng{3};
+    std::uniform_real_distribution<double> jitter(0.99, 1.01);
+    auto b = make(3, {.policy = Policy::kEnergyCritical});
+    uint64_t now = 0;
+    mixed = false;
+    for (int i = 0; i < 150; ++i) {
+      now += kQuantumNs;
+      const Setup& s = b.setup();
+      double g = 1.0, watts = 6;
+      for (size_t l = 0; l < 3; ++l)
+        if (s.weight[l] > 0) g = std::min(g, cap[l] / s.weight[l]);
+      QuantumFigures q{.now_ns = now, .offered_bps = 1e9, .achieved_bps = g * 1e9 * jitter(rng)};
+      for (size_t l = 0; l < 3; ++l) {
+        const double busy = std::min(1.0, g * s.weight[l] / cap[l]);
+        watts += dyn[l] * busy;
+        q.lane_bps.push_back(g * 1e9 * s.weight[l]);
+        q.lane_util.push_back(busy);
+      }
+      q.power_w = watts * jitter(rng);
+      mixed |= std::string(b.phase_name()) == "mix";
+      b.step(q);
+    }
+    return b.incumbent();
+  };
+  bool mixed = true;
+  const Setup all_carry = learn({2.0, 2.0, 1.5}, mixed);
+  INFO(all_carry.describe());
+  CHECK(all_carry.weight[2] > 0.99f);  // the least watts per bit
+  CHECK_FALSE(mixed);
+  learn({2.0, 2.0, 0.6}, mixed);  // lane 2 cannot carry 1 Gbit/s alone: the mix block runs
+  CHECK(mixed);
+}
+
 TEST_CASE("OnlineBalancer: the energy policy at a low paced rate: jitter and catch-up bursts of the input are no shortfall") {
   // DPI at 0.14 Gbit/s offered (report of 2026-11-24): every lane carries it; lane 2 alone at the least power. The
   // offered rate of a quantum jitters by ±5 % and now and then a stalled quantum is followed by a catch-up burst;
