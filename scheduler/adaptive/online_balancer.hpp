@@ -17,7 +17,8 @@
 //   phases    solo    each lane alone, the lane that delivered most per busy second first (the first decisions come
 //                     within the first second); not a lane whose bits per busy second are under 1/4 of the best
 //                     lane's (it cannot win alone; a GPU shared by many workers): its rate alone is taken to be that;
-//             mix     the best k lanes alone (k = 2 … N), shares in proportion to their rates alone;
+//             mix     the best k lanes alone (k = 2 … N), shares in proportion to their rates alone; not under the
+//                     energy policy where every live lane ran alone and carried the rate (every_lane_alone_carried);
 //             batch   ×2 and ÷2 for the lanes whose batch is worth searching (OpenCL lanes), from min_batch to
 //                     the lane's own largest (a discrete GPU's is larger than a CPU device's),
 //                     until a pass finds nothing better; after a win, not back to the setup it beat;
