@@ -27,6 +27,11 @@ LANES = ["basic", "pthread", "native0"]
 SERVICES = {}  # "services" → the TOML of --services
 
 
+def steady_rates(stdout, warm_s):
+    """The received Mpps of `hpr run`'s status lines after warm_s seconds (the steady state)."""
+    return [float(m.group(2)) for m in map(STATUS.match, stdout.splitlines()) if m and float(m.group(1)) > warm_s]
+
+
 def run(hpr, app, seconds, warm_s, extra, toml=None):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
@@ -46,7 +51,7 @@ def run(hpr, app, seconds, warm_s, extra, toml=None):
             print(" ".join(cmd), r.stderr[-2000:], file=sys.stderr)
             return None
         s = json.load(open(js))
-    steady = [float(m.group(2)) for m in map(STATUS.match, r.stdout.splitlines()) if m and float(m.group(1)) > warm_s]
+    steady = steady_rates(r.stdout, warm_s)
     first = [float(m.group(1)) for m in map(DECISION.match, r.stdout.splitlines()) if m]
     return {"steady": statistics.mean(steady) if steady else 0.0, "whole": s["rx"]["packets"] / s["seconds"] / 1e6,
             "first_decision_s": first[0] if first else None, "power_source": s.get("power", {}).get("source")}

@@ -17,18 +17,20 @@ For each chain A,B it reports, over the rounds (median and min-max of the per-ro
                    on one core with nothing shared: above 1, the chain costs less than its apps (one receive, one
                    classification, one transmit); below 1, chaining adds a cost of its own.
 Mpps counts the packets the lanes processed over the whole run (as workers_scaling.py); "steady" is the mean of
-the status lines' received rate after --warm-s (what a learning build delivers once it has searched). AES keys: a fixed master key of this script.
+the status lines' received rate after --warm-s (what a learning build delivers once it has searched). AES keys: a
+fixed master key of this script.
 With --hpr given more than once (NAME=PATH), every case runs with each build in the same rounds, and the last table
 gives each build's rate against the first's, round by round.
 Writes every sample to --out (CSV) and prints the tables.
 """
-import argparse, csv, json, os, re, statistics, subprocess, sys, tempfile
+import argparse, csv, json, os, statistics, subprocess, sys, tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime"))
+for d in ("runtime", "adapt"):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", d))
 import vs_testpmd  # noqa: E402
+from learn_vs_static import steady_rates  # noqa: E402
 
 ROOT = vs_testpmd.ROOT
-STATUS = re.compile(r"^\[\s*([\d.]+)s\] in\s+([\d.]+) Mpps")
 
 
 def routes_with_default(path):
@@ -57,7 +59,7 @@ def hpr_mpps(binary, app, capture, seconds, warm_s, routes, lanes, extra):
             print(" ".join(cmd), r.stdout[-1000:], r.stderr[-2000:], file=sys.stderr)
             return None
         s = json.load(open(js))
-        steady = [float(m.group(2)) for m in map(STATUS.match, r.stdout.splitlines()) if m and float(m.group(1)) > warm_s]
+        steady = steady_rates(r.stdout, warm_s)
         return sum(l["packets"] for l in s["lanes"]) / s["seconds"] / 1e6, statistics.mean(steady) if steady else 0.0
 
 

@@ -45,23 +45,9 @@ struct World {
 };
 
 // Lanes on one CPU: the run is bounded by the lane that saturates first, and every extra active lane takes
-// `contention` of the others' cores.
+// `contention` of the others' cores. A lane of capacity 0 hangs: it keeps its cores busy and its share of the input
+// is lost.
 std::function<double(const Setup&)> shared_cores(std::vector<double> cap, double contention) {
-  return [cap, contention](const Setup& s) {
-    double r = 1e18;
-    int active = 0;
-    for (size_t i = 0; i < cap.size(); ++i)
-      if (s.weight[i] > 0) {
-        r = std::min(r, cap[i] / s.weight[i]);
-        ++active;
-      }
-    return r / (1 + contention * (active - 1));
-  };
-}
-
-// As shared_cores, where a lane of capacity 0 hangs: it keeps its cores busy and its share of the input is lost
-// (with every capacity above 0, shared_cores itself).
-std::function<double(const Setup&)> hung_lanes(std::vector<double> cap, double contention) {
   return [cap, contention](const Setup& s) {
     double r = 1e18, lost = 0;
     int active = 0;
@@ -197,16 +183,16 @@ TEST_CASE("OnlineBalancer: on shared cores a lane that slowed down alone is prob
   const double stalled = GENERATE(0.03, 0.0);
   INFO("lane 0's capacity while stalled: " << stalled);
   std::vector<double> cap{3.0, 2.0, 0.5};
-  World w{.rate = hung_lanes(cap, 1.0), .cap = cap, .noise = 0.05};
+  World w{.rate = shared_cores(cap, 1.0), .cap = cap, .noise = 0.05};
   auto b = make(3);
   run(b, w, 300);
   REQUIRE(b.incumbent().weight[0] > 0.99f);
   w.cap[0] = stalled;
-  w.rate = hung_lanes(w.cap, 1.0);
+  w.rate = shared_cores(w.cap, 1.0);
   run(b, w, 250);
   REQUIRE(b.incumbent().weight[1] > 0.99f);
   w.cap[0] = 3.0;  // it recovers
-  w.rate = hung_lanes(w.cap, 1.0);
+  w.rate = shared_cores(w.cap, 1.0);
   int quanta = 0;
   while (quanta < 1000 && b.incumbent().weight[0] < 0.99f) {
     b.step(w.quantum(b.setup()));
