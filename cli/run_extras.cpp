@@ -76,8 +76,7 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
       const bool discrete = ctx.devices[i].kind == DeviceKind::kDiscreteGpu;
       any_discrete |= discrete;
       lo.batch_max[i] = lane_max_batch(cfg, discrete);
-      if (discrete && cfg.max_batch_discrete != 0)
-        lo.batch_start[i] = std::min(std::max(cfg.batch, kLearnStartBatchDiscrete), lo.batch_max[i]);
+      lo.batch_start[i] = lane_start_batch(cfg, discrete);
     }
     if (!ctx.devices.empty()) {  // the start line's bounds
       const uint32_t other = lane_max_batch(cfg, false), discrete = lane_max_batch(cfg, true);

@@ -182,9 +182,19 @@ inline constexpr uint32_t kLearnStartBatchDiscrete = 8192;
 inline uint32_t lane_max_batch(const RunConfig& c, bool discrete) {
   return std::max({c.batch, c.max_batch, discrete ? c.max_batch_discrete : 0u});
 }
+// The batch a lane starts at: lanes.batch, and for a discrete GPU's lane in learning mode (max_batch_discrete set)
+// kLearnStartBatchDiscrete where that is larger, within lane_max_batch.
+inline uint32_t lane_start_batch(const RunConfig& c, bool discrete) {
+  if (!discrete || c.max_batch_discrete == 0) return c.batch;
+  return std::min(std::max(c.batch, kLearnStartBatchDiscrete), lane_max_batch(c, true));
+}
 // ports.buffers when it is 0: the input's small buffers for what `workers` workers' lanes can hold at once (each
 // of `device_lanes` device lanes in_flight batches and the one it fills, each native lane two), of the largest
 // batch, plus each worker's rx burst and ring; at least `floor` (the port's own default), at most kMaxAutoBuffers.
+// A discrete GPU's lanes count their start batch (lane_start_batch), not learning's bound: every packet held is a
+// buffer that waits, and on an H200 the pool for 16,384 (51,200) ran 0.74x of the one for 8,192 at batch 8,192
+// (aes; latency p50 21 ms against 6-10 ms), while learning with the smaller pool still tries 16,384 (its batches then
+// close at their timeout) (docs/gpu/nvidia-h200/README.md, "The input's buffers").
 // Measured on an H200 (docs/pipeline.md, "Buffers"): with DPDK's 8,191 mbufs, of which net_pcap's infinite_rx
 // keeps the capture, a GPU lane's batches closed at 1,920 packets whatever lanes.batch said.
 // 2,048-byte buffers: ~160 MB of mbufs, within the EAL's default -m 512 beside an output port's pool (on an H200

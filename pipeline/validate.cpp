@@ -329,7 +329,8 @@ Result<std::vector<TrafficStep>> parse_traffic_steps(const std::string& spec, do
 uint32_t input_buffers(const RunConfig& c, size_t device_lanes, uint16_t workers, uint32_t floor,
                        size_t discrete_lanes) {
   if (c.buffers != 0) return c.buffers;
-  const uint64_t batch = lane_max_batch(c, false), discrete = lane_max_batch(c, true);
+  const uint64_t batch = lane_max_batch(c, false);
+  const uint64_t discrete = c.max_batch_discrete != 0 ? lane_start_batch(c, true) : lane_max_batch(c, true);
   discrete_lanes = std::min(discrete_lanes, device_lanes);
   const uint64_t per_worker = ((device_lanes - discrete_lanes) * batch + discrete_lanes * discrete) * (c.in_flight + 1) +
                               uint64_t{c.native_lanes} * 2 * batch + 2048;

@@ -23,7 +23,7 @@
 #     variants  one case per line of GPU_VARIANTS ("NAME hpr-run-options…"; NAME learn…: learning, its quanta
 #              (--adapt-csv) in variants-adapt.tgz; else --static; default "static8192 --batch 8192", "static2048 --batch
 #              2048", "learn"), the GPU alone, on the chain aes,dpi and its apps (GPU_LEARN_CHAINS), 3 rounds of
-#              GPU_LEARN_S (4) s, whole run and after 1 s; the first line is the ratios' base
+#              GPU_LEARN_S (4) s, whole run and after GPU_LEARN_WARM (1) s; the first line is the ratios' base
 #     learn-batch  variants with "static8192 --batch 8192 --timeout-us 2000" and "learn", 6 s runs, after 2 s
 # GPU_DEVICE (default H200): the --devices name substring of the GPU. OUT gets machine.txt, devices.txt and a .csv
 # (a row per sample) and .txt (medians, spreads, ratios) per step. About 8 minutes in all on 16 cores.
@@ -95,7 +95,7 @@ for s in $steps; do
     learn-batch|variants) w="$out/$s-bin"; mkdir -p "$w" "$out/$s-adapt"; set --
                if [ "$s" = learn-batch ]; then sec=${GPU_LEARN_S:-6} warm=2 def="static8192 --batch 8192 --timeout-us 2000
 learn"
-               else sec=${GPU_LEARN_S:-4} warm=1 def="static8192 --batch 8192
+               else sec=${GPU_LEARN_S:-4} warm=${GPU_LEARN_WARM:-1} def="static8192 --batch 8192
 static2048 --batch 2048
 learn"; fi
                # One build per line of GPU_VARIANTS, "NAME hpr-run-options…"; a NAME starting with "learn" learns

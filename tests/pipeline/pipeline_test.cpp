@@ -520,8 +520,15 @@ TEST_CASE("the input's buffers hold what the lanes can hold at once: known answe
   c.max_batch_discrete = 16384;
   CHECK(lane_max_batch(c, false) == 4096);
   CHECK(lane_max_batch(c, true) == 16384);
-  CHECK(input_buffers(c, 1, 1, 8191, 1) == 3 * 16384 + 2 * 4096 + 2048);
-  CHECK(input_buffers(c, 2, 1, 8191, 1) == kMaxAutoBuffers);  // 3 * 16384 + 3 * 4096 + 2 * 4096 + 2048 is above it
+  // Its buffers are for the batch it starts at (8,192), not its bound: more buffers wait and ran slower on an H200.
+  CHECK(lane_start_batch(c, true) == kLearnStartBatchDiscrete);
+  CHECK(lane_start_batch(c, false) == c.batch);
+  CHECK(input_buffers(c, 1, 1, 8191, 1) == 3 * 8192 + 2 * 4096 + 2048);
+  CHECK(input_buffers(c, 2, 1, 8191, 1) == 3 * 8192 + 3 * 4096 + 2 * 4096 + 2048);
+  CHECK(input_buffers(c, 4, 1, 8191, 4) == kMaxAutoBuffers);  // 4 * 3 * 8192 + 2 * 4096 + 2048 is above it
+  c.batch = 12288;  // a larger lanes.batch is the start
+  CHECK(lane_start_batch(c, true) == 12288);
+  c.batch = 256;
   CHECK(input_buffers(c, 2, 1, 8191) == 2 * 3 * 4096 + 2 * 4096 + 2048);  // no discrete GPU: no change
   c.max_batch_discrete = 0;
   CHECK(lane_max_batch(c, true) == 4096);
