@@ -536,6 +536,11 @@ bool OnlineBalancer::rate_moved() {
   event_ = fmt::format("{}: the offered rate moved from {:.4g} to {:.4g} Gbit/s: search again", phase_name(),
                        ref_offered_ / 1e9, now / 1e9);
   ref_offered_ = 0;
+  // The rate to carry is the new one from now on: the window keeps only the quanta that showed the move. Kept whole,
+  // its median stayed at the old rate for half a window after a step down (25 quanta, 1 s), and every quantum at
+  // the new rate scored as a shortfall, equal for all setups: the search after the step was blind to energy.
+  offered_.erase(offered_.begin(),
+                 offered_.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(p_.drift_quanta, offered_.size())));
   inc_stats_ = {};
   off_count_ = 0;
   start_phase(Phase::kSolo);

@@ -322,6 +322,47 @@ TEST_CASE("OnlineBalancer: under the energy policy no mix is tried where every l
   CHECK(mixed);
 }
 
+TEST_CASE("OnlineBalancer: under the energy policy the search after a step down of the offered rate scores energy") {
+  // hpr report's rate steps: 1 Gbit/s for 4 s, then 0.3. Every lane carries both; power adds per busy lane, so lane
+  // 2 alone costs least and no mix can beat it. With the offered-rate window's median still at 1 Gbit/s after the
+  // step, every quantum at 0.3 scored as a shortfall (one score for all setups): the solo block could not see that
+  // every lane carried the rate, and the mix block ran its 12 samples a candidate at twice the watts.
+  const std::vector<double> cap{2.0, 2.0, 1.5}, dyn{14, 24, 6};
+  std::mt19937_64 rng{5};
+  std::uniform_real_distribution<double> jitter(0.99, 1.01);
+  auto b = make(3, {.policy = Policy::kEnergyCritical});
+  uint64_t now = 0;
+  bool mixed_after = false;
+  int to_hold = -1;
+  for (int i = 0; i < 200; ++i) {
+    const double offered = i < 100 ? 1.0 : 0.3;
+    now += kQuantumNs;
+    const Setup& s = b.setup();
+    double g = offered, watts = 6;
+    for (size_t l = 0; l < 3; ++l)
+      if (s.weight[l] > 0) g = std::min(g, cap[l] / s.weight[l]);
+    QuantumFigures q{.now_ns = now, .offered_bps = offered * 1e9 * jitter(rng), .achieved_bps = g * 1e9 * jitter(rng)};
+    for (size_t l = 0; l < 3; ++l) {
+      const double busy = std::min(1.0, g * s.weight[l] / cap[l]);
+      watts += dyn[l] * busy;
+      q.lane_bps.push_back(g * 1e9 * s.weight[l]);
+      q.lane_util.push_back(busy);
+    }
+    q.power_w = watts * jitter(rng);
+    if (i >= 100) {
+      mixed_after |= std::string(b.phase_name()) == "mix";
+      if (to_hold < 0 && i > 105 && std::string(b.phase_name()) == "hold") to_hold = i - 100;
+    }
+    b.step(q);
+  }
+  INFO(b.incumbent().describe() << ", back in hold after " << to_hold << " quanta");
+  CHECK(b.restarts() >= 1);  // the step was seen
+  CHECK_FALSE(mixed_after);
+  CHECK(b.incumbent().weight[2] > 0.99f);
+  CHECK(to_hold > 0);
+  CHECK(to_hold <= 40);
+}
+
 TEST_CASE("OnlineBalancer: the energy policy at a low paced rate: jitter and catch-up bursts of the input are no shortfall") {
   // DPI at 0.14 Gbit/s offered (report of 2026-11-24): every lane carries it; lane 2 alone at the least power. The
   // offered rate of a quantum jitters by ±5 % and now and then a stalled quantum is followed by a catch-up burst;
