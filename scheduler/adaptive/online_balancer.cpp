@@ -299,7 +299,8 @@ void OnlineBalancer::after(Phase ph) {
       // blend of its lanes' and no mix beats the best lane alone where every lane alone carried the rate. A lane
       // that did not (more efficient, but too slow alone), or that was not run alone, keeps the mix block. A
       // re-check's shift pass still tries small moves later.
-      if (every_lane_alone_carried()) {
+      alone_best_ = every_lane_alone_carried();
+      if (alone_best_) {
         event_ += fmt::format("{}every lane alone carries the rate: no mix tried (energy)", event_.empty() ? "" : "; ");
         local_shift_ = false;
         return start_phase(Phase::kBatch);
@@ -310,6 +311,9 @@ void OnlineBalancer::after(Phase ph) {
     case Phase::kBatch:
       if (won_in_pass_) return start_phase(Phase::kBatch);
       if (!local_shift_ && !recheck_) return start_phase(Phase::kHold);
+      // Nor the re-check's shift pass, for the same reason as the mix block: its moves make mixes. A lane whose cost
+      // changed shows as drift or a moved rate (both search again from solo) or, fallen, in its probe.
+      if (recheck_ && alone_best_) return start_phase(Phase::kHold);
       step_ = p_.first_step;  // a re-check too: 1/16 towards a lane that recovered gains too little to show
       return start_phase(Phase::kShift);
     case Phase::kProbe:

@@ -29,7 +29,8 @@
 //             hold    run the incumbent; after `hold_s` (saved_hold_s the first time from a saved setup; doubling
 //                     while nothing better is found, up to max_hold_s) a re-check: the batch pass and one shift
 //                     pass at first_step (at min_step a lane that recovered gains too little to show beyond the
-//                     noise; a losing pass ends early on a clear loss); a win there means the machine or the
+//                     noise; a losing pass ends early on a clear loss; none where the energy policy skipped the mix
+//                     block: its moves make mixes); a win there means the machine or the
 //                     traffic changed (a lane recovered): the search starts over from solo.
 //             probe   in hold, each lane whose own rate fell and that has no share, alone (after probe_s, doubling):
 //                     a win searches again from solo.
@@ -188,6 +189,7 @@ class OnlineBalancer {
   bool fresh_inc_ = false;         // the block's incumbent samples are the start phase's: it is not visited first
   bool local_shift_ = true;        // the shift phase follows batch (not when one lane alone beat every mix)
   bool recheck_ = false;           // the batch and shift passes (or a probe) are a re-check from hold
+  bool alone_best_ = false;        // energy: the last solo block found every live lane alone carrying the rate
   std::vector<bool> fallen_;       // per lane: its own rate fell, and it has had no share since (probed alone)
   double probe_s_ = 1;
   uint64_t probe_at_ns_ = 0;

@@ -287,14 +287,15 @@ TEST_CASE("OnlineBalancer: under the energy policy no mix is tried where every l
   // 1 Gbit/s offered. Power adds per busy lane: 6 W idle once, and lane i's dynamic watts × its busy share; so a
   // mix's energy per bit is a blend of its lanes' and cannot beat the best lane alone, if every lane carries the rate
   // alone. Where a lane cannot (capacity 0.6), a mix with it may cost less than any lane alone: the block runs.
-  auto learn = [](std::vector<double> cap, bool& mixed) {
+  // Nor do the hold's re-checks make mixes (their shift pass): over 20 s, two re-checks.
+  auto learn = [](std::vector<double> cap, bool& mixed, bool& shifted) {
     const std::vector<double> dyn{14, 24, 6};
     std::mt19937_64 rng{3};
     std::uniform_real_distribution<double> jitter(0.99, 1.01);
     auto b = make(3, {.policy = Policy::kEnergyCritical});
     uint64_t now = 0;
-    mixed = false;
-    for (int i = 0; i < 150; ++i) {
+    mixed = shifted = false;
+    for (int i = 0; i < 500; ++i) {
       now += kQuantumNs;
       const Setup& s = b.setup();
       double g = 1.0, watts = 6;
@@ -309,17 +310,20 @@ TEST_CASE("OnlineBalancer: under the energy policy no mix is tried where every l
       }
       q.power_w = watts * jitter(rng);
       mixed |= std::string(b.phase_name()) == "mix";
+      shifted |= std::string(b.phase_name()) == "shift";
       b.step(q);
     }
     return b.incumbent();
   };
-  bool mixed = true;
-  const Setup all_carry = learn({2.0, 2.0, 1.5}, mixed);
+  bool mixed = true, shifted = true;
+  const Setup all_carry = learn({2.0, 2.0, 1.5}, mixed, shifted);
   INFO(all_carry.describe());
   CHECK(all_carry.weight[2] > 0.99f);  // the least watts per bit
   CHECK_FALSE(mixed);
-  learn({2.0, 2.0, 0.6}, mixed);  // lane 2 cannot carry 1 Gbit/s alone: the mix block runs
+  CHECK_FALSE(shifted);
+  learn({2.0, 2.0, 0.6}, mixed, shifted);  // lane 2 cannot carry 1 Gbit/s alone: the mix block runs, and shifts
   CHECK(mixed);
+  CHECK(shifted);
 }
 
 TEST_CASE("OnlineBalancer: under the energy policy the search after a step down of the offered rate scores energy") {
