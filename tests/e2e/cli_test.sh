@@ -35,10 +35,11 @@ expect 3 "lanes.devices: no OpenCL device matches 'TeslaV100'" run --devices Tes
 "$hpr" run --devices none --duration 0.2 --state-dir none --buffers 5000 --routes "$tmp/routes.txt" >"$tmp/buf.log" 2>&1 &&
   grep -q "^  input buffers 5000 (ports.buffers)" "$tmp/buf.log" && echo "ok: the start line names the input's buffers" ||
   fail "input buffers: $(head -c 600 "$tmp/buf.log")"
-# Learning searches a discrete GPU's batches further (kLearnMaxBatchDiscrete), and its buffers hold them.
+# Learning searches a discrete GPU's batches further (kLearnMaxBatchDiscrete); its buffers hold its start batch,
+# 8,192 (lane_start_batch): (2 in flight + 1) x 8,192 + 2,048.
 "$hpr" run --devices basic --native 0 --kind basic=dgpu --duration 0.3 --state-dir none --routes "$tmp/routes.txt" \
   >"$tmp/dgpu.log" 2>&1 && grep -q "device batch sizes up to 4096 (16384 on discrete GPUs)" "$tmp/dgpu.log" &&
-  grep -q "^  input buffers 51200 " "$tmp/dgpu.log" && echo "ok: learning's batch bound and buffers for a discrete GPU" ||
+  grep -q "^  input buffers 26624 " "$tmp/dgpu.log" && echo "ok: learning's batch bound and buffers for a discrete GPU" ||
   fail "discrete GPU's batch bound: $(head -c 900 "$tmp/dgpu.log")"
 expect 3 "configuration file '$tmp/none.toml' does not exist" run -c "$tmp/none.toml"
 printf '[lanes]\nbatch = "big"\n' >"$tmp/bad.toml"
