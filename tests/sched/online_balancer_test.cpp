@@ -74,6 +74,31 @@ double best_static(const std::function<double(const Setup&)>& f, size_t n, std::
   return best;
 }
 
+// Lanes whose power adds per busy lane (the models do; a meter measures the same): 6 W idle once, and lane i's dyn[i]
+// watts × its busy share. The run carries the offered rate up to the lane that saturates first; figures ±1 %.
+struct PowerAdds {
+  std::vector<double> cap, dyn{14, 24, 6};
+  std::mt19937_64 rng;
+  uint64_t now = 0;
+
+  QuantumFigures quantum(const Setup& s, double offered_gbps) {
+    std::uniform_real_distribution<double> jitter(0.99, 1.01);
+    now += kQuantumNs;
+    double g = offered_gbps, watts = 6;
+    for (size_t l = 0; l < cap.size(); ++l)
+      if (s.weight[l] > 0) g = std::min(g, cap[l] / s.weight[l]);
+    QuantumFigures q{.now_ns = now, .offered_bps = offered_gbps * 1e9 * jitter(rng), .achieved_bps = g * 1e9 * jitter(rng)};
+    for (size_t l = 0; l < cap.size(); ++l) {
+      const double busy = std::min(1.0, g * s.weight[l] / cap[l]);
+      watts += dyn[l] * busy;
+      q.lane_bps.push_back(g * 1e9 * s.weight[l]);
+      q.lane_util.push_back(busy);
+    }
+    q.power_w = watts * jitter(rng);
+    return q;
+  }
+};
+
 OnlineBalancer make(size_t n, BalancerParams p = {}, std::optional<Setup> start = {}) {
   auto b = OnlineBalancer::create(p, std::vector<uint32_t>(n, 256), std::vector<uint32_t>(n, 0), start);
   REQUIRE(b.is_ok());
@@ -289,29 +314,13 @@ TEST_CASE("OnlineBalancer: under the energy policy no mix is tried where every l
   // alone. Where a lane cannot (capacity 0.6), a mix with it may cost less than any lane alone: the block runs.
   // Nor do the hold's re-checks make mixes (their shift pass): over 20 s, two re-checks.
   auto learn = [](std::vector<double> cap, bool& mixed, bool& shifted) {
-    const std::vector<double> dyn{14, 24, 6};
-    std::mt19937_64 rng{3};
-    std::uniform_real_distribution<double> jitter(0.99, 1.01);
+    PowerAdds w{.cap = cap, .rng = std::mt19937_64{3}};
     auto b = make(3, {.policy = Policy::kEnergyCritical});
-    uint64_t now = 0;
     mixed = shifted = false;
     for (int i = 0; i < 500; ++i) {
-      now += kQuantumNs;
-      const Setup& s = b.setup();
-      double g = 1.0, watts = 6;
-      for (size_t l = 0; l < 3; ++l)
-        if (s.weight[l] > 0) g = std::min(g, cap[l] / s.weight[l]);
-      QuantumFigures q{.now_ns = now, .offered_bps = 1e9, .achieved_bps = g * 1e9 * jitter(rng)};
-      for (size_t l = 0; l < 3; ++l) {
-        const double busy = std::min(1.0, g * s.weight[l] / cap[l]);
-        watts += dyn[l] * busy;
-        q.lane_bps.push_back(g * 1e9 * s.weight[l]);
-        q.lane_util.push_back(busy);
-      }
-      q.power_w = watts * jitter(rng);
       mixed |= std::string(b.phase_name()) == "mix";
       shifted |= std::string(b.phase_name()) == "shift";
-      b.step(q);
+      b.step(w.quantum(b.setup(), 1.0));
     }
     return b.incumbent();
   };
@@ -331,33 +340,16 @@ TEST_CASE("OnlineBalancer: under the energy policy the search after a step down 
   // 2 alone costs least and no mix can beat it. With the offered-rate window's median still at 1 Gbit/s after the
   // step, every quantum at 0.3 scored as a shortfall (one score for all setups): the solo block could not see that
   // every lane carried the rate, and the mix block ran its 12 samples a candidate at twice the watts.
-  const std::vector<double> cap{2.0, 2.0, 1.5}, dyn{14, 24, 6};
-  std::mt19937_64 rng{5};
-  std::uniform_real_distribution<double> jitter(0.99, 1.01);
+  PowerAdds w{.cap = {2.0, 2.0, 1.5}, .rng = std::mt19937_64{5}};
   auto b = make(3, {.policy = Policy::kEnergyCritical});
-  uint64_t now = 0;
   bool mixed_after = false;
   int to_hold = -1;
   for (int i = 0; i < 200; ++i) {
-    const double offered = i < 100 ? 1.0 : 0.3;
-    now += kQuantumNs;
-    const Setup& s = b.setup();
-    double g = offered, watts = 6;
-    for (size_t l = 0; l < 3; ++l)
-      if (s.weight[l] > 0) g = std::min(g, cap[l] / s.weight[l]);
-    QuantumFigures q{.now_ns = now, .offered_bps = offered * 1e9 * jitter(rng), .achieved_bps = g * 1e9 * jitter(rng)};
-    for (size_t l = 0; l < 3; ++l) {
-      const double busy = std::min(1.0, g * s.weight[l] / cap[l]);
-      watts += dyn[l] * busy;
-      q.lane_bps.push_back(g * 1e9 * s.weight[l]);
-      q.lane_util.push_back(busy);
-    }
-    q.power_w = watts * jitter(rng);
     if (i >= 100) {
       mixed_after |= std::string(b.phase_name()) == "mix";
       if (to_hold < 0 && i > 105 && std::string(b.phase_name()) == "hold") to_hold = i - 100;
     }
-    b.step(q);
+    b.step(w.quantum(b.setup(), i < 100 ? 1.0 : 0.3));
   }
   INFO(b.incumbent().describe() << ", back in hold after " << to_hold << " quanta");
   CHECK(b.restarts() >= 1);  // the step was seen
