@@ -297,8 +297,8 @@ void OnlineBalancer::after(Phase ph) {
     case Phase::kSolo:
       // Power adds up per busy lane (the models do; a meter measures the same), so a mix's energy per bit is a
       // blend of its lanes' and no mix beats the best lane alone where every lane alone carried the rate. A lane
-      // that did not (more efficient, but too slow alone), or that was not run alone, keeps the mix block. A
-      // re-check's shift pass still tries small moves later.
+      // that did not (more efficient, but too slow alone), or that was not run alone, keeps the mix block. The
+      // hold's re-checks then skip their shift pass too (after(kBatch)).
       alone_best_ = every_lane_alone_carried();
       if (alone_best_) {
         event_ += fmt::format("{}every lane alone carries the rate: no mix tried (energy)", event_.empty() ? "" : "; ");
