@@ -48,20 +48,16 @@ void Pipeline::transmit(std::vector<Packet>& txq) {
   txq.clear();
 }
 
-// A packet the app dropped: counted under its reason and answered with a host frame where the run
-// makes one (ICMP Time Exceeded). The caller returns its buffer.
-void Pipeline::drop_at_egress(const Packet& p) {
-  drops_egress_.add(p.drop);
-  if (p.svc < kServiceBooks) bump((*svc_books_)[p.svc].dropped);
-  if (p.drop == cfg_.on_drop_reason && cfg_.on_drop) {
-    auto frame = cfg_.on_drop(p, eg_.scratch);
-    if (!frame.empty()) {
-      Packet h;
-      h.data = const_cast<uint8_t*>(frame.data());
-      h.len = static_cast<uint16_t>(frame.size());
-      h.buf_kind = kBufPool;
-      bump(host_frames_, txs_[0]->tx_burst(&h, 1));
-    }
+// drop_at_egress's reply: the host frame the run makes for the drop (ICMP Time Exceeded), sent on the first output
+// port. The caller returns the dropped packet's buffer.
+void Pipeline::reply_to_drop(const Packet& p) {
+  auto frame = cfg_.on_drop(p, eg_.scratch);
+  if (!frame.empty()) {
+    Packet h;
+    h.data = const_cast<uint8_t*>(frame.data());
+    h.len = static_cast<uint16_t>(frame.size());
+    h.buf_kind = kBufPool;
+    bump(host_frames_, txs_[0]->tx_burst(&h, 1));
   }
 }
 

@@ -269,7 +269,14 @@ class Pipeline {
   void transmit(Packet* pkts, uint16_t n);
   void transmit(std::vector<Packet>& txq);
   void send(size_t port, Packet* pkts, uint16_t n);  // to one output port, counted
-  void drop_at_egress(const Packet& p);
+  // A packet its app dropped, where it leaves: counted by reason and in its service's books (inline: most of a
+  // router's packets may leave this way); the reason with a reply (ipv4's TTL exceeded: ICMP) sends it.
+  void drop_at_egress(const Packet& p) {
+    drops_egress_.add(p.drop);
+    if (p.svc < kServiceBooks) bump((*svc_books_)[p.svc].dropped);
+    if (p.drop == cfg_.on_drop_reason && cfg_.on_drop) reply_to_drop(p);
+  }
+  void reply_to_drop(const Packet& p);
   // One packet more or fewer of a flow in flight (queued or on a lane). Run to completion: one thread adds and takes
   // away, so a load and a store (no locked instruction, as `bump`); threaded: the dispatcher adds, egress takes away.
   void flight_add(uint32_t id) {

@@ -5,6 +5,7 @@
 //  * ones_sum: RFC 1071 one's complement sum of big-endian 16-bit words, folded to 16 bits (not
 //    complemented). §2: the sum is independent of byte order, so it adds native 64-bit words with
 //    end-around carry and swaps the folded result once (4x fewer operations than a byte-pair loop).
+//  * ipv4_header_sum: ones_sum of an IPv4 header (a multiple of 4 bytes), for the per-packet checks.
 //  * ip_checksum: the checksum field value for bytes whose checksum field is zero; over a header
 //    that includes a valid checksum it is 0.
 //  * csum_replace16: RFC 1624 eq. 3, HC' = ~(~HC + ~m + m'), when one 16-bit word m becomes m'.
@@ -66,6 +67,26 @@ inline uint32_t ones_sum(const uint8_t* p, size_t len, uint32_t sum = 0) {
   uint64_t s = uint64_t{sum} + folded;
   while (s >> 16) s = (s & 0xffff) + (s >> 16);
   return static_cast<uint32_t>(s);
+}
+
+// ones_sum(h, len) of an IPv4 header (len a multiple of 4, 20..60), as the parser and the ipv4 app check it on
+// every packet: up to 15 32-bit words added into 64 bits cannot carry out, so no end-around carry until the one
+// fold (about a third of ones_sum's instructions on a 20-byte header).
+inline uint32_t ipv4_header_sum(const uint8_t* h, uint32_t len) {
+  auto word = [h](uint32_t i) {
+    uint32_t v;
+    std::memcpy(&v, h + i, 4);
+    return uint64_t{v};
+  };
+  uint64_t acc = word(0) + word(4) + word(8) + word(12) + word(16);
+  for (uint32_t i = 20; i < len; i += 4) acc += word(i);
+  acc = (acc & 0xffffffffu) + (acc >> 32);  // < 2^33
+  acc = (acc & 0xffffffffu) + (acc >> 32);  // < 2^32
+  acc = (acc & 0xffff) + (acc >> 16);       // < 2^17
+  acc = (acc & 0xffff) + (acc >> 16);       // < 2^16
+  auto folded = static_cast<uint16_t>(acc);
+  if constexpr (std::endian::native == std::endian::little) folded = static_cast<uint16_t>(folded << 8 | folded >> 8);
+  return folded;
 }
 
 inline uint16_t ip_checksum(const uint8_t* p, size_t len) { return static_cast<uint16_t>(~ones_sum(p, len) & 0xffff); }

@@ -185,19 +185,9 @@ uint32_t FlowTable::find(const FlowKey& key, uint32_t hash) const {
   }
 }
 
-uint32_t FlowTable::lookup_or_insert(const FlowKey& key, uint32_t hash, uint64_t now_ns, bool* inserted) {
-  if (inserted != nullptr) *inserted = false;
-  uint32_t i = hash & index_mask_;
-  for (;; i = (i + 1) & index_mask_) {
-    Slot sl = index_[i];
-    if (sl.id == kNoFlow) break;
-    if (sl.hash == hash && keys_[sl.id] == key) {
-      state_[sl.id].last_seen_ns = now_ns;
-      return sl.id;
-    }
-  }
+uint32_t FlowTable::insert(const FlowKey& key, uint32_t hash, uint64_t now_ns, bool* inserted, uint32_t empty) {
   if (free_ids_.empty()) {
-    // Full: try to make room by ageing a slice of the table, then look for the slot again.
+    // Full: try to make room by ageing a slice of the table, then look for the slot again (expiring moves slots).
     if (expire(now_ns, std::min<uint32_t>(capacity_, 1024)) == 0) {
       full_events_.store(full_events_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       return kNoFlow;
@@ -206,7 +196,7 @@ uint32_t FlowTable::lookup_or_insert(const FlowKey& key, uint32_t hash, uint64_t
   }
   uint32_t id = free_ids_.back();
   free_ids_.pop_back();
-  index_[i] = {id, hash};
+  index_[empty] = {id, hash};
   hashes_[id] = hash;
   keys_[id] = key;
   state_[id] = FlowState{};

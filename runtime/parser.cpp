@@ -61,7 +61,7 @@ DropReason parse_ipv4(Packet& p, uint32_t off, const ParseOptions& opt) {
   if (ihl < 20 || len < off + ihl) return fail(p, DropReason::kBadIhl);
   uint32_t total = load_be16(h + 2);
   if (total < ihl || len < off + total) return fail(p, DropReason::kBadTotalLength);
-  if (opt.verify_ipv4_checksum && ip_checksum(h, ihl) != 0) return fail(p, DropReason::kBadChecksum);
+  if (opt.verify_ipv4_checksum && ipv4_header_sum(h, ihl) != 0xffff) return fail(p, DropReason::kBadChecksum);
   if (ihl > 20) p.flags |= kFlagIpOptions;
   uint16_t frag = load_be16(h + 6);
   bool more = (frag & 0x2000) != 0;

@@ -78,7 +78,8 @@ class Port {
   virtual uint16_t rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) = 0;
   // Transmit up to n packets; returns how many were sent. Unsent ones stay the caller's to count.
   virtual uint16_t tx_burst(Packet* pkts, uint16_t n) = 0;
-  // Return buffers of packets this port received.
+  // Return buffers of packets this port received. Reads only each Packet's `buf` and `buf_kind` (the buffer
+  // reference), so a caller may hand over descriptors in which only those two are set.
   virtual void release(Packet* pkts, uint16_t n) = 0;
   // tx_burst, then every buffer back to `owner` (the port that received them), as one step: a DPDK
   // port hands the mbufs it sends to its driver instead of taking and dropping an extra reference per

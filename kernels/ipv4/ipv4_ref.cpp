@@ -41,7 +41,7 @@ inline uint8_t check(const Desc& d, const uint8_t* h, Ipv4Result& r, const Ipv4C
     r.drop = reason(DropReason::kBadIhl);
   } else if (tot < ihl4 || tot > avail) {
     r.drop = reason(DropReason::kBadTotalLength);
-  } else if (ones_sum(h, ihl4) != 0xffff) {
+  } else if (ipv4_header_sum(h, ihl4) != 0xffff) {
     r.drop = reason(DropReason::kBadChecksum);
   } else if (h[8] <= 1) {
     r.drop = reason(DropReason::kTtlExceeded);

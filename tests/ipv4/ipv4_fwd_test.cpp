@@ -36,6 +36,26 @@ std::unique_ptr<Ipv4App> make_app(Ipv4Config cfg = {}) {
 
 }  // namespace
 
+TEST_CASE("ipv4_header_sum equals ones_sum on every header length, extreme sums included") {
+  std::mt19937 rng(791);
+  for (int i = 0; i < 200000; ++i) {
+    uint8_t h[60];
+    const uint32_t len = 4 * (5 + rng() % 11);
+    const int fill = i % 5;  // random bytes, all 0xff, all zero, all 0xff but one word, one's complement zero
+    for (uint32_t k = 0; k < len; ++k) h[k] = fill == 0 ? static_cast<uint8_t>(rng()) : fill == 2 ? 0 : 0xff;
+    if (fill == 3) h[rng() % len] = static_cast<uint8_t>(rng());
+    if (fill == 4) {  // a valid checksum over random bytes: the sum is 0xffff
+      for (uint32_t k = 0; k < len; ++k) h[k] = static_cast<uint8_t>(rng());
+      h[10] = h[11] = 0;
+      const uint16_t c = ip_checksum(h, len);
+      h[10] = static_cast<uint8_t>(c >> 8);
+      h[11] = static_cast<uint8_t>(c);
+      REQUIRE(ipv4_header_sum(h, len) == 0xffff);
+    }
+    REQUIRE(ipv4_header_sum(h, len) == ones_sum(h, len));
+  }
+}
+
 TEST_CASE("RFC 1624 incremental update equals a full recompute on many headers") {
   std::mt19937 rng(1624);
   for (int i = 0; i < 200000; ++i) {

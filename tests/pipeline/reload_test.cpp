@@ -51,7 +51,7 @@ class NumberedSource final : public Port {
   uint16_t tx_burst(Packet*, uint16_t) override { return 0; }
   void release(Packet* pkts, uint16_t n) override {
     std::lock_guard<std::mutex> g(mu_);
-    for (uint16_t i = 0; i < n; ++i) free_.push_back(pkts[i].data);
+    for (uint16_t i = 0; i < n; ++i) free_.push_back(static_cast<uint8_t*>(pkts[i].buf));  // the contract: buf
   }
   PortStats stats() const override {
     std::lock_guard<std::mutex> g(mu_);
