@@ -65,6 +65,7 @@ void Pipeline::reply_to_drop(const Packet& p) {
 void Pipeline::init_egress() {
   Egress& e = eg_;
   e.buf.resize(256);
+  e.dropped.resize(e.buf.size());
   e.txq.reserve(512);
   e.ready.resize(256);
   if (shaper_) {
@@ -193,12 +194,14 @@ bool Pipeline::egress_poll() {
     uint64_t now = monotonic_ns();
     if (!any) t0 = now;
     any = true;
+    uint16_t nd = 0;
     for (size_t i = 0; i < n; ++i) {
       Packet& p = e.buf[i];
       off_lane(p);
       if (p.drop != DropReason::kNone) {
         drop_at_egress(p);
-        rx_->release(&p, 1);
+        e.dropped[nd].buf = p.buf;  // the buffer reference is all release() reads
+        e.dropped[nd++].buf_kind = p.buf_kind;
         continue;
       }
       latency_.add(now - p.rx_ns);
@@ -206,6 +209,7 @@ bool Pipeline::egress_poll() {
       if (shaper_) shape(p, now);
       else e.txq.push_back(p);
     }
+    rx_->release(e.dropped.data(), nd);
     transmit(e.txq);
     egress_handled_[li]->store(egress_handled_[li]->load(std::memory_order_relaxed) + n, std::memory_order_release);  // egress is the one writer
   }

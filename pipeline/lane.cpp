@@ -151,13 +151,12 @@ bool Lane::poll() {
   // Each packet taken may be a largest one: take no more than the batch buffer surely holds (kernels/batch_bytes.hpp).
   const size_t room = (slice_capacity_ - batch_bytes_) / largest_slice_;
   if (batch_.size() < target && room > 0) {
-    Packet tmp[kernels::kBatchFill];
     size_t want = std::min<size_t>({kernels::kBatchFill, target - batch_.size(), room});
-    size_t n = input_.pop_burst(tmp, want);
+    size_t n = input_.pop_burst(fill_.data(), want);
     if (n > 0) {
       if (batch_.empty()) first_ns_ = monotonic_ns();
-      batch_.insert(batch_.end(), tmp, tmp + n);
-      for (size_t i = 0; i < n; ++i) batch_bytes_ += kernels::slice_bound(max_slice_, tmp[i]);
+      batch_.insert(batch_.end(), fill_.data(), fill_.data() + n);
+      for (size_t i = 0; i < n; ++i) batch_bytes_ += kernels::slice_bound(max_slice_, fill_[i]);
       did = true;
     }
   }

@@ -214,6 +214,7 @@ class Pipeline {
   // Egress state (owned by the egress thread, or the dispatcher's in run-to-completion mode).
   struct Egress {
     std::vector<Packet> buf, txq;
+    std::vector<Packet> dropped;  // as many as buf: a burst's drops, released together (buf and buf_kind set)
     std::vector<uint8_t> scratch;
     std::vector<std::vector<Packet>> split;    // several outputs: a burst's packets by output port
     std::vector<Packet> waiting;               // shaped packets, by the shaper's item number

@@ -4,6 +4,9 @@
 Cases (one after the other, each under `valgrind --tool=callgrind`):
   hpr        build/cli/hpr run --app ipv4 --devices none --native 1 --run-to-completion on (Pipeline::worker_burst),
              the 512,621-prefix BGP table (the ipv4 app's default routes)
+  hpr-threaded  the same with --run-to-completion off: the lane path (dispatcher, lane and egress threads, a lane
+             queue, batch and completion ring between them). The window closes when the dispatcher waits for rx;
+             what the lane and egress threads have not finished of the last burst is outside it (at most a burst)
   l3fwd-lpm  DPDK l3fwd (bench/runtime/build_l3fwd.sh), LPM on the same table, every route to net_null0
   l3fwd-em   the same with --lookup em (its default rules, which the mix misses: every packet goes back to net_pcap0)
 with the command lines of bench/runtime/vs_testpmd.py (hpr_cmd, l3fwd_cmd) and its capture mix (make_mix), through
@@ -349,15 +352,15 @@ def main():
     res = {}
     for case in cases:
         summary = os.path.join(workdir, case + ".summary.json")
-        if case == "hpr":
-            cmd = vt.hpr_cmd(a.hpr, "net_pcap0,rx_pcap=@FIFO@", "ipv4", "none", 1, True, 256, 0, summary)
+        if case in ("hpr", "hpr-threaded"):
+            cmd = vt.hpr_cmd(a.hpr, "net_pcap0,rx_pcap=@FIFO@", "ipv4", "none", 1, case == "hpr", 256, 0, summary)
         elif case in ("l3fwd-lpm", "l3fwd-em"):
             cmd = vt.l3fwd_cmd(a.l3fwd, "net_pcap0,rx_pcap=@FIFO@", case[6:], rules)
         else:
             sys.exit(f"callgrind_ipp: unknown case {case}")
         os.makedirs(workdir, exist_ok=True)
         r = run_case(case, cmd, hdr, recs, a.warmup, a.packets, workdir, a.lock, a.load_timeout)
-        got, r["to_null_total"] = counters_hpr(summary) if case == "hpr" else counters_l3fwd(r["log"])
+        got, r["to_null_total"] = counters_hpr(summary) if case.startswith("hpr") else counters_l3fwd(r["log"])
         r["received_total"] = got
         if got != a.warmup + a.packets:
             print(f"[{case}] WARNING: the program counted {got} packets received, not {a.warmup + a.packets}; "
@@ -366,7 +369,7 @@ def main():
         print(f"[{case}] {r['ir']:,} Ir in the window: {r['ir_per_packet']:.1f} Ir/packet", flush=True)
     lpm = res.get("l3fwd-lpm", {}).get("ir_per_packet")
     em = res.get("l3fwd-em", {}).get("ir_per_packet")
-    print(f"\n{'case':<10} {'packets':>7} {'Ir in window':>12} {'Ir/packet':>9} {'x lpm':>6} {'x em':>6} | "
+    print(f"\n{'case':<12} {'packets':>7} {'Ir in window':>12} {'Ir/packet':>9} {'x lpm':>6} {'x em':>6} | "
           f"{'rx':>6} {'timer':>6} {'rest':>6} {'x lpm':>6} {'x em':>6} | {'received':>8} {'to null':>8}")
     rest_lpm = res.get("l3fwd-lpm", {}).get("rest_per_packet")
     rest_em = res.get("l3fwd-em", {}).get("rest_per_packet")
@@ -375,18 +378,19 @@ def main():
         r["x_l3fwd_em"] = round(r["ir_per_packet"] / em, 3) if em else ""
         r["rest_x_l3fwd_lpm"] = round(r["rest_per_packet"] / rest_lpm, 3) if rest_lpm else ""
         r["rest_x_l3fwd_em"] = round(r["rest_per_packet"] / rest_em, 3) if rest_em else ""
-        print(f"{case:<10} {r['packets']:7d} {r['ir']:12,d} {r['ir_per_packet']:9.1f} {r['x_l3fwd_lpm'] or 0:6.3f} "
+        print(f"{case:<12} {r['packets']:7d} {r['ir']:12,d} {r['ir_per_packet']:9.1f} {r['x_l3fwd_lpm'] or 0:6.3f} "
               f"{r['x_l3fwd_em'] or 0:6.3f} | {r['rx_ir_per_packet']:6.1f} {r['timer_per_packet']:6.1f} "
               f"{r['rest_per_packet']:6.1f} {r['rest_x_l3fwd_lpm'] or 0:6.3f} {r['rest_x_l3fwd_em'] or 0:6.3f} | "
               f"{r['received_total'] or 0:8d} {r['to_null_total'] or 0:8d}")
     print("Ir/packet: all of the window over its packets; rx: net_pcap's rx function (libpcap's read, mbuf "
           "allocation, copy); timer: wall-clock work (hpr: FlowTable::expire); rest: the other two taken off. "
           "received / to null: the whole run's counters (warm-up included).")
-    if "hpr" in res:
-        r = res["hpr"]
+    for case, r in res.items():
+        if not case.startswith("hpr"):
+            continue
         for inclusive in (False, True):
             rows = by_function(annotate(r["file"], inclusive))[:a.top]
-            print(f"\nhpr: top {a.top} functions by {'inclusive' if inclusive else 'self'} Ir per packet")
+            print(f"\n{case}: top {a.top} functions by {'inclusive' if inclusive else 'self'} Ir per packet")
             for c, fn, obj in rows:
                 print(f"{c / r['packets']:9.1f}  {c / r['ir'] * 100:5.1f}%  {fn[:110]}  [{os.path.basename(obj)}]")
     fields = ["case", "packets", "ir", "ir_per_packet", "x_l3fwd_lpm", "x_l3fwd_em", "rx_ir_per_packet",

@@ -391,7 +391,8 @@ TEST_CASE("stop requested mid-run (as on SIGTERM) drains everything in flight: b
   const bool worker = GENERATE(false, true);
   INFO((worker ? "in-place worker path" : "lanes"));
   if (worker) worker_path(c);
-  c.input = {.kind = "generator", .gen_packets = 0, .gen_flows = 1000, .gen_sizes = "fixed:64"};
+  // A third with TTL 1: the app drops them (and answers with ICMP), their buffers go back where they leave.
+  c.input = {.kind = "generator", .gen_packets = 0, .gen_flows = 1000, .gen_sizes = "fixed:64", .gen_ttl_low_share = 0.3};
   c.output = {.kind = "null"};
   auto ctx = prepare_run(c);
   REQUIRE(ctx.is_ok());
@@ -405,6 +406,10 @@ TEST_CASE("stop requested mid-run (as on SIGTERM) drains everything in flight: b
   check_books(s);
   CHECK(s.rx_packets > 0);
   CHECK(took_worker_path(s) == worker);
+  uint64_t ttl = 0;
+  for (const auto& [r, n] : s.drops)
+    if (r == "ttl_exceeded") ttl = n;
+  CHECK(ttl > 0);
   CHECK(s.rx_buffers_in_use == 0);
 }
 
