@@ -17,12 +17,6 @@
 namespace hpr {
 namespace {
 
-// TCP, UDP and SCTP carry ports, except in a fragment and when the frame is too short to hold them.
-bool has_ports(const Packet& p) {
-  return (p.l4 == 6 || p.l4 == 17 || p.l4 == 132) && p.l4_off != kNoOffset && (p.flags & kFlagFragment) == 0 &&
-         p.l4_off + 4u <= p.len;
-}
-
 constexpr std::array<uint32_t, 256> make_crc32c_table() {
   std::array<uint32_t, 256> t{};
   for (uint32_t i = 0; i < 256; ++i) {
@@ -97,46 +91,6 @@ FlowKey flow_key(const Packet& p) {
     k.dport = load_be16(p.data + p.l4_off + 2);
   }
   return k;
-}
-
-uint32_t canonical_flow_key(const Packet& p, FlowKey& out) {
-  uint64_t a[2] = {0, 0}, b[2] = {0, 0};  // src, dst as FlowKey holds them
-  uint64_t tail = 0;                        // sport | dport << 16 | proto << 32 | family << 40
-  if (p.drop == DropReason::kNone && p.l3_off != kNoOffset && (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6)) {
-    const uint8_t* h = p.data + p.l3_off;
-    if (p.l3 == L3::kIPv4) {
-      uint32_t s, d;
-      std::memcpy(&s, h + 12, 4);
-      std::memcpy(&d, h + 16, 4);
-      a[0] = s;
-      b[0] = d;
-    } else {
-      std::memcpy(a, h + 8, 16);
-      std::memcpy(b, h + 24, 16);
-    }
-    uint64_t sport = 0, dport = 0;
-    if (has_ports(p)) {
-      sport = load_be16(p.data + p.l4_off);
-      dport = load_be16(p.data + p.l4_off + 2);
-    }
-    // FlowKey::canonical(): the reverse when (dst, dport) orders before (src, sport).
-    const bool swap = b[0] != a[0] ? b[0] < a[0] : b[1] != a[1] ? b[1] < a[1] : dport < sport;
-    if (swap) {
-      std::swap(a, b);
-      std::swap(sport, dport);
-    }
-    tail = sport | dport << 16 | uint64_t{p.l4} << 32 | uint64_t{p.l3 == L3::kIPv4 ? 4u : 6u} << 40;
-  }
-  static_assert(std::endian::native == std::endian::little, "the packed tail word assumes little endian");
-  // Word by word: an array built first and copied out is merged into 16-byte moves that read back
-  // 8-byte stores, a store-forwarding stall each.
-  auto* o = reinterpret_cast<uint8_t*>(&out);
-  std::memcpy(o, &a[0], 8);
-  std::memcpy(o + 8, &a[1], 8);
-  std::memcpy(o + 16, &b[0], 8);
-  std::memcpy(o + 24, &b[1], 8);
-  std::memcpy(o + 32, &tail, 8);
-  return flow_hash_words(a[0], a[1], b[0], b[1], tail);
 }
 
 std::string flow_text(const Packet& p) {

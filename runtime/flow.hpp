@@ -14,6 +14,8 @@
 // capacity × (sizeof(FlowKey) + state + 2 index slots). Idle flows (no packet in flight for
 // `idle_ns`) are aged out incrementally by expire(); their ids are reused.
 #include <atomic>
+#include <bit>
+#include <utility>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -25,6 +27,7 @@
 #endif
 
 #include "hpr/status.hpp"
+#include "runtime/checksum.hpp"
 #include "runtime/packet.hpp"
 
 namespace hpr {
@@ -80,7 +83,7 @@ FlowKey flow_key(const Packet& p);
 // flow_key(p).canonical() in one pass, written straight into `out` as five 64-bit words (a key built
 // on the stack and copied out cost the dispatcher a store-forwarding stall per packet).
 // Returns flow_hash(out), computed from the words on their way out.
-uint32_t canonical_flow_key(const Packet& p, FlowKey& out);
+inline uint32_t canonical_flow_key(const Packet& p, FlowKey& out);  // below, beside flow_hash_words
 // "src:sport > dst:dport proto N" for an IP packet, "non-ip" otherwise (result logs).
 std::string flow_text(const Packet& p);
 
@@ -107,6 +110,53 @@ inline uint32_t flow_hash(const FlowKey& k) {
   for (int i = 0; i < 5; ++i) std::memcpy(&w[i], b + 8 * i, 8);
   return flow_hash_words(w[0], w[1], w[2], w[3], w[4]);
 }
+// TCP, UDP and SCTP carry ports, except in a fragment and when the frame is too short to hold them.
+inline bool has_ports(const Packet& p) {
+  return (p.l4 == 6 || p.l4 == 17 || p.l4 == 132) && p.l4_off != kNoOffset && (p.flags & kFlagFragment) == 0 &&
+         p.l4_off + 4u <= p.len;
+}
+
+// Inline: the classifier calls it for every packet.
+[[gnu::always_inline]] inline uint32_t canonical_flow_key(const Packet& p, FlowKey& out) {
+  uint64_t a[2] = {0, 0}, b[2] = {0, 0};  // src, dst as FlowKey holds them
+  uint64_t tail = 0;                        // sport | dport << 16 | proto << 32 | family << 40
+  if (p.drop == DropReason::kNone && p.l3_off != kNoOffset && (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6)) {
+    const uint8_t* h = p.data + p.l3_off;
+    if (p.l3 == L3::kIPv4) {
+      uint32_t s, d;
+      std::memcpy(&s, h + 12, 4);
+      std::memcpy(&d, h + 16, 4);
+      a[0] = s;
+      b[0] = d;
+    } else {
+      std::memcpy(a, h + 8, 16);
+      std::memcpy(b, h + 24, 16);
+    }
+    uint64_t sport = 0, dport = 0;
+    if (has_ports(p)) {
+      sport = load_be16(p.data + p.l4_off);
+      dport = load_be16(p.data + p.l4_off + 2);
+    }
+    // FlowKey::canonical(): the reverse when (dst, dport) orders before (src, sport).
+    const bool swap = b[0] != a[0] ? b[0] < a[0] : b[1] != a[1] ? b[1] < a[1] : dport < sport;
+    if (swap) {
+      std::swap(a, b);
+      std::swap(sport, dport);
+    }
+    tail = sport | dport << 16 | uint64_t{p.l4} << 32 | uint64_t{p.l3 == L3::kIPv4 ? 4u : 6u} << 40;
+  }
+  static_assert(std::endian::native == std::endian::little, "the packed tail word assumes little endian");
+  // Word by word: an array built first and copied out is merged into 16-byte moves that read back
+  // 8-byte stores, a store-forwarding stall each.
+  auto* o = reinterpret_cast<uint8_t*>(&out);
+  std::memcpy(o, &a[0], 8);
+  std::memcpy(o + 8, &a[1], 8);
+  std::memcpy(o + 16, &b[0], 8);
+  std::memcpy(o + 24, &b[1], 8);
+  std::memcpy(o + 32, &tail, 8);
+  return flow_hash_words(a[0], a[1], b[0], b[1], tail);
+}
+
 uint32_t flow_hash_symmetric(const FlowKey& k);  // equal for k and k.reversed()
 bool cpu_has_crc32c();
 
