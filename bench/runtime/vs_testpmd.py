@@ -153,6 +153,9 @@ def main():
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--issue2-only", action="store_true")
     ap.add_argument("--no-l3fwd", action="store_true", help="leave the l3fwd cases out")
+    ap.add_argument("--cases", default="",
+                    help="keep only these cases (comma list of testpmd, io, classify, l3fwd-lpm, l3fwd-em, hpr, alt: "
+                         "hpr and alt stand for all their lane sets); default all")
     ap.add_argument("--l3fwd", default="",
                     help="l3fwd binary (default BUILD/bench/l3fwd/l3fwd, built by bench/runtime/build_l3fwd.sh when missing)")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "runtime", "vs_testpmd.csv"))
@@ -181,8 +184,13 @@ def main():
                 cases.append((f"hpr:{app}:{name}", (HPR, app, devs, int(native), rest == ["rtc"])))
                 if a.alt_hpr:
                     cases.append((f"alt:{app}:{name}", (a.alt_hpr, app, devs, int(native), rest == ["rtc"])))
+    if a.cases:
+        keep = set(a.cases.split(","))
+        cases = [(c, arg) for c, arg in cases if c in keep or c.split(":")[0] in keep]
     for r in range(a.rounds):
-        for case, arg in cases:
+        # Rotated: each case starts a round in turn, so that a drift of the machine within a round hits all alike.
+        k = r % len(cases)
+        for case, arg in cases[k:] + cases[:k]:
             extra = {}
             if case == "testpmd":
                 v = testpmd(a.capture, a.seconds)
@@ -204,7 +212,7 @@ def main():
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
         w.writerows(rows)
-    base = statistics.median(res["testpmd"])
+    base = statistics.median(res["testpmd"]) if "testpmd" in res else 0
     print(f"\n{'case':<24} {'median Mpps':>12} {'spread':>8} {'ratio to testpmd':>17} {'Gbit/s':>7} {'p50 us':>8} {'p99 us':>8}")
     for case, vals in res.items():
         vs = sorted(vals)
@@ -216,9 +224,26 @@ def main():
             extra = " ".join(f"{statistics.median(r[k] for r in mine):{w}.{d}f}" for k, w, d in
                              (("gbps", 7, 2), ("p50_us", 8, 0), ("p99_us", 8, 0)))
         print(f"{case:<24} {med:12.3f} {(p90 - p10) / med if med else 0:8.3f} {med / base if base else 0:17.3f} {extra}")
-    if "l3fwd-lpm" in res:
+    if "l3fwd-lpm" in res and "testpmd" in res:
         floor_ns(rows, res)
+    round_ratios(rows)
     print(f"\nCSV: {a.out}")
+
+
+def round_ratios(rows):
+    """Each hpr case against its peers of the same round (alt, l3fwd-em, l3fwd-lpm): median (min-max) over rounds."""
+    by = {}
+    for r in rows:
+        by.setdefault(r["round"], {})[r["case"]] = r["mpps"]
+    cases = sorted({r["case"] for r in rows if r["case"].startswith("hpr:")})
+    out = []
+    for case in cases:
+        for peer in ("alt:" + case[4:], "l3fwd-em", "l3fwd-lpm"):
+            x = [v[case] / v[peer] for v in by.values() if v.get(case) and v.get(peer)]
+            if x:
+                out.append(f"{case} / {peer}: {statistics.median(x):.3f} ({min(x):.3f}-{max(x):.3f}) over {len(x)} rounds")
+    if out:
+        print("\nper-round ratios, median (min-max):\n  " + "\n  ".join(out))
 
 
 def floor_ns(rows, res):
