@@ -15,11 +15,11 @@
 // `idle_ns`) are aged out incrementally by expire(); their ids are reused.
 #include <atomic>
 #include <bit>
-#include <utility>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if defined(__SSE4_2__) && defined(__x86_64__)

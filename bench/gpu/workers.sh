@@ -38,12 +38,16 @@ if [ "$cmd" = pack ]; then
   mkdir -p "$dir/l3fwd/lib" "$dir/l3fwd/src"
   dir=$(cd "$dir" && pwd)
   bash "$root/scripts/bundle.sh" --out "$dir"
-  bash "$root/bench/runtime/build_l3fwd.sh" "$root/build/bench" >/dev/null
-  cp "$root/build/bench/l3fwd" "$dir/l3fwd/"
+  # Where vs_testpmd.py, callgrind_ipp.py and workers_scaling.py look for it (before, the binary itself was put at
+  # build/bench/l3fwd, and their builds then failed on "mkdir: Not a directory").
+  l3=$root/build/bench/l3fwd
+  if [ -f "$l3" ]; then rm -f "$l3"; fi
+  bash "$root/bench/runtime/build_l3fwd.sh" "$l3" >/dev/null
+  cp "$l3/l3fwd" "$dir/l3fwd/"
   cp /usr/share/dpdk/examples/l3fwd/*.cfg "$dir/l3fwd/src/"
   tar xzf "$dir"/hpr-*.tar.gz -C "$dir"
   b=$(ls -d "$dir"/hpr-*/ | head -1)
-  for l in $(ldd "$root/build/bench/l3fwd" | awk '$3 ~ /^\// {print $3}'); do
+  for l in $(ldd "$l3/l3fwd" | awk '$3 ~ /^\// {print $3}'); do
     n=$(basename "$l")
     case "$n" in libc.so*|libm.so*) continue ;; esac
     [ -e "$b/lib/$n" ] || cp -L "$l" "$dir/l3fwd/lib/"
