@@ -74,6 +74,7 @@ class ClExecutor final : public Executor {
       for (uint32_t i = 0; i < std::max<uint32_t>(cfg.in_flight, 1); ++i) {
         auto s = std::make_unique<ClSlot>();
         s->pkts.resize(cfg.max_batch);
+        s->refs.resize(cfg.max_batch);
         auto& ctx = e->prog_->context;
         s->queue = cl::CommandQueue(ctx, e->prog_->device);
         e->inject(fault::ClPoint::kAlloc, CL_MEM_OBJECT_ALLOCATION_FAILURE, "clCreateBuffer");
@@ -148,10 +149,9 @@ class ClExecutor final : public Executor {
   uint32_t slots() const override { return static_cast<uint32_t>(slots_.size()); }
   uint32_t outstanding() const override { return count_; }
 
-  Status submit(const Packet* pkts, uint32_t n) override {
+  Status submit(Packet* const* refs, uint32_t n) override {
     ClSlot& s = *slots_[(head_ + count_) % slots_.size()];
-    std::copy(pkts, pkts + n, s.pkts.begin());
-    s.n = n;
+    take_batch(s, refs, n);
     s.submit_ns = monotonic_ns();
     s.app = app_;
     s.version = version_;
@@ -186,7 +186,7 @@ class ClExecutor final : public Executor {
     }
   }
 
-  Result<bool> reap(bool wait, std::vector<Packet>& done, const BatchFn& on_batch) override {
+  Result<bool> reap(bool wait, std::vector<Packet*>& done, const BatchFn& on_batch) override {
     if (count_ == 0) return false;
     ClSlot& s = *slots_[head_];
     const App& app = *s.app;
@@ -223,7 +223,7 @@ class ClExecutor final : public Executor {
         for (uint32_t k = 0; k < stages_; ++k)  // (an app that ran on no rows reports nothing, as run_in_place)
           if (s.st[k].n > 0) on_batch(s.after[k], view(s, k), app.chain_app(k), k);
       }
-      done.insert(done.end(), pk.begin(), pk.end());
+      give_batch(s, done);
       if (unified_) {
         for (uint32_t k = 0; k <= s.last; ++k)
           if (runs(s, k)) s.queue.enqueueUnmapMemObject(s.st[k].out_buf, s.st[k].out_host);
@@ -238,10 +238,10 @@ class ClExecutor final : public Executor {
     return true;
   }
 
-  void take_outstanding(std::vector<Packet>& out) override {
+  void take_outstanding(std::vector<Packet*>& out) override {
     for (; count_ > 0; --count_) {
       ClSlot& s = *slots_[head_];
-      out.insert(out.end(), s.pkts.begin(), s.pkts.begin() + s.n);
+      out.insert(out.end(), s.refs.begin(), s.refs.begin() + s.n);
       s.version.reset();
       head_ = (head_ + 1) % slots_.size();
     }

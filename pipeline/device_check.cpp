@@ -135,7 +135,8 @@ Result<EngineOutput> run_sample(const kernels::App& app, Executor& ex, const Che
   for (size_t i = 0; i < o.pkts.size(); ++i) o.pkts[i].data = o.frames[i].data();
   const uint32_t rb = result_row_bytes(app);
   o.out.assign(o.pkts.size() * size_t{rb}, 0);
-  std::vector<Packet> done;
+  std::vector<Packet*> refs, done;  // the executor writes each batch's verdicts back into o.pkts
+  for (Packet& p : o.pkts) refs.push_back(&p);
   batch = std::max<uint32_t>(batch, 1);
   std::vector<std::pair<const uint8_t*, size_t>> by_frame;  // (frame, packet), sorted
   for (size_t i = 0; i < o.pkts.size(); ++i) by_frame.emplace_back(o.pkts[i].data, i);
@@ -143,7 +144,7 @@ Result<EngineOutput> run_sample(const kernels::App& app, Executor& ex, const Che
   std::vector<size_t> at(batch);  // per packet of the batch: its result bytes so far
   for (size_t first = 0; first < o.pkts.size(); first += batch) {
     const auto n = static_cast<uint32_t>(std::min<size_t>(batch, o.pkts.size() - first));
-    HPR_RETURN_IF_ERROR(ex.submit(o.pkts.data() + first, n));
+    HPR_RETURN_IF_ERROR(ex.submit(refs.data() + first, n));
     done.clear();
     // Each packet's rb bytes hold its results of the apps that ran it, in turn (result_row_bytes). The apps report
     // their rows (a service's: its packets), which are found by their frames.
@@ -160,8 +161,8 @@ Result<EngineOutput> run_sample(const kernels::App& app, Executor& ex, const Che
       }
     });
     if (!r) return r.status();
-    if (!*r || done.size() != n) return error(Code::kInternal, "a batch of {} packets did not come back whole", n);
-    std::copy(done.begin(), done.end(), o.pkts.begin() + static_cast<std::ptrdiff_t>(first));
+    if (!*r || done.size() != n || done.front() != refs[first])
+      return error(Code::kInternal, "a batch of {} packets did not come back whole", n);
   }
   return o;
 }

@@ -21,13 +21,19 @@ void Pipeline::drop_at_dispatch(Packet* p, uint16_t n, DropReason r) {
   rx_->release(p, n);
 }
 
-// Puts p on lane `li`; false when the queue is full (and backpressure is off).
+// Puts p on lane `li` (its descriptor into the store, its reference on the queue); false when the queue is full (and
+// backpressure is off).
 bool Pipeline::enqueue(Packet& p, uint8_t li) {
   int rounds = 0;
-  while (!lanes_[li]->input().push(p)) {
+  SpscRing<Packet*>& q = lanes_[li]->input();
+  Packet* r = nullptr;
+  // Room on the queue first: a packet dropped for a full queue costs no copy. The store runs dry only when every
+  // lane is full (it holds what they can), so in practice take() finds one.
+  while (q.full() || (r = store_->take(p)) == nullptr) {
     if (!cfg_.backpressure || lanes_[li]->state() != LaneState::kRunning) return false;
     wait_step(rounds);
   }
+  q.push(r);  // room seen above stays: this thread is the queue's one producer
   ++enqueued_[li];
   return true;
 }

@@ -64,8 +64,8 @@ void Pipeline::reply_to_drop(const Packet& p) {
 // Egress state is owned by the egress thread (the dispatcher's in run-to-completion mode).
 void Pipeline::init_egress() {
   Egress& e = eg_;
-  e.buf.resize(256);
-  e.dropped.resize(e.buf.size());
+  e.refs.resize(256);
+  e.dropped.resize(e.refs.size());
   e.txq.reserve(512);
   e.ready.resize(256);
   if (shaper_) {
@@ -189,14 +189,15 @@ bool Pipeline::egress_poll() {
   bool any = false;
   uint64_t t0 = 0;
   for (size_t li = 0; li < lanes_.size(); ++li) {
-    size_t n = lanes_[li]->completions().pop_burst(e.buf.data(), e.buf.size());
+    size_t n = lanes_[li]->completions().pop_burst(e.refs.data(), e.refs.size());
     if (n == 0) continue;
     uint64_t now = monotonic_ns();
     if (!any) t0 = now;
     any = true;
     uint16_t nd = 0;
     for (size_t i = 0; i < n; ++i) {
-      Packet& p = e.buf[i];
+      if (i + 4 < n) __builtin_prefetch(e.refs[i + 4]);  // the store's descriptors are not in ring order
+      Packet& p = *e.refs[i];
       off_lane(p);
       if (p.drop != DropReason::kNone) {
         drop_at_egress(p);
@@ -210,6 +211,7 @@ bool Pipeline::egress_poll() {
       else e.txq.push_back(p);
     }
     rx_->release(e.dropped.data(), nd);
+    store_->give_back(e.refs.data(), n);  // every descriptor is copied where it goes on (txq, the shaper) or done
     transmit(e.txq);
     egress_handled_[li]->store(egress_handled_[li]->load(std::memory_order_relaxed) + n, std::memory_order_release);  // egress is the one writer
   }

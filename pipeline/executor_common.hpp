@@ -15,7 +15,8 @@ using kernels::Desc;
 
 // One batch's packets, descriptors and host-side views, and the app (version) it was submitted with.
 struct Slot {
-  std::vector<Packet> pkts;
+  std::vector<Packet> pkts;   // copies of the packets refs point to, read at submit, written back at the reap
+  std::vector<Packet*> refs;
   uint32_t n = 0;
   uint32_t pkts_bytes = 0;  // gathered bytes
   uint64_t submit_ns = 0;
@@ -29,6 +30,21 @@ inline Status same_layout(const App& a, const App& b) {
       a.writes_back() != b.writes_back())
     return error(Code::kInvalidArgument, "the new {} app's batch layout differs from the running one's", b.name());
   return Status::ok();
+}
+
+// submit(): the batch's packets into the slot.
+inline void take_batch(Slot& s, Packet* const* refs, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) {
+    if (i + 8 < n) __builtin_prefetch(refs[i + 8]);
+    s.pkts[i] = *refs[i];
+  }
+  std::copy(refs, refs + n, s.refs.begin());
+  s.n = n;
+}
+// reap(): the batch's packets, with their verdicts, back to where they came from; their references to `done`.
+inline void give_batch(const Slot& s, std::vector<Packet*>& done) {
+  for (uint32_t i = 0; i < s.n; ++i) *s.refs[i] = s.pkts[i];
+  done.insert(done.end(), s.refs.begin(), s.refs.begin() + s.n);
 }
 
 inline size_t slice_buffer_bytes(const App& app, uint32_t max_batch) {

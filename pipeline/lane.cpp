@@ -51,7 +51,7 @@ void Lane::fail(const Status& st) {
   exec_->take_outstanding(orphans_);
   orphans_.insert(orphans_.end(), batch_.begin(), batch_.end());
   clear_batch();
-  Packet p;
+  Packet* p;
   while (input_.pop(p)) orphans_.push_back(p);
   state_.store(LaneState::kDrained, std::memory_order_release);
 }
@@ -94,7 +94,7 @@ bool Lane::reap(bool wait) {
   bump(stats_.batches, 1);
   bump(stats_.packets, done_.size());
   bump(stats_.batch_pkts_sum, done_.size());
-  for (const auto& p : done_) stats_.batch_latency.add(now - p.rx_ns);
+  for (const Packet* p : done_) stats_.batch_latency.add(now - p->rx_ns);
   return true;
 }
 
@@ -152,11 +152,13 @@ bool Lane::poll() {
   const size_t room = (slice_capacity_ - batch_bytes_) / largest_slice_;
   if (batch_.size() < target && room > 0) {
     size_t want = std::min<size_t>({kernels::kBatchFill, target - batch_.size(), room});
-    size_t n = input_.pop_burst(fill_.data(), want);
+    const size_t had = batch_.size();
+    batch_.resize(had + want);  // references straight from the queue into the batch
+    const size_t n = input_.pop_burst(batch_.data() + had, want);
+    batch_.resize(had + n);
     if (n > 0) {
-      if (batch_.empty()) first_ns_ = monotonic_ns();
-      batch_.insert(batch_.end(), fill_.data(), fill_.data() + n);
-      for (size_t i = 0; i < n; ++i) batch_bytes_ += kernels::slice_bound(max_slice_, fill_[i]);
+      if (had == 0) first_ns_ = monotonic_ns();
+      for (size_t i = had; i < had + n; ++i) batch_bytes_ += kernels::slice_bound(max_slice_, *batch_[i]);
       did = true;
     }
   }

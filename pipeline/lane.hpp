@@ -11,7 +11,6 @@
 // the order they entered it. When the executor fails, the lane stops, hands back every packet it
 // still holds (failed batch first, then the queue, in order) and reports itself failed.
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -40,20 +39,21 @@ class Executor {
   virtual ~Executor() = default;
   virtual std::string describe() const = 0;
   virtual uint32_t slots() const = 0;
-  // Start a batch; `pkts` are copied. Precondition: fewer than slots() batches outstanding.
-  virtual Status submit(const Packet* pkts, uint32_t n) = 0;
-  // The oldest outstanding batch, if it is complete (wait: block until it is). Its packets (with
-  // verdicts applied and modified bytes written back) are appended to `done`, and the batch view is
-  // passed to `on_batch` for logs and counters before the slot is reused. Returns false when nothing
-  // completed. An error means the device failed: the batch stays outstanding.
-  virtual Result<bool> reap(bool wait, std::vector<Packet>& done, const BatchFn& on_batch) = 0;
+  // Start a batch of the packets `refs` point to (8-byte references: packet_store.hpp); the executor reads them
+  // now and writes them at the reap. Precondition: fewer than slots() batches outstanding.
+  virtual Status submit(Packet* const* refs, uint32_t n) = 0;
+  // The oldest outstanding batch, if it is complete (wait: block until it is). Its packets get their verdicts and
+  // modified bytes written back (through the references submit() was given), the references are appended to `done`,
+  // and the batch view is passed to `on_batch` for logs and counters before the slot is reused. Returns false when
+  // nothing completed. An error means the device failed: the batch stays outstanding.
+  virtual Result<bool> reap(bool wait, std::vector<Packet*>& done, const BatchFn& on_batch) = 0;
   // Live reloads (app_swap.hpp): batches submitted from now on run `v`'s app (an OpenCL lane: with v.programs[lane],
   // the tables on its device); each batch keeps the version it was submitted with until it is reaped. Errors: the
   // kernel cannot be made from the new program, or the new app's batch layout differs (the executor keeps the old).
   virtual Status adopt(std::shared_ptr<const AppVersion> v, size_t lane) = 0;
   virtual uint32_t outstanding() const = 0;
-  // After a failure: every outstanding batch's packets, oldest first, untouched by the app.
-  virtual void take_outstanding(std::vector<Packet>& out) = 0;
+  // After a failure: every outstanding batch's references, oldest first, their packets untouched by the app.
+  virtual void take_outstanding(std::vector<Packet*>& out) = 0;
 };
 
 struct ExecutorConfig {
@@ -112,10 +112,12 @@ class Lane {
   const std::string& name() const { return cfg_.name; }
   std::string executor() const { return exec_->describe(); }  // "native", "opencl (mapped)", "opencl (copied)"
 
-  // Dispatcher side (one producer).
-  SpscRing<Packet>& input() { return input_; }
+  // Dispatcher side (one producer). Both rings carry references to the pipeline's PacketStore.
+  SpscRing<Packet*>& input() { return input_; }
   // Egress side (one consumer).
-  SpscRing<Packet>& completions() { return completions_; }
+  SpscRing<Packet*>& completions() { return completions_; }
+  // The most references this lane can hold at once: queue, batch, executor slots, completion ring.
+  size_t holds() const { return input_.capacity() + size_t{max_batch_} * (exec_->slots() + 1) + completions_.capacity(); }
 
   // A thread of its own calls poll() until finished(); in run-to-completion mode the dispatcher
   // calls poll() instead and start() is not called.
@@ -138,7 +140,7 @@ class Lane {
   LaneState state() const { return state_.load(std::memory_order_acquire); }
   void mark_removed() { state_.store(LaneState::kRemoved, std::memory_order_release); }
   // After kDrained: the packets to re-dispatch, oldest first (the dispatcher takes them).
-  std::vector<Packet>& orphans() { return orphans_; }
+  std::vector<Packet*>& orphans() { return orphans_; }
   const std::string& failure() const { return failure_; }
 
   LaneStats& stats() { return stats_; }
@@ -176,15 +178,12 @@ class Lane {
   size_t swap_index_ = 0;
   uint64_t generation_ = 0;
   std::atomic<uint64_t> seen_generation_{0};
-  SpscRing<Packet> input_;
-  SpscRing<Packet> completions_;
+  SpscRing<Packet*> input_;
+  SpscRing<Packet*> completions_;
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<LaneState> state_{LaneState::kRunning};
-  std::vector<Packet> batch_;
-  // What poll() takes from input_ at once, on its way into batch_: a member, so that the 64 descriptors are not
-  // constructed again on every poll (a Packet has initialisers; on the stack they were 90 instructions a packet).
-  std::array<Packet, kernels::kBatchFill> fill_;
+  std::vector<Packet*> batch_;
   size_t batch_bytes_ = 0;     // upper bound of batch_'s gathered slice bytes
   size_t slice_capacity_ = 0;  // slice bytes of the executor's batch buffer (kernels::slice_capacity)
   uint32_t max_slice_ = 0;     // App::max_slice_bytes()
@@ -193,8 +192,8 @@ class Lane {
     batch_.clear();
     batch_bytes_ = 0;
   }
-  std::vector<Packet> done_;
-  std::vector<Packet> orphans_;
+  std::vector<Packet*> done_;
+  std::vector<Packet*> orphans_;
   std::string failure_;
   LaneStats stats_;
   uint64_t submitted_ = 0;

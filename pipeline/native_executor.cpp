@@ -16,28 +16,28 @@ class NativeExecutor final : public Executor {
         slices_(desc_.size()),
         out_(out_buffer_bytes(app, cfg.max_batch)) {
     slot_.pkts.resize(cfg.max_batch);
+    slot_.refs.resize(cfg.max_batch);
   }
   std::string describe() const override { return "native"; }
   uint32_t slots() const override { return 1; }
   uint32_t outstanding() const override { return full_ ? 1 : 0; }
 
-  Status submit(const Packet* pkts, uint32_t n) override {
-    std::copy(pkts, pkts + n, slot_.pkts.begin());
-    slot_.n = n;
+  Status submit(Packet* const* refs, uint32_t n) override {
+    take_batch(slot_, refs, n);
     slot_.app = app_;
     slot_.version = version_;
     full_ = true;
     return Status::ok();
   }
 
-  Result<bool> reap(bool, std::vector<Packet>& done, const BatchFn& on_batch) override {
+  Result<bool> reap(bool, std::vector<Packet*>& done, const BatchFn& on_batch) override {
     if (!full_) return false;
     std::span<Packet> pk(slot_.pkts.data(), slot_.n);
     const App& app = *slot_.app;
     // In place: the app reads and rewrites each slice in its frame (no gather, no scatter back).
     app.run_in_place(pk, desc_.data(), slices_.data(), out_.data(),
                      [&](uint32_t k, const App& a, std::span<const Packet> p, const BatchView& v) { on_batch(p, v, a, k); });
-    done.insert(done.end(), pk.begin(), pk.end());
+    give_batch(slot_, done);
     full_ = false;
     slot_.version.reset();
     return true;
@@ -48,8 +48,8 @@ class NativeExecutor final : public Executor {
     version_ = std::move(v);
     return Status::ok();
   }
-  void take_outstanding(std::vector<Packet>& out) override {
-    if (full_) out.insert(out.end(), slot_.pkts.begin(), slot_.pkts.begin() + slot_.n);
+  void take_outstanding(std::vector<Packet*>& out) override {
+    if (full_) out.insert(out.end(), slot_.refs.begin(), slot_.refs.begin() + slot_.n);
     full_ = false;
     slot_.version.reset();
   }

@@ -155,6 +155,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   p->burst_ = std::make_unique<Burst>();
   p->svc_books_ = std::make_unique<std::array<ServiceBooks, kServiceBooks>>();
   p->init_egress();
+  size_t held = p->eg_.refs.size();  // every lane full, and egress holding a burst
+  for (const auto& l : p->lanes_) held += l->holds();
+  p->store_ = std::make_unique<PacketStore>(held);
   if (p->cfg_.run_to_completion)
     for (auto& l : p->lanes_) {
       l->on_completions_full([pp = p.get()] { pp->egress_poll(); });
@@ -227,9 +230,9 @@ uint8_t Pipeline::pick_lane(uint32_t hash) const {
 
 // Takes a drained lane out of the set; returns what it handed back and what was pushed to its queue
 // after it drained itself, oldest first.
-std::vector<Packet> Pipeline::retire(Lane& lane) {
-  std::vector<Packet> out = std::move(lane.orphans());
-  Packet p;
+std::vector<Packet*> Pipeline::retire(Lane& lane) {
+  std::vector<Packet*> out = std::move(lane.orphans());
+  Packet* p;
   while (lane.input().pop(p)) out.push_back(p);
   lane.mark_removed();
   bump(lane_failures_, 1);
@@ -262,10 +265,11 @@ std::vector<bool> Pipeline::reroute(size_t li, const std::function<void(size_t, 
   int rounds = 0;
   while (egress_handled_[li]->load(std::memory_order_acquire) != lane.stats().packets.load(std::memory_order_acquire))
     wait_step(rounds);
-  std::vector<Packet> orphans = retire(lane);
+  std::vector<Packet*> orphans = retire(lane);
   spdlog::warn("lane {} removed; re-routing {} packets to the remaining lanes", lane.name(), orphans.size());
   std::vector<bool> given(lanes_.size(), false);
-  for (auto& o : orphans) {
+  for (Packet* r : orphans) {
+    Packet& o = *r;
     uint8_t to = kNoLane;
     if (o.flow_id != kNoFlow) {
       FlowState& fs = flows_->state(o.flow_id);
@@ -277,10 +281,11 @@ std::vector<bool> Pipeline::reroute(size_t li, const std::function<void(size_t, 
     if (to == kNoLane) {
       if (o.flow_id != kNoFlow) flight_sub(o.flow_id);
       drop_at_dispatch(&o, 1, DropReason::kNoLane);
+      store_->give_back_here(r);
       continue;
     }
-    int r = 0;
-    while (!lanes_[to]->input().push(o)) room(to, r);
+    int rounds = 0;
+    while (!lanes_[to]->input().push(r)) room(to, rounds);
     ++enqueued_[to];
     given[to] = true;
   }

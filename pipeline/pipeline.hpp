@@ -30,6 +30,7 @@
 #include "runtime/parser.hpp"
 #include "pipeline/counters.hpp"
 #include "pipeline/lane.hpp"
+#include "pipeline/packet_store.hpp"
 #include "pipeline/summary.hpp"
 #include "runtime/port.hpp"
 #include "scheduler/balance/balancer.hpp"
@@ -213,8 +214,9 @@ class Pipeline {
   Pipeline() = default;
   // Egress state (owned by the egress thread, or the dispatcher's in run-to-completion mode).
   struct Egress {
-    std::vector<Packet> buf, txq;
-    std::vector<Packet> dropped;  // as many as buf: a burst's drops, released together (buf and buf_kind set)
+    std::vector<Packet*> refs;    // a lane's completions (references to store_'s descriptors)
+    std::vector<Packet> txq;
+    std::vector<Packet> dropped;  // as many as refs: a burst's drops, released together (buf and buf_kind set)
     std::vector<uint8_t> scratch;
     std::vector<std::vector<Packet>> split;    // several outputs: a burst's packets by output port
     std::vector<Packet> waiting;               // shaped packets, by the shaper's item number
@@ -236,6 +238,7 @@ class Pipeline {
   struct WorkerBurst {
     Packet dropped[Burst::kMax];         // the app's drops, released together
     Packet queued[Burst::kMax];          // lane_in_place: what it took from the lane's queue
+    Packet* queued_refs[Burst::kMax];    // ... as the queue held it
     std::vector<kernels::Desc> desc;     // kMax × the app's desc_slots()
     std::vector<uint8_t*> slices;        // as many
     std::vector<uint8_t> out;            // kMax × the app's result bytes
@@ -309,7 +312,7 @@ class Pipeline {
   uint8_t pick_lane(uint32_t hash) const;
   bool handle_failed_lanes();
   std::vector<bool> reroute(size_t lane, const std::function<void(size_t, int&)>& room);
-  std::vector<Packet> retire(Lane& lane);
+  std::vector<Packet*> retire(Lane& lane);
   bool enqueue(Packet& p, uint8_t lane);
   void drop_at_dispatch(Packet* p, uint16_t n, DropReason r);
   // move_hold.cpp: hold a packet of a moving flow (false: no room, the flow stays); send on the held packets of
@@ -338,6 +341,8 @@ class Pipeline {
   std::unique_ptr<TxCounters[]> tx_counters_;
   std::unique_ptr<FlowTable> flows_;
   std::vector<std::unique_ptr<Lane>> lanes_;
+  // The descriptors of the packets in the lanes (packet_store.hpp): the dispatcher takes, egress gives back.
+  std::unique_ptr<PacketStore> store_;
   std::vector<std::unique_ptr<std::atomic<uint64_t>>> egress_handled_;  // per lane
 
   std::atomic<bool> stop_rx_{false};

@@ -128,8 +128,13 @@ bool Pipeline::lane_in_place(size_t li) {
   Lane& lane = *lanes_[li];
   if (lane.state() != LaneState::kRunning) return false;
   Packet* pkts = worker_->queued;
-  const auto n = static_cast<uint16_t>(lane.input().pop_burst(pkts, Burst::kMax));
+  Packet** refs = worker_->queued_refs;
+  const auto n = static_cast<uint16_t>(lane.input().pop_burst(refs, Burst::kMax));
   if (n == 0) return false;
+  for (uint16_t i = 0; i < n; ++i) {
+    pkts[i] = *refs[i];
+    store_->give_back_here(refs[i]);
+  }
   leave_in_place(lane, pkts, n);
   egress_handled_[li]->store(egress_handled_[li]->load(std::memory_order_relaxed) + n, std::memory_order_release);
   return true;

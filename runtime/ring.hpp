@@ -39,6 +39,13 @@ class SpscRing {
     return n;
   }
   bool push(const T& item) { return push_burst(&item, 1) == 1; }
+  // Producer side: whether a push would fail now (the consumer may make room at any time after).
+  bool full() {
+    const size_t t = tail_.load(std::memory_order_relaxed);
+    if (t - head_cache_ < cap_) return false;
+    head_cache_ = head_.load(std::memory_order_acquire);
+    return t - head_cache_ >= cap_;
+  }
 
   // Consumer side.
   size_t pop_burst(T* items, size_t n) {

@@ -162,9 +162,16 @@ struct Engine {
 };
 
 EngineFn executor_engine(const kernels::App& app, std::shared_ptr<Executor> exec) {
-  auto done = std::make_shared<std::vector<Packet>>();
-  return [&app, exec, done](Packet* pkts, uint32_t n, uint64_t& events) -> Status {
-    HPR_RETURN_IF_ERROR(exec->submit(pkts, n));
+  auto done = std::make_shared<std::vector<Packet*>>();
+  // The executor writes its verdicts back through the references: into copies, so that the next pass over the same
+  // packets does not skip the ones this one dropped.
+  auto copies = std::make_shared<std::vector<Packet>>();
+  auto refs = std::make_shared<std::vector<Packet*>>();
+  return [&app, exec, done, copies, refs](Packet* pkts, uint32_t n, uint64_t& events) -> Status {
+    copies->assign(pkts, pkts + n);
+    refs->resize(n);
+    for (uint32_t i = 0; i < n; ++i) (*refs)[i] = &(*copies)[i];
+    HPR_RETURN_IF_ERROR(exec->submit(refs->data(), n));
     done->clear();
     auto r = exec->reap(true, *done,
                         [&](std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& a, uint32_t) { events = a.count_events(pk, v); });

@@ -1,5 +1,5 @@
 // Lane (pipeline/lane.hpp) with an executor that holds its batches until told: what the lane reports while a
-// batch is outstanding.
+// batch is outstanding. And the packet store (pipeline/packet_store.hpp) whose references the lanes pass.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -7,6 +7,7 @@
 
 #include "kernels/registry.hpp"
 #include "pipeline/lane.hpp"
+#include "pipeline/packet_store.hpp"
 
 using namespace hpr;
 
@@ -17,12 +18,12 @@ class HeldExecutor final : public Executor {
  public:
   std::string describe() const override { return "held"; }
   uint32_t slots() const override { return 2; }
-  Status submit(const Packet* pkts, uint32_t n) override {
-    batches_.emplace_back(pkts, pkts + n);
+  Status submit(Packet* const* refs, uint32_t n) override {
+    batches_.emplace_back(refs, refs + n);
     sizes_.push_back(n);
     return Status::ok();
   }
-  Result<bool> reap(bool wait, std::vector<Packet>& done, const BatchFn&) override {
+  Result<bool> reap(bool wait, std::vector<Packet*>& done, const BatchFn&) override {
     if (!(released_ || (wait && wait_completes_)) || batches_.empty()) return false;
     done.insert(done.end(), batches_.front().begin(), batches_.front().end());
     batches_.erase(batches_.begin());
@@ -30,7 +31,7 @@ class HeldExecutor final : public Executor {
   }
   uint32_t outstanding() const override { return static_cast<uint32_t>(batches_.size()); }
   Status adopt(std::shared_ptr<const AppVersion>, size_t) override { return Status::ok(); }
-  void take_outstanding(std::vector<Packet>& out) override {
+  void take_outstanding(std::vector<Packet*>& out) override {
     for (auto& b : batches_) out.insert(out.end(), b.begin(), b.end());
     batches_.clear();
   }
@@ -39,7 +40,7 @@ class HeldExecutor final : public Executor {
   std::vector<uint32_t> sizes_;  // of every batch submitted
 
  private:
-  std::vector<std::vector<Packet>> batches_;
+  std::vector<std::vector<Packet*>> batches_;
 };
 
 }  // namespace
@@ -50,7 +51,8 @@ TEST_CASE("a lane whose batches stay outstanding reports its busy time while the
   auto exec = std::make_unique<HeldExecutor>();
   HeldExecutor* held = exec.get();
   Lane lane(LaneConfig{.name = "held", .batch_size = 1, .queue_size = 16}, **app, std::move(exec), 64);
-  Packet p{};
+  Packet pkt{};
+  Packet* p = &pkt;
   REQUIRE(lane.input().push(p));
   lane.poll();  // submits the batch: the lane is busy from now on
   REQUIRE(held->outstanding() == 1);
@@ -74,7 +76,8 @@ TEST_CASE("a batch that reaches its timeout while every slot is busy keeps filli
   held->wait_completes_ = true;
   Lane lane(LaneConfig{.name = "held", .batch_size = 8, .batch_timeout_ns = 1, .queue_size = 64}, **app,
             std::move(exec), 64);
-  Packet p{};
+  Packet pkt{};
+  Packet* p = &pkt;  // the lane passes references; one packet stands for each
   for (int b = 0; b < 2; ++b) {  // two batches in flight: both slots busy
     REQUIRE(lane.input().push(p));
     std::this_thread::sleep_for(std::chrono::microseconds(10));
@@ -92,4 +95,35 @@ TEST_CASE("a batch that reaches its timeout while every slot is busy keeps filli
   lane.poll();  // full: waits for the oldest and runs all 8
   REQUIRE(held->sizes_.size() == 3);
   CHECK(held->sizes_[2] == 8);
+}
+
+TEST_CASE("the packet store lends each descriptor once, holding a copy, and lends again what egress gives back") {
+  PacketStore store(3);
+  Packet p{};
+  p.len = 60;
+  Packet* a = store.take(p);
+  p.len = 61;
+  Packet* b = store.take(p);
+  Packet* c = store.take(p);
+  REQUIRE(a != nullptr);
+  REQUIRE(b != nullptr);
+  REQUIRE(c != nullptr);
+  CHECK(a != b);
+  CHECK(b != c);
+  CHECK(a != c);
+  CHECK(a->len == 60);  // a copy, taken when lent
+  CHECK(b->len == 61);
+  CHECK(store.take(p) == nullptr);  // all three are out: the caller waits or counts the packet dropped
+  store.give_back(&b, 1);           // egress's side (a ring)
+  Packet* again = store.take(p);
+  CHECK(again == b);
+  CHECK(store.take(p) == nullptr);
+  store.give_back_here(c);  // the dispatcher's own (a packet it did not hand on)
+  CHECK(store.take(p) == c);
+  Packet* both[2] = {a, c};
+  store.give_back(both, 2);
+  Packet* x = store.take(p);
+  Packet* y = store.take(p);
+  CHECK(((x == a && y == c) || (x == c && y == a)));
+  CHECK(store.take(p) == nullptr);
 }
