@@ -201,8 +201,7 @@ bool Pipeline::egress_poll() {
       off_lane(p);
       if (p.drop != DropReason::kNone) {
         drop_at_egress(p);
-        e.dropped[nd].buf = p.buf;  // the buffer reference is all release() reads
-        e.dropped[nd++].buf_kind = p.buf_kind;
+        Port::buffer_ref(e.dropped[nd++], p);
         continue;
       }
       latency_.add(now - p.rx_ns);

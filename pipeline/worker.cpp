@@ -194,8 +194,7 @@ void Pipeline::send_in_place(Lane& lane, Packet* pkts, uint16_t m, uint64_t t0, 
     Packet& p = pkts[i];
     if (p.drop != DropReason::kNone) {
       drop_at_egress(p);
-      w.dropped[nd].buf = p.buf;  // the buffer reference is all release() reads
-      w.dropped[nd++].buf_kind = p.buf_kind;
+      Port::buffer_ref(w.dropped[nd++], p);
       continue;
     }
     const uint64_t lat = done - (own_rx_times ? p.rx_ns : t0);

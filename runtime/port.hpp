@@ -79,8 +79,13 @@ class Port {
   // Transmit up to n packets; returns how many were sent. Unsent ones stay the caller's to count.
   virtual uint16_t tx_burst(Packet* pkts, uint16_t n) = 0;
   // Return buffers of packets this port received. Reads only each Packet's `buf` and `buf_kind` (the buffer
-  // reference), so a caller may hand over descriptors in which only those two are set.
+  // reference), so a caller may hand over descriptors in which only those two are set (buffer_ref).
   virtual void release(Packet* pkts, uint16_t n) = 0;
+  // Copies what release() reads of `from` into `to`: a burst's drops gathered for one release() call.
+  static void buffer_ref(Packet& to, const Packet& from) {
+    to.buf = from.buf;
+    to.buf_kind = from.buf_kind;
+  }
   // tx_burst, then every buffer back to `owner` (the port that received them), as one step: a DPDK
   // port hands the mbufs it sends to its driver instead of taking and dropping an extra reference per
   // packet, and frees the unsent ones in bulk. Returns how many were sent.
