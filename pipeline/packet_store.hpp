@@ -23,6 +23,8 @@ class PacketStore {
     nfree_ = n;
   }
   size_t size() const { return n_; }
+  // Lent and not given back. Only while no thread takes or gives back (after the run).
+  size_t in_use() const { return n_ - nfree_ - returned_.size(); }
   // Dispatcher: a reference holding a copy of `p`, or nullptr when every descriptor is in use.
   Packet* take(const Packet& p) {
     if (nfree_ == 0) nfree_ = returned_.pop_burst(free_.get(), n_);

@@ -292,6 +292,12 @@ std::vector<bool> Pipeline::reroute(size_t li, const std::function<void(size_t, 
   return given;
 }
 
+size_t Pipeline::descriptors_in_use() const {
+  size_t n = store_->in_use();
+  for (const auto& w : workers_) n += w->descriptors_in_use();
+  return n;
+}
+
 Status Pipeline::set_lane_weights(const std::vector<float>& w) {
   if (w.size() != lanes_.size())
     return error(Code::kInvalidArgument, "{} lane weights given for {} lanes", w.size(), lanes_.size());

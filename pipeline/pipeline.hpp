@@ -155,6 +155,8 @@ class Pipeline {
   void request_stop();
   bool stop_requested() const { return stop_rx_.load(std::memory_order_relaxed); }
   Summary snapshot() const;
+  // After run(): lane descriptors (packet_store.hpp) not given back, every worker's; 0 unless one was lost.
+  size_t descriptors_in_use() const;
   // Another worker of the run (issue 12): a pipeline with its own rx and tx port views, flow table and lanes, started
   // and ended by this one's run(); its counters are added to this one's snapshots (Summary::add_worker). Call before
   // run(). The pipeline whose run() is called owns the status callback, the result log and the closing of shared

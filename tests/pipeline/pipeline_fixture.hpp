@@ -183,7 +183,9 @@ std::vector<T> sorted(std::vector<T> v) {
 inline Summary run_to_end(const RunConfig& c) {
   auto ctx = prepare_run(c);
   if (!ctx) FAIL(ctx.status().to_string());
-  return (*ctx)->pipeline->run();
+  Summary s = (*ctx)->pipeline->run();
+  CHECK((*ctx)->pipeline->descriptors_in_use() == 0);  // every reference a lane was given came back
+  return s;
 }
 
 inline void check_books(const Summary& s) {

@@ -411,6 +411,7 @@ TEST_CASE("stop requested mid-run (as on SIGTERM) drains everything in flight: b
     if (r == "ttl_exceeded") ttl = n;
   CHECK(ttl > 0);
   CHECK(s.rx_buffers_in_use == 0);
+  CHECK(p->descriptors_in_use() == 0);
 }
 
 TEST_CASE("overload: a generator faster than the lanes gets queue_full drops, counted by lane queue, and the run goes on") {
