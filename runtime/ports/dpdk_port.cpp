@@ -27,24 +27,19 @@ namespace {
 // DPDK's mempool, whose lock-free ring and per-lcore caches TSan cannot see (DPDK is not instrumented): under TSan
 // each hand-over is declared, so that a field written before the free (data_len, at tx) and read after the next rx
 // is not reported as a race. Nothing in other builds.
-inline void mbuf_leaves(rte_mbuf* const* m, uint16_t n) {
 #if defined(__SANITIZE_THREAD__)
+inline void mbuf_leaves(rte_mbuf* const* m, uint16_t n) {
   for (uint16_t i = 0; i < n; ++i) __tsan_release(m[i]);
-#else
-  (void)m;
-  (void)n;
-#endif
-}
-inline void chain_leaves(rte_mbuf* mb) {
-  for (rte_mbuf* s = mb; s != nullptr; s = s->next) mbuf_leaves(&s, 1);
 }
 inline void mbuf_arrives(rte_mbuf* const* m, uint16_t n) {
-#if defined(__SANITIZE_THREAD__)
   for (uint16_t i = 0; i < n; ++i) __tsan_acquire(m[i]);
+}
 #else
-  (void)m;
-  (void)n;
+inline void mbuf_leaves(rte_mbuf* const*, uint16_t) {}
+inline void mbuf_arrives(rte_mbuf* const*, uint16_t) {}
 #endif
+inline void chain_leaves(rte_mbuf* mb) {
+  for (rte_mbuf* s = mb; s != nullptr; s = s->next) mbuf_leaves(&s, 1);
 }
 
 std::mutex g_eal_mu;
