@@ -87,21 +87,6 @@ Result<std::unique_ptr<Ipv4App>> Ipv4App::from_file(const std::string& path, con
   return create(routes->routes, config, routes->routes6);
 }
 
-Slice Ipv4App::slice(const Packet& p) const {
-  if (p.l3 != L3::kIPv4) {
-    if (p.l3 != L3::kIPv6 || !lpm6_) return Slice{0, 0, kDescNotIpv4};
-    if (p.l3_off == kNoOffset || p.l3_off >= p.len) return Slice{0, 0, 0};  // kTruncated, as for IPv4
-    const uint32_t avail6 = p.len - p.l3_off;
-    return Slice{p.l3_off, static_cast<uint16_t>(std::min(avail6, kIpv6HeaderBytes)),
-                 static_cast<uint16_t>(kDescNotIpv4 | std::min<uint32_t>(avail6, kDescAvailMask))};
-  }
-  if (p.l3_off == kNoOffset || p.l3_off >= p.len) return Slice{0, 0, 0};
-  const uint32_t avail = p.len - p.l3_off;
-  uint32_t want = std::max<uint32_t>(20, (p.data[p.l3_off] & 0xfu) * 4u);
-  return Slice{p.l3_off, static_cast<uint16_t>(std::min(avail, want)),
-               static_cast<uint16_t>(std::min<uint32_t>(avail, kDescAvailMask))};
-}
-
 [[gnu::flatten]] void Ipv4App::slices_in_place(std::span<const Packet> pkts, Desc* desc, uint8_t** slices) const {
   slices_in_place_of(*this, pkts, desc, slices);
 }
@@ -150,18 +135,17 @@ void Ipv4App::finish(std::span<Packet> pkts, const BatchView& batch) const {
   const auto* res = reinterpret_cast<const Ipv4Result*>(batch.out);
   const size_t n = std::min<size_t>(pkts.size(), batch.n);
   for (size_t i = 0; i < n; ++i) {
-    if (pkts[i].drop != DropReason::kNone) continue;  // dropped before the app (empty slice): keep its reason
     Ipv4Result r;
     std::memcpy(&r, res + i, sizeof r);
-    if (r.drop != 0) {
-      pkts[i].drop = static_cast<DropReason>(r.drop);
-    } else {
-      pkts[i].out_port = r.out_port;
-    }
+    apply_result(pkts[i], r);
   }
+  rewrite_l2(pkts.first(n), res);
+}
+
+void Ipv4App::rewrite_l2(std::span<Packet> pkts, const Ipv4Result* res) const {
   if (neighbours_.empty()) return;  // no table: frames leave as they came (one branch per batch)
   // l3fwd's rewrite of the forwarded IPv4 frames (non-IPv4 passed to non_ipv4_port leaves as it came).
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < pkts.size(); ++i) {
     Ipv4Result r;
     std::memcpy(&r, res + i, sizeof r);
     if (pkts[i].drop != DropReason::kNone || (r.flags & kResNotIpv4) != 0 || r.next_hop >= neighbours_.size())

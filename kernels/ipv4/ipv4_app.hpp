@@ -31,6 +31,7 @@
 // on the host for every lane (so native and device output stay byte-identical): destination MAC := the next
 // hop's neighbour MAC, source MAC := its output port's MAC, and out_port := that output port.
 // For kTtlExceeded the pipeline builds the reply with build_icmp_time_exceeded() and sends it.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -53,6 +54,17 @@ struct Ipv4Result {
   uint8_t flags;      // kRes* bits
 };
 static_assert(sizeof(Ipv4Result) == 8);
+
+// finish()'s verdict on one packet: its drop reason, or its output port. A packet dropped before the app keeps its
+// reason.
+inline void apply_result(Packet& p, const Ipv4Result& r) {
+  if (p.drop != DropReason::kNone) return;
+  if (r.drop != 0) {
+    p.drop = static_cast<DropReason>(r.drop);
+  } else {
+    p.out_port = r.out_port;
+  }
+}
 
 inline constexpr uint8_t kResIcmpTimeExceeded = 1;  // TTL <= 1: send ICMP Time Exceeded
 inline constexpr uint8_t kResNotIpv4 = 2;           // packet was not IPv4 (passed to the default port or dropped)
@@ -127,6 +139,9 @@ class Ipv4App final : public App {
   Result<std::unique_ptr<DeviceTables>> make_device_tables(const cl::Context& ctx,
                                                            const cl::CommandQueue& queue) const override;
   void run_native(const BatchView& batch) const override;
+  // slices_in_place, run_native and finish in one pass, with no descriptor or slice array (desc and slices unused).
+  void run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slices, uint8_t* out,
+                    const AppDone& done) const override;
   // Packets that already carry a drop reason (the executor gave them an empty slice) are left alone.
   void finish(std::span<Packet> pkts, const BatchView& batch) const override;
   // Packets forwarded (not dropped) in the batch.
@@ -146,7 +161,14 @@ class Ipv4App final : public App {
  private:
   Ipv4App(FlatLpm lpm, std::optional<Lpm6> lpm6, const Ipv4Config& config)
       : lpm_(std::move(lpm)), lpm6_(std::move(lpm6)), config_(config) {}
-  void run_native6(const BatchView& batch, const uint32_t* idx, uint32_t n) const;
+  // run_native's work on n packets read through `in` (ipv4_ref.cpp: a batch, or the packets in place), and its IPv6
+  // part on the packets idx[0..n) of a chunk.
+  template <class In>
+  void forward(const In& in, uint32_t n) const;
+  template <class In>
+  void forward6(const In& in, const uint32_t* idx, uint32_t n) const;
+  // finish()'s Ethernet rewrite of the forwarded packets with a neighbour table (nothing without one).
+  void rewrite_l2(std::span<Packet> pkts, const Ipv4Result* res) const;
   // A lookup's next hop `hop`: kept, or on a miss the default route's (flagged in r) or a no_route drop written to r
   // (false: the packet is dropped).
   bool route_or_drop(uint32_t& hop, Ipv4Result& r) const;
@@ -155,6 +177,22 @@ class Ipv4App final : public App {
   Ipv4Config config_;
   std::vector<Neighbour> neighbours_;  // empty: no rewrite
 };
+
+// Inline: slices_in_place and run_in_place (ipv4_ref.cpp) make a slice per packet.
+inline Slice Ipv4App::slice(const Packet& p) const {
+  if (p.l3 != L3::kIPv4) {
+    if (p.l3 != L3::kIPv6 || !lpm6_) return Slice{0, 0, kDescNotIpv4};
+    if (p.l3_off == kNoOffset || p.l3_off >= p.len) return Slice{0, 0, 0};  // kTruncated, as for IPv4
+    const uint32_t avail6 = p.len - p.l3_off;
+    return Slice{p.l3_off, static_cast<uint16_t>(std::min(avail6, kIpv6HeaderBytes)),
+                 static_cast<uint16_t>(kDescNotIpv4 | std::min<uint32_t>(avail6, kDescAvailMask))};
+  }
+  if (p.l3_off == kNoOffset || p.l3_off >= p.len) return Slice{0, 0, 0};
+  const uint32_t avail = p.len - p.l3_off;
+  uint32_t want = std::max<uint32_t>(20, (p.data[p.l3_off] & 0xfu) * 4u);
+  return Slice{p.l3_off, static_cast<uint16_t>(std::min(avail, want)),
+               static_cast<uint16_t>(std::min<uint32_t>(avail, kDescAvailMask))};
+}
 
 // Builds an ICMP Time Exceeded message (type 11, code 0 "TTL exceeded in transit"; RFC 792) answering
 // `p` into `out` and returns its length. Ethernet: the original L2 header (VLAN tags kept) with source

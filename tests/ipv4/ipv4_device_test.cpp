@@ -22,40 +22,6 @@ using hpr::ipv4_test::full_table;
 
 namespace {
 
-// Generated traffic: valid packets to random and routed addresses with IHL 5..15 and random TTLs, and
-// every kind of damage the app checks, plus non-IPv4 frames.
-std::vector<Frame> generated(uint32_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const auto& routes = full_table();
-  std::vector<Frame> out;
-  out.reserve(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    hpr::ipv4_test::HeaderSpec s;
-    s.dst = rng() % 2 ? static_cast<uint32_t>(rng()) : routes[rng() % routes.size()].prefix | (rng() & 0xff);
-    s.src = static_cast<uint32_t>(rng());
-    s.ttl = static_cast<uint8_t>(rng() % 8 == 0 ? rng() % 3 : rng());
-    s.ihl = static_cast<uint8_t>(rng() % 4 == 0 ? 5 + rng() % 11 : 5);
-    s.payload = static_cast<uint16_t>(rng() % 1400);
-    s.vlan = rng() % 5 == 0;
-    Frame f = hpr::ipv4_test::make_ipv4_frame(s);
-    uint8_t* h = f.bytes.data() + f.pkt.l3_off;
-    switch (rng() % 16) {
-      case 0: f.bytes.resize(f.pkt.l3_off + rng() % 20); break;                 // truncated
-      case 1: h[0] = static_cast<uint8_t>((rng() % 16) << 4 | (h[0] & 15)); break;  // version
-      case 2: h[0] = static_cast<uint8_t>(0x40 | (rng() % 5)); break;            // IHL < 5
-      case 3: f.bytes.resize(f.bytes.size() - 1 - rng() % 8); break;             // total length > frame
-      case 4: h[10 + rng() % 2] ^= static_cast<uint8_t>(1 + rng() % 255); break; // checksum
-      case 5: h[2] = 0; h[3] = static_cast<uint8_t>(rng() % 20); hpr::ipv4_test::fix_checksum(f); break;
-      case 6: f.pkt.l3 = hpr::L3::kIPv6; break;                                  // not IPv4
-      case 7: f.bytes.resize(f.bytes.size() + rng() % 30, 0); break;             // Ethernet padding: fine
-      default: break;
-    }
-    hpr::ipv4_test::refresh(f);
-    out.push_back(std::move(f));
-  }
-  return out;
-}
-
 // Runs the same packets natively and on the device; returns a description of the first difference.
 std::string compare(const Ipv4App& app, DeviceRunner& dev, const std::vector<hpr::Packet>& pkts,
                     const std::vector<std::string>& origin) {
@@ -121,7 +87,7 @@ TEST_CASE("device == native on every capture and on generated traffic, on every 
     }
   }
   CHECK(all.size() > 90000);
-  std::vector<Frame> gen = generated(20000, 7);
+  std::vector<Frame> gen = hpr::ipv4_test::generated_frames(20000, 7);
   std::vector<hpr::Packet> gen_pkts;
   for (auto& f : gen) gen_pkts.push_back(f.pkt);
 

@@ -18,36 +18,6 @@ using hpr::kernels::HostBatch;
 
 namespace {
 
-std::vector<Frame> generated6(uint32_t n, uint32_t seed, const std::vector<hpr::synth6::SynthRoute6>& table) {
-  std::mt19937_64 rng(seed);
-  const auto in_table = hpr::synth6::addresses_in(table, n, seed + 1);
-  const auto& cap = hpr::ipv6_test::capture_ipv6_addresses();
-  std::vector<Frame> out;
-  for (uint32_t i = 0; i < n; ++i) {
-    hpr::ipv6_test::Header6Spec s;
-    switch (rng() % 3) {
-      case 0: s.dst = in_table[i]; break;
-      case 1: s.dst = cap[rng() % cap.size()]; break;
-      default:
-        for (auto& b : s.dst) b = static_cast<uint8_t>(rng());
-    }
-    s.hop_limit = static_cast<uint8_t>(rng() % 8 == 0 ? rng() % 3 : rng());
-    s.payload = static_cast<uint16_t>(rng() % 1400);
-    s.vlan = rng() % 5 == 0;
-    Frame f = hpr::ipv6_test::make_ipv6_frame(s);
-    switch (rng() % 12) {
-      case 0: f.bytes.resize(f.pkt.l3_off + rng() % 40); break;  // truncated
-      case 1: f.bytes[f.pkt.l3_off] = static_cast<uint8_t>((rng() % 16) << 4); break;  // version
-      case 2: f.bytes.resize(f.bytes.size() - 1 - rng() % 8); break;  // payload length > frame
-      case 3: f.bytes.resize(f.bytes.size() + rng() % 30, 0); break;  // padding
-      default: break;
-    }
-    hpr::ipv4_test::refresh(f);
-    out.push_back(std::move(f));
-  }
-  return out;
-}
-
 std::string compare(const Ipv4App& app, DeviceRunner& dev, const std::vector<hpr::Packet>& pkts) {
   HostBatch nat = hpr::kernels::gather(app, pkts);
   HostBatch devb = hpr::kernels::gather(app, pkts);
@@ -97,7 +67,7 @@ TEST_CASE("IPv6 device == native on every capture and on generated IPv6 traffic,
     }
   }
   CHECK(v6 > 1000);
-  std::vector<Frame> gen = generated6(20000, 11, table);
+  std::vector<Frame> gen = hpr::ipv6_test::generated6(20000, 11, table);
   std::vector<hpr::Packet> gen_pkts;
   for (auto& f : gen) gen_pkts.push_back(f.pkt);
   {  // the generated traffic reaches every IPv6 verdict

@@ -2,6 +2,7 @@
 // Helpers for the IPv6 tests of the ipv4 app (issue 18): hand-made IPv6 frames, the IPv6 addresses of the
 // real captures, and the synthetic IPv6 table (bench/ipv4/synth_routes6.hpp) covering them.
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,37 @@ inline const std::vector<Ipv6Addr>& capture_ipv6_addresses() {
 // address of the captures.
 inline std::vector<synth6::SynthRoute6> test_table6(uint32_t count = 3000) {
   return synth6::synthetic_routes6(count, 18, capture_ipv6_addresses());
+}
+
+// Generated IPv6 traffic that reaches every IPv6 verdict with `table` (device and in-place tests).
+inline std::vector<Frame> generated6(uint32_t n, uint32_t seed, const std::vector<hpr::synth6::SynthRoute6>& table) {
+  std::mt19937_64 rng(seed);
+  const auto in_table = hpr::synth6::addresses_in(table, n, seed + 1);
+  const auto& cap = capture_ipv6_addresses();
+  std::vector<Frame> out;
+  for (uint32_t i = 0; i < n; ++i) {
+    Header6Spec s;
+    switch (rng() % 3) {
+      case 0: s.dst = in_table[i]; break;
+      case 1: s.dst = cap[rng() % cap.size()]; break;
+      default:
+        for (auto& b : s.dst) b = static_cast<uint8_t>(rng());
+    }
+    s.hop_limit = static_cast<uint8_t>(rng() % 8 == 0 ? rng() % 3 : rng());
+    s.payload = static_cast<uint16_t>(rng() % 1400);
+    s.vlan = rng() % 5 == 0;
+    Frame f = make_ipv6_frame(s);
+    switch (rng() % 12) {
+      case 0: f.bytes.resize(f.pkt.l3_off + rng() % 40); break;  // truncated
+      case 1: f.bytes[f.pkt.l3_off] = static_cast<uint8_t>((rng() % 16) << 4); break;  // version
+      case 2: f.bytes.resize(f.bytes.size() - 1 - rng() % 8); break;  // payload length > frame
+      case 3: f.bytes.resize(f.bytes.size() + rng() % 30, 0); break;  // padding
+      default: break;
+    }
+    hpr::ipv4_test::refresh(f);
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace hpr::ipv6_test
