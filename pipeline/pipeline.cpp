@@ -342,9 +342,10 @@ void Pipeline::request_stop() {
 Summary Pipeline::run() {
   start();
   for (auto& w : workers_) w->start();
+  if (cfg_.control_cpu >= 0) detail::pin_to_cpu(cfg_.control_cpu, "control");
   uint64_t last = start_ns_.load(std::memory_order_relaxed);
   while (running()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(kControlTickMs));
     uint64_t now = monotonic_ns();
     if (cfg_.status_interval_ns != 0 && now - last >= cfg_.status_interval_ns && on_status_) {
       on_status_(snapshot(), static_cast<double>(now - last) / 1e9);

@@ -131,6 +131,9 @@ struct PipelineConfig {
   DropReason on_drop_reason = DropReason::kTtlExceeded;
   // The core the dispatcher thread is pinned to (the run's core budget); -1: not pinned.
   int cpu = -1;
+  // The core run()'s calling thread (the control thread: status line, result log, the scheduler's ticks, a SIGHUP
+  // reload) is pinned to once the run's threads have started (so none of them inherits it); -1: not pinned.
+  int control_cpu = -1;
   // Output ports (docs/pipeline.md "Output ports"): the app's out_port i (ipv4: the next hop) leaves by output
   // port_map[i mod port_map.size()]; empty: by output i mod (number of outputs). Every entry must name an output.
   std::vector<uint16_t> port_map;
@@ -138,6 +141,8 @@ struct PipelineConfig {
 
 class Pipeline {
  public:
+  // How often run()'s control loop wakes (status line, result log).
+  static constexpr int kControlTickMs = 20;
   // A lane whose executor cannot be created is left out (left_out()); errors: no lane at all
   // (kUnavailable, with the reasons), bad lane settings, flow table.
   static Result<std::unique_ptr<Pipeline>> create(PipelineConfig cfg, std::shared_ptr<const kernels::App> app,

@@ -162,8 +162,10 @@ Result<std::vector<std::unique_ptr<Port>>> make_worker_ports(const RunConfig& c,
   return make_shared_tx_ports(std::move(*one), workers);
 }
 
-// The cores the workers run on: lanes.cores, or the cores this process may run on. Errors name the setting.
-Result<std::vector<int>> worker_cores(const RunConfig& c) {
+// The run's cores in budget order (lanes.cores, else every core this process may run on): worker i takes the i-th,
+// the control thread the one after the workers' (none left: it is not pinned). Errors: a core not allowed or named
+// twice, more workers than cores (naming the settings).
+Result<std::vector<int>> run_cores(const RunConfig& c) {
   const std::vector<int> allowed = allowed_cores();
   std::vector<int> cores;
   for (const std::string& s : c.cores) {
@@ -182,7 +184,6 @@ Result<std::vector<int>> worker_cores(const RunConfig& c) {
                  "or name more cores",
                  c.workers, cores.size(), c.cores.empty() ? "cores are available to this process" : "cores are named in lanes.cores",
                  fmt::join(cores, ","), cores.size());
-  cores.resize(c.workers);
   return cores;
 }
 
@@ -307,12 +308,19 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   if (needs_dpdk) HPR_RETURN_IF_ERROR(dpdk_init(c.eal_args.empty() ? dpdk_default_args(c.vdevs) : c.eal_args));
   const auto workers = static_cast<uint16_t>(c.workers);
   std::vector<int> cores;
+  int control_core = -1;
   if (workers > 1 || !c.cores.empty()) {
-    auto cs = worker_cores(c);
+    auto cs = run_cores(c);
     if (!cs) return cs.status();
     cores = std::move(*cs);
-    ctx->budget = fmt::format("{} on core{} {}", workers > 1 ? fmt::format("workers {}", workers) : "worker",
-                              cores.size() > 1 ? "s" : "", fmt::join(cores, ","));
+    if (cores.size() > workers) control_core = cores[workers];
+    cores.resize(workers);
+    ctx->budget = fmt::format("{} on core{} {}; control thread {}",
+                              workers > 1 ? fmt::format("workers {}", workers) : "worker", cores.size() > 1 ? "s" : "",
+                              fmt::join(cores, ","),
+                              control_core >= 0 ? fmt::format("on core {}", control_core)
+                                                : fmt::format("not pinned (every core has a worker; it wakes every "
+                                                              "{} ms)", Pipeline::kControlTickMs));
   }
   if (!pocl_budget.empty() && pocl_chosen) ctx->budget += (ctx->budget.empty() ? "" : "; ") + pocl_budget;
   const InputBuffers buffers = input_buffer_count(c, workers, chosen);
@@ -446,6 +454,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     return error(Code::kInvalidArgument, "lanes.weights: every lane has weight 0, so no lane would take a flow");
   pc.port_map.assign(c.port_map.begin(), c.port_map.end());
   if (!cores.empty()) pc.cpu = cores[0];
+  pc.control_cpu = control_core;
   for (uint16_t w = 1; w < workers; ++w) {
     // The other workers: the same lanes under their own names, their own flow table, pinned to their own core.
     PipelineConfig pw = pc;

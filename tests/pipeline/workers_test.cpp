@@ -3,6 +3,10 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
+#include <thread>
+
+#include <pthread.h>
+#include <sched.h>
 
 #include "runtime/ports/spread_port.hpp"
 #include "tests/pipeline/pipeline_fixture.hpp"
@@ -217,5 +221,46 @@ TEST_CASE("worker settings that cannot work are refused, naming the setting") {
   SECTION("zero workers") {
     c.workers = 0;
     CHECK_THAT(config_error(c).message(), Catch::Contains("lanes.workers"));
+  }
+}
+
+TEST_CASE("the core budget: workers on the first cores, the control thread on the next one, or not pinned") {
+  const std::vector<int> cores = cores_here();
+  if (cores.size() < 2) return;
+  RunConfig c = base_config();
+  c.devices = {"none"};
+  c.native_lanes = 1;
+  c.input = {.kind = "generator", .gen_packets = 500, .gen_flows = 20, .gen_seed = 3};
+  c.output = {.kind = "null"};
+  // The calling thread's cores once run() has returned (on a thread of its own: it may be pinned).
+  auto control_cores_after_run = [](RunContext& ctx) {
+    std::vector<int> got;
+    std::thread t([&] {
+      (void)ctx.pipeline->run();
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0);
+      for (int i = 0; i < CPU_SETSIZE; ++i)
+        if (CPU_ISSET(i, &set)) got.push_back(i);
+    });
+    t.join();
+    return got;
+  };
+  SECTION("a core left over: the control thread's") {
+    c.workers = 1;
+    c.cores = {std::to_string(cores[1]), std::to_string(cores[0])};
+    auto ctx = prepare_run(c);
+    REQUIRE(ctx);
+    CHECK((*ctx)->budget == fmt::format("worker on core {}; control thread on core {}", cores[1], cores[0]));
+    CHECK(control_cores_after_run(**ctx) == std::vector<int>{cores[0]});
+  }
+  SECTION("every core has a worker: the control thread keeps the process's cores") {
+    c.workers = 2;
+    c.cores = {std::to_string(cores[0]), std::to_string(cores[1])};
+    auto ctx = prepare_run(c);
+    REQUIRE(ctx);
+    CHECK_THAT((*ctx)->budget, Catch::StartsWith(fmt::format("workers 2 on cores {},{}; control thread not pinned",
+                                                             cores[0], cores[1])));
+    CHECK(control_cores_after_run(**ctx) == cores);
   }
 }
