@@ -4,7 +4,10 @@
 For each round, in turn (never at once: the machine has 2 cores), for each app and frame size:
   kernel  bench/apps/app_bench --no-devices --no-peer: the native engine alone on frames of that size, batch 32
           (the worker path's burst), no ports, no classification
-  hpr     hpr run --devices none --native 1 (the in-place worker path) on generated frames of that size into null
+  hpr     hpr run --devices none --native 1 (the in-place worker path) on frames of that size: from the generator
+          into null (--source gen, the default), or (--source dpdk) through DPDK's net_pcap (infinite_rx: it copies
+          each frame from memory into an mbuf, as a NIC's DMA would write it) into net_null, the frames being 6,000
+          generated ones of that size (10,000 flows) written once to a capture
   alt     the same with another hpr binary (--alt-hpr, e.g. a build before a change)
 md5 and aes do work in proportion to the payload, so frames of one size cost the same whatever their bytes.
 Reports per case the median Mpps, the spread (p90-p10 over median) and the ratio of medians to the kernel.
@@ -22,11 +25,22 @@ def kernel(build, app, size):
             return float(next(csv.DictReader(f))["mpps"])
 
 
-def daemon(binary, app, size, seconds):
+def frames_capture(binary, size, path):
+    """6,000 generated frames of `size` bytes as a capture (md5 leaves the frames as they are)."""
+    subprocess.run([binary, "run", "-q", "--app", "md5", "--in", "gen", "--sizes", f"fixed:{size}", "--packets", "6000",
+                    "--out", f"pcap:{path}", "--devices", "none", "--native", "1"], check=True, capture_output=True)
+    return path
+
+
+def daemon(binary, app, size, seconds, capture=None):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
-        cmd = [binary, "run", "-q", "--app", app, "--in", "gen", "--sizes", f"fixed:{size}", "--packets", "0",
-               "--out", "null", "--devices", "none", "--native", "1", "--duration", str(seconds),
+        if capture:
+            io = ["--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0", "--vdev", f"net_pcap0,rx_pcap={capture},infinite_rx=1",
+                  "--vdev", "net_null0,no-rx=1"]
+        else:
+            io = ["--in", "gen", "--sizes", f"fixed:{size}", "--packets", "0", "--out", "null"]
+        cmd = [binary, "run", "-q", "--app", app, *io, "--devices", "none", "--native", "1", "--duration", str(seconds),
                "--summary-json", js, "--master-key", "000102030405060708090a0b0c0d0e0f"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode not in (0, 1):
@@ -44,16 +58,24 @@ def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--alt-hpr", default="")
+    ap.add_argument("--source", choices=["gen", "dpdk"], default="gen", help="where hpr run's frames come from")
     a = ap.parse_args()
     hpr = os.path.join(a.build, "cli", "hpr")
+    tmp = tempfile.TemporaryDirectory()
+    captures = {}
+    if a.source == "dpdk":
+        for size in a.sizes.split(","):
+            captures[size] = frames_capture(hpr, 60 if size == "64" else int(size), os.path.join(tmp.name, f"f{size}.pcap"))
     res = {}
     for r in range(a.rounds):
         for app in a.apps.split(","):
             for size in a.sizes.split(","):
                 gen_size = 60 if size == "64" else int(size)
-                cases = [("kernel", lambda: kernel(a.build, app, size)), ("hpr", lambda: daemon(hpr, app, gen_size, a.seconds))]
+                cap = captures.get(size)
+                cases = [("kernel", lambda: kernel(a.build, app, size)),
+                         ("hpr", lambda: daemon(hpr, app, gen_size, a.seconds, cap))]
                 if a.alt_hpr:
-                    cases.append(("alt", lambda: daemon(a.alt_hpr, app, gen_size, a.seconds)))
+                    cases.append(("alt", lambda: daemon(a.alt_hpr, app, gen_size, a.seconds, cap)))
                 for name, fn in cases:
                     v = fn()
                     if v is None:
