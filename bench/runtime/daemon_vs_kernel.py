@@ -9,12 +9,17 @@ For each round, in turn (never at once: the machine has 2 cores), for each app a
           each frame from memory into an mbuf, as a NIC's DMA would write it) into net_null, the frames being 6,000
           generated ones of that size (10,000 flows) written once to a capture
   alt     the same with another hpr binary (--alt-hpr, e.g. a build before a change)
+  floor   (--source dpdk) dpdk-testpmd --forward-mode=io on the same capture and vdevs: the port's own cost per
+          packet, which the kernel alone does not pay; "above floor" = 1000/Mpps - 1000/floor Mpps (ns a packet), and
+          "x kernel above floor" = the kernel's ns a packet over that
 md5 and aes do work in proportion to the payload, so frames of one size cost the same whatever their bytes.
 Reports per case the median Mpps, the spread (p90-p10 over median) and the ratio of medians to the kernel.
 """
 import argparse, csv, json, os, statistics, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vs_testpmd import testpmd  # noqa: E402
 
 
 def kernel(build, app, size):
@@ -68,6 +73,10 @@ def main():
             captures[size] = frames_capture(hpr, 60 if size == "64" else int(size), os.path.join(tmp.name, f"f{size}.pcap"))
     res = {}
     for r in range(a.rounds):
+        for size, cap in captures.items():
+            v = testpmd(cap, a.seconds)
+            res.setdefault(("-", size, "floor"), []).append(v)
+            print(f"round {r} -   {size} floor  {v:8.3f} Mpps", flush=True)
         for app in a.apps.split(","):
             for size in a.sizes.split(","):
                 gen_size = 60 if size == "64" else int(size)
@@ -82,13 +91,20 @@ def main():
                         continue
                     res.setdefault((app, size, name), []).append(v)
                     print(f"round {r} {app} {size} {name:<6} {v:8.3f} Mpps", flush=True)
-    print(f"\n{'app':<5} {'size':>5} {'case':<7} {'median Mpps':>12} {'spread':>7} {'x kernel':>9}")
+    print(f"\n{'app':<5} {'size':>5} {'case':<7} {'median Mpps':>12} {'spread':>7} {'x kernel':>9} {'ns above floor':>15}"
+          f" {'x kernel above floor':>21}")
     for (app, size, name), vals in res.items():
         vs = sorted(vals)
         med = statistics.median(vs)
         p10, p90 = vs[int(0.1 * (len(vs) - 1))], vs[int(round(0.9 * (len(vs) - 1)))]
         k = statistics.median(res.get((app, size, "kernel"), [0]))
-        print(f"{app:<5} {size:>5} {name:<7} {med:12.3f} {(p90 - p10) / med if med else 0:7.3f} {med / k if k else 0:9.3f}")
+        floor = statistics.median(res.get(("-", size, "floor"), [0]))
+        above = ""
+        if floor and med and name in ("hpr", "alt"):
+            ns = 1000 / med - 1000 / floor
+            above = f"{ns:15.1f} {1000 / k / ns if k and ns > 0 else 0:21.3f}"
+        print(f"{app:<5} {size:>5} {name:<7} {med:12.3f} {(p90 - p10) / med if med else 0:7.3f} "
+              f"{med / k if k else 0:9.3f} {above}")
 
 
 if __name__ == "__main__":

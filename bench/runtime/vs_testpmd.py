@@ -50,9 +50,11 @@ def make_mix(path, packets=6000, files=25):
 
 
 def testpmd(capture, seconds):
+    # --mp-alloc=xbuf: the frames' buffers packed in external memory, as hpr's and l3fwd's pools are without
+    # hugepages (runtime/ports/dpdk_port.cpp, build_l3fwd.sh); testpmd's default pool has one mbuf per 4 KB page here.
     cmd = ["timeout", "-s", "INT", str(seconds + 2), "dpdk-testpmd", "--no-huge", "--no-shconf", "--no-pci", "-m", "512",
            "-l", "0-1", "--log-level=error", f"--vdev=net_pcap0,rx_pcap={capture},infinite_rx=1", "--vdev=net_null0,no-rx=1", "--",
-           "--forward-mode=io", "--stats-period", "1", "--total-num-mbufs=8192"]
+           "--forward-mode=io", "--stats-period", "1", "--total-num-mbufs=8192", "--mp-alloc=xbuf"]
     out = subprocess.run(cmd, capture_output=True, text=True).stdout
     # Per-second Tx-pps of port 1 (net_null0): blocks alternate port 0, port 1.
     tx = [int(v) for v in re.findall(r"Tx-pps:\s+(\d+)", out)]
