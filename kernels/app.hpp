@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -194,12 +195,21 @@ inline uint32_t take_seq(FlowState& fs, uint32_t id, const App& app) {
   return seq;
 }
 
+// What of `p` the app works on: slice(p), or an empty slice for a packet that already carries a drop reason (gathers,
+// slices_in_place, ipv4's one pass). A = App calls slice() virtually; an app's own (final) type calls it directly, so
+// that it can be inlined.
+template <class A>
+Slice packet_slice(const A& app, const Packet& p) {
+  return p.drop == DropReason::kNone ? app.slice(p) : Slice{};
+}
+
 // App::slices_in_place for app type A (final: A::slice is called directly and can be inlined).
 template <class A>
 void slices_in_place_of(const A& app, std::span<const Packet> pkts, Desc* desc, uint8_t** slices) {
+  static_assert(std::is_final_v<A>, "slices_in_place_of: the app's final type, so that slice() is not virtual");
   for (size_t i = 0; i < pkts.size(); ++i) {
     const Packet& p = pkts[i];
-    const Slice s = p.drop == DropReason::kNone ? app.A::slice(p) : Slice{};
+    const Slice s = packet_slice(app, p);
     desc[i] = Desc{0, s.len, s.flags, p.flow_id, p.seq};
     slices[i] = p.data + s.offset;
   }

@@ -4,10 +4,6 @@
 #include <cstring>
 
 namespace hpr::kernels {
-namespace {
-// What of `p` the app works on; a packet that already carries a drop reason gets an empty slice.
-Slice packet_slice(const App& app, const Packet& p) { return p.drop == DropReason::kNone ? app.slice(p) : Slice{}; }
-}  // namespace
 
 uint32_t gather_into(const App& app, std::span<const Packet> pkts, Desc* desc, uint8_t* buf, size_t buf_bytes) {
   uint32_t off = 0;

@@ -69,8 +69,8 @@ inline uint8_t check6(const Desc& d, const uint8_t* h, Ipv4Result& r) {
 
 // Where forward() finds a packet's descriptor and slice, and where its verdict goes. FromBatch: a batch as lanes and
 // devices lay it out (desc and slices, made beforehand by slices_in_place or a gather; verdicts into out, for
-// finish). InPlace (run_in_place): the packets themselves, each slice made where it is read (slice(), as
-// slices_in_place would have made it) and each verdict applied to its packet as it is made (what finish does).
+// finish). InPlace (run_in_place): the packets themselves, each slice made where it is read (packet_slice, as
+// slices_in_place makes it) and each verdict applied to its packet as it is made (what finish does).
 struct FromBatch {
   const BatchView& b;
   Ipv4Result* res;
@@ -88,7 +88,7 @@ struct InPlace {
   Ipv4Result* res;
   const uint8_t* at(uint32_t i, Desc& d) const {
     const Packet& p = pkts[i];
-    const Slice s = p.drop == DropReason::kNone ? app.slice(p) : Slice{};
+    const Slice s = packet_slice(app, p);
     d.len = s.len;
     d.flags = s.flags;
     return p.data + s.offset;
