@@ -66,8 +66,8 @@ struct DpdkDevice {
 // rte_pktmbuf_pool_create, except where the EAL has no hugepages and addresses the memory by virtual address (our
 // vdev runs: --no-huge): there a pool whose objects must not span pages puts one 2.3 KB mbuf on each 4 KB page, so
 // every frame starts at the same offset mod 4096. The 16 lanes of the AES engine then load where the others have just
-// stored modulo 4 KB (4K aliasing) and ran at 0.55x the rate they reach on the generator's frames, and 40 % of the
-// pool's memory was padding. Such a pool may span pages, as a hugepage one is packed: mbufs 2,368 bytes apart. On
+// stored modulo 4 KB (4K aliasing): aes through net_pcap at 1,514 B ran at 0.26x its kernel alone, 0.76x packed
+// (daemon_vs_kernel.py, docs/benchmarks.md); and 42 % of the pool's memory was padding. Such a pool may span pages, as a hugepage one is packed: mbufs 2,368 bytes apart. On
 // failure nullptr, with rte_errno set (as rte_pktmbuf_pool_create).
 rte_mempool* create_mbuf_pool(const char* name, uint32_t n, uint32_t cache, uint16_t data_room, int socket) {
   if (rte_eal_has_hugepages() != 0 || rte_eal_iova_mode() != RTE_IOVA_VA)
