@@ -265,14 +265,12 @@ class DpdkPort final : public Port {
       }
       m[k++] = static_cast<rte_mbuf*>(pkts[i].buf);
       if (k == kBurst) {
-        mbuf_leaves(m, k);
-        rte_pktmbuf_free_bulk(m, k);
+        free_mbufs(m, k);
         k = 0;
       }
     }
     if (k != 0) {
-      mbuf_leaves(m, k);
-      rte_pktmbuf_free_bulk(m, k);
+      free_mbufs(m, k);
     }
   }
 
@@ -373,6 +371,25 @@ class DpdkPort final : public Port {
     } while (off < p.len);
     head->pkt_len = p.len;
     return head;
+  }
+
+  // rte_pktmbuf_free_bulk(m, k), inline for what rx gives (one segment from this port's pool): each mbuf's refcount
+  // step inline, then one put into the pool's per-lcore cache. The library call costs 41 instructions an mbuf
+  // (callgrind, worker path, mostly no-route drops) and reaches the lcore id through __tls_get_addr from its shared
+  // object; anything else (a chain, another pool) goes through rte_pktmbuf_free.
+  void free_mbufs(rte_mbuf** m, uint16_t k) {
+    mbuf_leaves(m, k);
+    void* mine[kBurst];
+    unsigned n = 0;
+    for (uint16_t i = 0; i < k; ++i) {
+      rte_mbuf* s = m[i];
+      if (s->nb_segs != 1 || s->pool != pool_) {
+        rte_pktmbuf_free(s);
+      } else if ((s = rte_pktmbuf_prefree_seg(s)) != nullptr) {
+        mine[n++] = s;
+      }
+    }
+    if (n != 0) rte_mempool_put_bulk(pool_, mine, n);
   }
 
   // Sends m[0, k), the mbufs of pkts[0, k), retrying a full ring up to kTxRetries times; counts what left
