@@ -44,7 +44,7 @@ void Pipeline::wait_step(int& rounds) {
   if (cfg_.run_to_completion) {
     const uint64_t t0 = monotonic_ns();
     const bool did = service();
-    wait_service_ns_ += monotonic_ns() - t0;
+    lane_work_ns_ += monotonic_ns() - t0;
     if (did) return;
   }
   backoff(rounds);
@@ -79,13 +79,13 @@ void Pipeline::dispatch_loop() {
     }
     if (cfg_.max_duration_ns != 0 && now - start_ns_.load(std::memory_order_relaxed) >= cfg_.max_duration_ns) break;
     bool did = flush_held();
-    const uint64_t waited = wait_service_ns_;
+    const uint64_t waited = lane_work_ns_;
     const bool switching = worker_pending_ != kNoLane && worker_switch_waits(now);  // no rx while the lanes drain
     const bool in_place = worker_on_.load(std::memory_order_relaxed);
     uint16_t n = switching ? 0 : in_place ? worker_burst(now) : dispatch_burst(now);
     did |= n > 0;
     // The worker path's burst is its lane's busy time already.
-    if (n > 0 && !in_place) bump(dispatch_busy_ns_, monotonic_ns() - now - (wait_service_ns_ - waited));
+    if (n > 0 && !in_place) bump(dispatch_busy_ns_, monotonic_ns() - now - (lane_work_ns_ - waited));
     if (did && now - last_expire_ns_ > 10'000'000) {  // age idle flows a slice at a time, every 10 ms
       flows_->expire(now, 4096);
       last_expire_ns_ = now;
@@ -247,7 +247,11 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
       drop_at_dispatch(&p, 1, DropReason::kQueueFull);
     }
   }
-  if (direct > 0) run_direct(pkts, direct);
+  if (direct > 0) {  // the in-place lanes' work: their busy time (send_in_place), not the dispatcher's
+    const uint64_t t0 = monotonic_ns();
+    run_direct(pkts, direct);
+    lane_work_ns_ += monotonic_ns() - t0;
+  }
   return n;
 }
 

@@ -361,10 +361,11 @@ class Pipeline {
   std::atomic<uint64_t> reorders_{0}, tx_packets_{0}, tx_bytes_{0}, host_frames_{0}, lane_failures_{0};
   std::atomic<uint64_t> flows_seen_{0};
   // Host threads' work beyond the lanes' (the power model counts it): the dispatcher's bursts (rx, classify,
-  // enqueue) and egress polls that found completions. wait_service_ns_: lane and egress work the dispatcher did
-  // inside a burst while waiting for room (run-to-completion), counted there and not twice (dispatcher only).
+  // enqueue) and egress polls that found completions. lane_work_ns_: lane and egress work the dispatcher did inside a
+  // burst (run to completion: waiting for room, and the in-place lanes' share, run_direct), counted as theirs and not
+  // twice (dispatcher only).
   std::atomic<uint64_t> dispatch_busy_ns_{0}, egress_busy_ns_{0};
-  uint64_t wait_service_ns_ = 0;
+  uint64_t lane_work_ns_ = 0;
   LatencyHistogram latency_;
   std::unique_ptr<std::array<ServiceBooks, kServiceBooks>> svc_books_;  // by Packet::svc
   bool svc_books_on_ = false;  // the dispatcher's app has [[service]] entries (dispatcher-owned)
