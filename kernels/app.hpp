@@ -131,7 +131,9 @@ class App {
   // A native batch in place on its frames, in one call: slices_in_place, run_native, finish, then `done` (what native
   // lanes and the worker path run). `desc` and `slices` hold desc_slots() entries per packet, `out` n ×
   // result_bytes(). A chain runs its apps in turn here (kernels/chain/chain_app.hpp), services each service's
-  // (kernels/service/service_app.hpp).
+  // (kernels/service/service_app.hpp). The packets are as parse() left them on their frames' bytes (the pipeline
+  // parses every packet before any app runs), so an app may skip what the parser checked (ipv4: version, IHL and
+  // total length); a gathered batch keeps every check, for the devices and for hand-made packets.
   virtual void run_in_place(std::span<Packet> pkts, Desc* desc, uint8_t** slices, uint8_t* out,
                             const AppDone& done) const {
     slices_in_place(pkts, desc, slices);

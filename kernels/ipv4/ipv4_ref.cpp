@@ -13,6 +13,17 @@ constexpr uint8_t reason(DropReason r) { return static_cast<uint8_t>(r); }
 
 constexpr uint32_t kChunk = 64;  // packets per validate / bulk-lookup / rewrite round of run_native
 
+// check()'s last steps, on a header whose version, IHL and total length are good: checksum, then TTL. r is fresh.
+inline uint8_t check_sum_ttl(const uint8_t* h, uint32_t ihl4, Ipv4Result& r) {
+  if (ipv4_header_sum(h, ihl4) != 0xffff) {
+    r.drop = reason(DropReason::kBadChecksum);
+  } else if (h[8] <= 1) {
+    r.drop = reason(DropReason::kTtlExceeded);
+    r.flags = kResIcmpTimeExceeded;
+  }
+  return r.drop != 0 ? 1 : 0;
+}
+
 // Validates one header; returns 0 when it may be forwarded, 2 for an IPv6 packet (check6 next), 1 when
 // the result is set (dropped or passed on).
 inline uint8_t check(const Desc& d, const uint8_t* h, Ipv4Result& r, const Ipv4Config& cfg) {
@@ -41,13 +52,10 @@ inline uint8_t check(const Desc& d, const uint8_t* h, Ipv4Result& r, const Ipv4C
     r.drop = reason(DropReason::kBadIhl);
   } else if (tot < ihl4 || tot > avail) {
     r.drop = reason(DropReason::kBadTotalLength);
-  } else if (ipv4_header_sum(h, ihl4) != 0xffff) {
-    r.drop = reason(DropReason::kBadChecksum);
-  } else if (h[8] <= 1) {
-    r.drop = reason(DropReason::kTtlExceeded);
-    r.flags = kResIcmpTimeExceeded;
+  } else {
+    return check_sum_ttl(h, ihl4, r);
   }
-  return r.drop != 0 ? 1 : 0;
+  return 1;
 }
 
 // The IPv6 twin of check(): 0 when the packet may be forwarded, 1 when the result is set.
@@ -69,14 +77,21 @@ inline uint8_t check6(const Desc& d, const uint8_t* h, Ipv4Result& r) {
 
 // Where forward() finds a packet's descriptor and slice, and where its verdict goes. FromBatch: a batch as lanes and
 // devices lay it out (desc and slices, made beforehand by slices_in_place or a gather; verdicts into out, for
-// finish). InPlace (run_in_place): the packets themselves, each slice made where it is read (packet_slice, as
-// slices_in_place makes it) and each verdict applied to its packet as it is made (what finish does).
+// finish). InPlace (run_in_place): the packets themselves, each header read where the parser found it (or a slice made
+// where it is read, as slices_in_place makes it) and each verdict applied to its packet as it is made (what finish
+// does).
 struct FromBatch {
   const BatchView& b;
   Ipv4Result* res;
   const uint8_t* at(uint32_t i, Desc& d) const {
     d = b.desc[i];
     return b.slice(i);
+  }
+  // check() on packet i; h: its header.
+  uint8_t check(uint32_t i, const uint8_t*& h, Ipv4Result& r, const Ipv4Config& cfg) const {
+    Desc d;
+    h = at(i, d);
+    return ipv4::check(d, h, r, cfg);
   }
   uint8_t* header(uint32_t i) const { return b.slice(i); }
   void put(uint32_t i, const Ipv4Result& r) const { std::memcpy(res + i, &r, sizeof r); }
@@ -92,6 +107,21 @@ struct InPlace {
     d.len = s.len;
     d.flags = s.flags;
     return p.data + s.offset;
+  }
+  // check() on packet i, which parse() has read: an IPv4 packet it did not drop has a good version, IHL and total
+  // length within its frame (parse_ipv4 checked them against the frame, check() against the slice: the same unless
+  // the frame is longer than a descriptor's avail can say), so only the checksum and the TTL are left. Anything
+  // else (IPv6, not IP, dropped, a frame above 32 KB) goes through the slice and check() as gathered.
+  uint8_t check(uint32_t i, const uint8_t*& h, Ipv4Result& r, const Ipv4Config& cfg) const {
+    const Packet& p = pkts[i];
+    if (p.l3 == L3::kIPv4 && p.drop == DropReason::kNone && uint32_t{p.len} - p.l3_off <= kDescAvailMask) {
+      h = p.data + p.l3_off;
+      r = Ipv4Result{kNoNextHop, 0, 0, 0};
+      return check_sum_ttl(h, (h[0] & 0xfu) * 4u, r);
+    }
+    Desc d;
+    h = at(i, d);
+    return ipv4::check(d, h, r, cfg);
   }
   // A packet that passed check() or check6() has a header slice, which begins at l3_off.
   uint8_t* header(uint32_t i) const { return pkts[i].data + pkts[i].l3_off; }
@@ -165,10 +195,9 @@ void Ipv4App::forward(const In& in, uint32_t n) const {
     uint32_t k6 = 0;
     for (uint32_t j = 0; j < m; ++j) {
       const uint32_t i = base + j;
-      Desc d;
-      const uint8_t* h = in.at(i, d);
+      const uint8_t* h;
       Ipv4Result r;
-      if (const uint8_t c = check(d, h, r, config_); c != 0) {
+      if (const uint8_t c = in.check(i, h, r, config_); c != 0) {
         if (c == 2) {
           idx6[k6++] = i;
         } else {

@@ -80,3 +80,14 @@ TEST_CASE("run_in_place equals the gathered batch on every capture and on genera
     if (!s.config.non_ipv4_port) CHECK(verdicts[static_cast<size_t>(hpr::DropReason::kNotIPv4)] > 0);
   }
 }
+
+// A descriptor says at most 32,767 bytes after the header's start (kDescAvailMask): a longer datagram fails the total
+// length check when gathered, and run_in_place, which otherwise trusts the parser's length checks, says the same.
+TEST_CASE("run_in_place: a datagram longer than a descriptor can say is checked as gathered") {
+  auto app = Ipv4App::create(hpr::ipv4_test::full_table(), {.num_ports = 16});
+  REQUIRE(app);
+  Frame f = hpr::ipv4_test::make_ipv4_frame({.payload = 40000});
+  REQUIRE(f.bytes.size() > size_t{kDescAvailMask} + 14);
+  const Ipv4Result r = hpr::ipv4_test::run_one(**app, f);  // both ways, REQUIREs them equal
+  CHECK(r.drop == static_cast<uint8_t>(hpr::DropReason::kBadTotalLength));
+}

@@ -1,13 +1,14 @@
 #pragma once
 // One native batch of the ipv4 app over test frames, as a lane runs it (gather, run_native, scatter_back, finish),
-// for the IPv4 and IPv6 forwarding tests; every call also runs the same frames in place (Ipv4App::run_in_place, the
-// worker path's one pass) and requires the same frames, packets and results.
+// for the IPv4 and IPv6 forwarding tests; every call also runs the same frames, as the parser reads them, in place
+// (Ipv4App::run_in_place, the worker path's one pass) and requires the same frames, packets and results.
 #include <cstring>
 #include <vector>
 
 #include "ipv4_test_util.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
 #include "kernels/runner.hpp"
+#include "runtime/parser.hpp"
 
 namespace hpr::ipv4_test {
 
@@ -44,10 +45,9 @@ inline void require_in_place_equal(const kernels::ipv4::Ipv4App& app, std::vecto
   }
 }
 
-// Runs one batch natively, scatters the headers back, applies finish(); returns the results (and checks that the
-// same batch in place gives the same).
-inline std::vector<kernels::ipv4::Ipv4Result> run(const kernels::ipv4::Ipv4App& app, std::vector<Frame>& frames) {
-  const std::vector<Frame> before = frames;
+// Runs one batch natively, scatters the headers back, applies finish(); returns the results.
+inline std::vector<kernels::ipv4::Ipv4Result> run_gathered(const kernels::ipv4::Ipv4App& app,
+                                                           std::vector<Frame>& frames) {
   std::vector<hpr::Packet> pkts;
   for (auto& f : frames) {
     refresh(f);
@@ -60,8 +60,22 @@ inline std::vector<kernels::ipv4::Ipv4Result> run(const kernels::ipv4::Ipv4App& 
   std::vector<kernels::ipv4::Ipv4Result> res(frames.size());
   std::memcpy(res.data(), b.out.data(), res.size() * sizeof(kernels::ipv4::Ipv4Result));
   for (size_t i = 0; i < frames.size(); ++i) frames[i].pkt = pkts[i];
-  require_in_place_equal(app, before, frames, res);
   return res;
+}
+
+// run_gathered on the frames as given (hand-made packets reach the app's own checks, as on a device); and on copies
+// read by the parser, as the pipeline gives packets to run_in_place (parse() without its checksum check, which ipv4
+// makes), run_in_place equal to run_gathered byte for byte.
+inline std::vector<kernels::ipv4::Ipv4Result> run(const kernels::ipv4::Ipv4App& app, std::vector<Frame>& frames) {
+  std::vector<Frame> parsed = frames;
+  for (auto& f : parsed) {
+    refresh(f);
+    hpr::parse(f.pkt, {.verify_ipv4_checksum = false});
+  }
+  const std::vector<Frame> before = parsed;
+  const auto parsed_res = run_gathered(app, parsed);
+  require_in_place_equal(app, before, parsed, parsed_res);
+  return run_gathered(app, frames);
 }
 
 inline kernels::ipv4::Ipv4Result run_one(const kernels::ipv4::Ipv4App& app, Frame& f) {
