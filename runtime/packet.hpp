@@ -21,6 +21,7 @@ enum PacketFlag : uint8_t {
   kFlagVlan = 1u << 0,      // one or more 802.1Q/802.1ad tags
   kFlagFragment = 1u << 1,  // IP fragment (non-first fragments have no L4 header)
   kFlagIpOptions = 1u << 2, // IPv4 options present (IHL > 5)
+  kFlagPorts = 1u << 3,     // a TCP or UDP header within the frame, not in a fragment: the flow key has its ports
 };
 
 // What kind of buffer Packet::buf is, so a port can transmit a buffer it did not allocate.

@@ -40,15 +40,19 @@ inline DropReason fail(Packet& p, DropReason r) {
     return DropReason::kNone;
   }
   uint32_t hl = 0;
+  // The ports a flow key reads (has_ports): TCP's and UDP's, except in the first fragment of a datagram.
+  const uint8_t ports = (p.flags & kFlagFragment) == 0 ? kFlagPorts : 0;
   switch (p.l4) {
     case 6:  // TCP: data offset in 32-bit words, at least 5
       if (end < off + 20) return fail(p, DropReason::kTruncated);
       hl = static_cast<uint32_t>(p.data[off + 12] >> 4) * 4;
       if (hl < 20 || end < off + hl) return fail(p, DropReason::kTruncated);
+      p.flags |= ports;
       break;
     case 17:  // UDP
       if (end < off + 8) return fail(p, DropReason::kTruncated);
       hl = 8;
+      p.flags |= ports;
       break;
     case 1:   // ICMP
     case 58:  // ICMPv6: type, code, checksum, 4 bytes of message body

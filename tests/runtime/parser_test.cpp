@@ -167,6 +167,20 @@ TEST_CASE("well-formed frames get their offsets") {
     CHECK(p.l4_off == 14 + 56);
     CHECK(p.payload_len == 5);
     CHECK((p.flags & kFlagFragment) != 0);
+    CHECK((p.flags & kFlagPorts) == 0);  // a first fragment: the flow key leaves its ports out
+  }
+  SECTION("the flow key's ports (kFlagPorts): TCP and UDP, not ICMP, not a fragment") {
+    for (uint8_t proto : {6, 17, 1}) {
+      auto f = ipv4_frame(proto, 8);
+      Packet p = view(f);
+      REQUIRE(parse(p) == DropReason::kNone);
+      CHECK(((p.flags & kFlagPorts) != 0) == (proto != 1));
+      f[14 + 6] = 0x20;  // MF: the first fragment of a datagram, with its L4 header
+      p = view(f);
+      REQUIRE(parse(p, {.verify_ipv4_checksum = false}) == DropReason::kNone);
+      CHECK(p.l4_off != kNoOffset);
+      CHECK((p.flags & kFlagPorts) == 0);
+    }
   }
   SECTION("non-IP frames pass as L3 other") {
     std::vector<uint8_t> arp(60, 0);
