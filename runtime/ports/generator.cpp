@@ -166,6 +166,7 @@ Status Generator::load_templates() {
   auto cap = load_capture(path);
   if (!cap) return cap.status();
   std::unordered_set<uint64_t> seen;
+  std::vector<uint64_t> group_keys;  // per template
   for (const auto& frame : cap->frames) {
     if (templates_.size() >= kMaxTemplates) break;
     if (frame.size() > 0xffff) continue;
@@ -188,24 +189,16 @@ Status Generator::load_templates() {
     t.proto = p.l4;
     tmpl_bytes_.insert(tmpl_bytes_.end(), frame.begin(), frame.begin() + t.hdr_len);
     templates_.push_back(t);
+    k.sport = 0;
+    const int tail = k.family == 4 ? 2 : 14;
+    k.src[tail] = k.src[tail + 1] = 0;
+    group_keys.push_back(static_cast<uint64_t>(flow_hash(k)) << 32 | crc32c(&k, sizeof k, 0x9abcdefu));
   }
-  {
-    // Group key: the 5-tuple without source port and without the source address tail.
-    auto group_of = [this](const Template& t) {
-      Packet p;
-      p.data = tmpl_bytes_.data() + t.off;
-      p.len = t.hdr_len;
-      parse(p);
-      FlowKey k = hpr::flow_key(p);
-      k.sport = 0;
-      const int tail = k.family == 4 ? 2 : 14;
-      k.src[tail] = k.src[tail + 1] = 0;
-      return static_cast<uint64_t>(flow_hash(k)) << 32 | crc32c(&k, sizeof k, 0x9abcdefu);
-    };
-    std::unordered_map<uint64_t, uint32_t> group_count;
-    for (auto& t : templates_) t.group_idx = group_count[group_of(t)]++;
-    for (auto& t : templates_) t.group_size = group_count[group_of(t)];
-  }
+  // Number each template within its group (the same flow key but for the L4 source port and the source address
+  // tail), from the key of the whole frame.
+  std::unordered_map<uint64_t, uint32_t> group_count;
+  for (size_t i = 0; i < templates_.size(); ++i) templates_[i].group_idx = group_count[group_keys[i]]++;
+  for (size_t i = 0; i < templates_.size(); ++i) templates_[i].group_size = group_count[group_keys[i]];
   if (templates_.empty())
     return error(Code::kInvalidArgument,
                  "generator template_capture '{}': no IPv4/IPv6 TCP/UDP packet that parses cleanly ({} frames read)",

@@ -717,6 +717,38 @@ TEST_CASE("headers from a real capture", "[generator][templates]") {
   CHECK(v4 + v6 == 20000);
 }
 
+TEST_CASE("a template's later generations number their ports within its group", "[generator][templates]") {
+  // A group: templates equal but for the L4 source port and the source address tail. Generation 1 of the
+  // group's templates takes source ports 1024, 1025, ... (one each), so each group starts at 1024.
+  GeneratorConfig cfg;
+  cfg.template_capture = data_path("pcap/ndpi/1kxun.pcap");
+  cfg.flows = 1'000'000;
+  const uint32_t T = make(cfg)->generator_stats().templates;
+  REQUIRE(T > 10);
+  cfg.flows = 2 * T;
+  auto g = make(cfg);
+  auto group_of = [](FlowKey k) {
+    k.sport = 0;
+    const int tail = k.family == 4 ? 2 : 14;
+    k.src[tail] = k.src[tail + 1] = 0;
+    return std::string(reinterpret_cast<char*>(&k), sizeof k);
+  };
+  std::map<std::string, std::set<uint16_t>> ports;  // group -> generation 1's source ports
+  std::map<std::string, uint32_t> size;
+  for (uint32_t f = 0; f < T; ++f) {
+    const std::string grp = group_of(g->flow_key(f));
+    ++size[grp];
+    ports[grp].insert(g->flow_key(T + f).sport);
+  }
+  REQUIRE(size.size() > 1);
+  for (const auto& [grp, n] : size) {
+    CAPTURE(n);
+    REQUIRE(ports[grp].size() == n);
+    CHECK(*ports[grp].begin() == 1024);
+    CHECK(*ports[grp].rbegin() == 1024 + n - 1);
+  }
+}
+
 TEST_CASE("bad configurations name the setting", "[generator][errors]") {
   auto expect_error = [](GeneratorConfig cfg, const std::string& needle, Code code = Code::kInvalidArgument) {
     auto g = make_generator_port(cfg);
