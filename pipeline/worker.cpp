@@ -99,6 +99,8 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
   }
   // Look the flows up, their index slots on the way from memory since the pass above.
   uint64_t inserted_total = 0;
+  const uint8_t lane = worker_lane_.load(std::memory_order_relaxed);
+  uint32_t* const expected = worker_dynamic_ ? expected_seq_.data() : nullptr;
   for (uint16_t i = 0; i < m; ++i) {
     Packet& p = pkts[i];
     if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
@@ -108,15 +110,15 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
     if (p.flow_id == kNoFlow) continue;
     if (inserted) app_->flow_started(p.flow_id, keys[i]);
     FlowState& fs = flows_->state(p.flow_id);
-    fs.lane = worker_lane_.load(std::memory_order_relaxed);
+    fs.lane = lane;
     p.seq = kernels::take_seq(fs, p.flow_id, *app_);  // the app may use it (AES: the IV), as on the lane path
     // Egress checks each flow's order when lanes run again: it expects the next sequence number.
-    if (worker_dynamic_) expected_seq_[p.flow_id] = p.seq + 1;
+    if (expected != nullptr) expected[p.flow_id] = p.seq + 1;
     fs.packets++;
     fs.bytes += p.len;
   }
   bump(flows_seen_, inserted_total);
-  send_in_place(*lanes_[worker_lane_.load(std::memory_order_relaxed)], pkts, m, now, false);
+  send_in_place(*lanes_[lane], pkts, m, now, false);
   return n;
 }
 

@@ -50,7 +50,7 @@ DropReason parse_ipv6(Packet& p, uint32_t off) {
     p.payload_len = 0;
     return DropReason::kNone;
   }
-  return parse_l4(p, cur, end, first_fragment);
+  return parse_l4(p, nh, cur, end, first_fragment, (p.flags & kFlagFragment) != 0);
 }
 
 }  // namespace hpr::detail

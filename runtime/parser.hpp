@@ -33,7 +33,10 @@ inline DropReason fail(Packet& p, DropReason r) {
 }
 
 // Sets l4_off / payload_off / payload_len for an L4 header at `off` with `end` = end of IP payload.
-[[gnu::always_inline]] inline DropReason parse_l4(Packet& p, uint32_t off, uint32_t end, bool first_fragment) {
+// `proto` is p.l4 and `fragment` whether kFlagFragment is set, passed as values: read back from *p they were
+// loads after stores on the hot path.
+[[gnu::always_inline]] inline DropReason parse_l4(Packet& p, uint8_t proto, uint32_t off, uint32_t end,
+                                                  bool first_fragment, bool fragment) {
   if (!first_fragment) {
     p.payload_off = static_cast<uint16_t>(off);
     p.payload_len = static_cast<uint16_t>(end - off);
@@ -41,8 +44,8 @@ inline DropReason fail(Packet& p, DropReason r) {
   }
   uint32_t hl = 0;
   // The ports a flow key reads (has_ports): TCP's and UDP's, except in the first fragment of a datagram.
-  const uint8_t ports = (p.flags & kFlagFragment) == 0 ? kFlagPorts : 0;
-  switch (p.l4) {
+  const uint8_t ports = fragment ? 0 : kFlagPorts;
+  switch (proto) {
     case 6:  // TCP: data offset in 32-bit words, at least 5
       if (end < off + 20) return fail(p, DropReason::kTruncated);
       hl = static_cast<uint32_t>(p.data[off + 12] >> 4) * 4;
@@ -74,20 +77,23 @@ inline DropReason fail(Packet& p, DropReason r) {
   const uint32_t len = p.len;
   if (len < off + 20) return fail(p, DropReason::kTruncated);
   const uint8_t* h = p.data + off;
-  if ((h[0] >> 4) != 4) return fail(p, DropReason::kBadVersion);
-  uint32_t ihl = static_cast<uint32_t>(h[0] & 0x0f) * 4;
-  if (ihl < 20 || len < off + ihl) return fail(p, DropReason::kBadIhl);
-  uint32_t total = load_be16(h + 2);
+  uint32_t ihl = 20;
+  if (h[0] != 0x45) {  // most headers are 0x45 (version 4, 20 bytes), whose version and IHL need no more checks
+    if ((h[0] >> 4) != 4) return fail(p, DropReason::kBadVersion);
+    ihl = static_cast<uint32_t>(h[0] & 0x0f) * 4;
+    if (ihl < 20 || len < off + ihl) return fail(p, DropReason::kBadIhl);
+  }
+  const uint32_t total = load_be16(h + 2);
   if (total < ihl || len < off + total) return fail(p, DropReason::kBadTotalLength);
   if (opt.verify_ipv4_checksum && ipv4_header_sum(h, ihl) != 0xffff) return fail(p, DropReason::kBadChecksum);
   if (ihl > 20) p.flags |= kFlagIpOptions;
-  uint16_t frag = load_be16(h + 6);
-  bool more = (frag & 0x2000) != 0;
-  uint16_t frag_off = frag & 0x1fff;
-  if (more || frag_off != 0) p.flags |= kFlagFragment;
+  const uint16_t frag = load_be16(h + 6);
+  const bool fragment = (frag & 0x3fff) != 0;  // more fragments, or an offset
+  if (fragment) p.flags |= kFlagFragment;
+  const uint8_t proto = h[9];
   p.l3 = L3::kIPv4;
-  p.l4 = h[9];
-  return parse_l4(p, off + ihl, off + total, frag_off == 0);
+  p.l4 = proto;
+  return parse_l4(p, proto, off + ihl, off + total, (frag & 0x1fff) == 0, fragment);
 }
 
 // IPv6 with its extension headers (parser.cpp: less common, out of line).

@@ -42,6 +42,8 @@ TEST_CASE("hpr run over DPDK net_pcap in and out forwards like the native refere
   c.duration_s = 3;       // net_pcap without infinite_rx delivers the file once, then idles
   const Summary s = run_to_end(c);  // the ports are closed when it returns (net_pcap writes its tx capture)
   check_books(s);
+  CHECK(s.dropped > 0);
+  CHECK(s.rx_buffers_in_use == 0);  // every mbuf back in the pool, the dropped ones' too (net_pcap keeps no rx ring)
   auto cap = load_capture(in);
   REQUIRE(cap.is_ok());
   CHECK(s.rx_packets == cap->size());
