@@ -155,7 +155,7 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     p.hash = 0;
     p.flow_id = kNoFlow;
     if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
-    p.hash = canonical_flow_key(p, keys[i]);
+    p.hash = canonical_flow_key<true>(p, keys[i]);
     flows_->prefetch(p.hash);
   }
   uint16_t nm = 0;

@@ -80,19 +80,24 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
   const uint16_t n = rx_->rx_burst(pkts, std::min<uint16_t>(cfg_.rx_burst, Burst::kMax), now);
   if (n == 0) return 0;
   FlowKey* keys = burst_->keys;
+  // What the loops read through `this` held in locals: read through `this` they were loaded again for every packet
+  // (the loops store to packets, which could alias them as far as the compiler knows).
+  FlowTable& flows = *flows_;
+  const kernels::App& app = *app_;
+  const ParseOptions opt = cfg_.parse;
   // Parse, key and hash; what fails to parse is dropped here, the rest is compacted in arrival order.
   uint16_t m = 0;
   for (uint16_t i = 0; i < n; ++i) {
     Packet& p = pkts[i];
-    if (parse(p, cfg_.parse) != DropReason::kNone) {
+    if (parse(p, opt) != DropReason::kNone) {
       drop_at_dispatch(&p, 1, p.drop);
       continue;
     }
     p.hash = 0;
     p.flow_id = kNoFlow;
     if (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6) {
-      p.hash = canonical_flow_key(p, keys[m]);
-      flows_->prefetch(p.hash);
+      p.hash = canonical_flow_key<true>(p, keys[m]);
+      flows.prefetch(p.hash);
     }
     if (m != i) pkts[m] = p;
     ++m;
@@ -101,21 +106,22 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
   uint64_t inserted_total = 0;
   const uint8_t lane = worker_lane_.load(std::memory_order_relaxed);
   uint32_t* const expected = worker_dynamic_ ? expected_seq_.data() : nullptr;
-  for (uint16_t i = 0; i < m; ++i) {
-    Packet& p = pkts[i];
-    if (p.l3 != L3::kIPv4 && p.l3 != L3::kIPv6) continue;
+  const FlowKey* key = keys;
+  for (Packet* p = pkts; p != pkts + m; ++p, ++key) {
+    if (p->l3 != L3::kIPv4 && p->l3 != L3::kIPv6) continue;
     bool inserted = false;
-    p.flow_id = flows_->lookup_or_insert(keys[i], p.hash, now, &inserted);
+    const uint32_t id = flows.lookup_or_insert(*key, p->hash, now, &inserted);
+    p->flow_id = id;
     inserted_total += inserted;
-    if (p.flow_id == kNoFlow) continue;
-    if (inserted) app_->flow_started(p.flow_id, keys[i]);
-    FlowState& fs = flows_->state(p.flow_id);
+    if (id == kNoFlow) continue;
+    if (inserted) app.flow_started(id, *key);
+    FlowState& fs = flows.state(id);
     fs.lane = lane;
-    p.seq = kernels::take_seq(fs, p.flow_id, *app_);  // the app may use it (AES: the IV), as on the lane path
+    p->seq = kernels::take_seq(fs, id, app);  // the app may use it (AES: the IV), as on the lane path
     // Egress checks each flow's order when lanes run again: it expects the next sequence number.
-    if (expected != nullptr) expected[p.flow_id] = p.seq + 1;
+    if (expected != nullptr) expected[id] = p->seq + 1;
     fs.packets++;
-    fs.bytes += p.len;
+    fs.bytes += p->len;
   }
   bump(flows_seen_, inserted_total);
   send_in_place(*lanes_[lane], pkts, m, now, false);
@@ -191,35 +197,42 @@ void Pipeline::send_in_place(Lane& lane, Packet* pkts, uint16_t m, uint64_t t0, 
   bump(st.packets, m);
   bump(st.batch_pkts_sum, m);
   bump(st.busy_ns, done - t0);
-  uint16_t k = 0, nd = 0;
-  for (uint16_t i = 0; i < m; ++i) {
-    Packet& p = pkts[i];
-    if (p.drop != DropReason::kNone) {
-      drop_at_egress(p);
-      Port::buffer_ref(w.dropped[nd++], p);
+  // Pointers and the shaper test held in registers: with indices and shaper_ read through `this`, the loop kept its
+  // counters on the stack.
+  const bool shaping = shaper_ != nullptr;
+  Packet* keep = pkts;  // where the next packet that leaves goes: in order, over the dropped ones
+  Packet* dropped = w.dropped;
+  for (Packet* p = pkts; p != pkts + m; ++p) {
+    if (p->drop != DropReason::kNone) {
+      drop_at_egress(*p);
+      Port::buffer_ref(*dropped++, *p);
       continue;
     }
-    const uint64_t lat = done - (own_rx_times ? p.rx_ns : t0);
+    const uint64_t lat = done - (own_rx_times ? p->rx_ns : t0);
     if (own_rx_times) {
       st.batch_latency.add(lat);
       latency_.add(lat);
     }
-    if (p.svc < kServiceBooks) book_service(p, lat);
-    if (shaper_) shape(p, done);
-    else if (k != i) pkts[k++] = p;
-    else ++k;
+    if (p->svc < kServiceBooks) book_service(*p, lat);
+    if (shaping) {
+      shape(*p, done);
+    } else {
+      if (keep != p) *keep = *p;
+      ++keep;
+    }
   }
+  const auto nd = static_cast<uint16_t>(dropped - w.dropped);
   if (!own_rx_times) {  // every packet of a burst carries the burst's rx time: one latency for all that leave
     const uint16_t leaving = m - nd;
     st.batch_latency.add(done - t0, leaving);
     latency_.add(done - t0, leaving);
   }
   rx_->release(w.dropped, nd);
-  if (shaper_) {
+  if (shaping) {
     transmit(eg_.txq);
     release_shaped(done);
   } else {
-    transmit(pkts, k);
+    transmit(pkts, static_cast<uint16_t>(keep - pkts));
   }
 }
 

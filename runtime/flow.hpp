@@ -83,7 +83,10 @@ FlowKey flow_key(const Packet& p);
 // flow_key(p).canonical() in one pass, written straight into `out` as five 64-bit words (a key built
 // on the stack and copied out cost the dispatcher a store-forwarding stall per packet).
 // Returns flow_hash(out), computed from the words on their way out.
-inline uint32_t canonical_flow_key(const Packet& p, FlowKey& out);  // below, beside flow_hash_words
+// kParsedIp: the caller has seen parse() pass p with an IPv4 or IPv6 header (the classifier's loops test that
+// first), so the function does not test it again.
+template <bool kParsedIp = false>
+uint32_t canonical_flow_key(const Packet& p, FlowKey& out);  // below, beside flow_hash_words
 // "src:sport > dst:dport proto N" for an IP packet, "non-ip" otherwise (result logs).
 std::string flow_text(const Packet& p);
 
@@ -116,10 +119,12 @@ inline uint32_t flow_hash(const FlowKey& k) {
 inline bool has_ports(const Packet& p) { return (p.flags & kFlagPorts) != 0; }
 
 // Inline: the classifier calls it for every packet.
+template <bool kParsedIp>
 [[gnu::always_inline]] inline uint32_t canonical_flow_key(const Packet& p, FlowKey& out) {
   uint64_t a[2] = {0, 0}, b[2] = {0, 0};  // src, dst as FlowKey holds them
   uint64_t tail = 0;                        // sport | dport << 16 | proto << 32 | family << 40
-  if (p.drop == DropReason::kNone && p.l3_off != kNoOffset && (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6)) {
+  if (kParsedIp ||
+      (p.drop == DropReason::kNone && p.l3_off != kNoOffset && (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6))) {
     const uint8_t* h = p.data + p.l3_off;
     if (p.l3 == L3::kIPv4) {
       uint32_t s, d;

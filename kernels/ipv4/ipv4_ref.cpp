@@ -193,6 +193,7 @@ void Ipv4App::forward(const In& in, uint32_t n) const {
     uint32_t idx6[kChunk];
     uint32_t k = 0;
     uint32_t k6 = 0;
+    const FlatLpm::Prefetcher prefetch = lpm_.prefetcher();
     for (uint32_t j = 0; j < m; ++j) {
       const uint32_t i = base + j;
       const uint8_t* h;
@@ -206,7 +207,7 @@ void Ipv4App::forward(const In& in, uint32_t n) const {
         continue;
       }
       dst[k] = (uint32_t{h[16]} << 24) | (uint32_t{h[17]} << 16) | (uint32_t{h[18]} << 8) | h[19];
-      lpm_.prefetch(dst[k]);
+      prefetch(dst[k]);
       idx[k] = i;
       ++k;
     }
@@ -214,13 +215,13 @@ void Ipv4App::forward(const In& in, uint32_t n) const {
     lpm_.lookup_bulk(dst, nh, k);
     for (uint32_t t = 0; t < k; ++t) {
       const uint32_t i = idx[t];
-      uint8_t* h = in.header(i);
       Ipv4Result r{kNoNextHop, 0, 0, 0};
       uint32_t hop = nh[t];
       if (!route_or_drop(hop, r)) {
         in.put(i, r);
         continue;
       }
+      uint8_t* h = in.header(i);
       const uint16_t hc = static_cast<uint16_t>((uint32_t{h[10]} << 8) | h[11]);
       const uint16_t hc2 = ttl_decrement_checksum(hc, h[8], h[9]);
       h[8] = static_cast<uint8_t>(h[8] - 1);
