@@ -85,7 +85,7 @@ inline DropReason fail(Packet& p, DropReason r) {
   }
   const uint32_t total = load_be16(h + 2);
   if (total < ihl || len < off + total) return fail(p, DropReason::kBadTotalLength);
-  if (opt.verify_ipv4_checksum && ipv4_header_sum(h, ihl) != 0xffff) return fail(p, DropReason::kBadChecksum);
+  if (opt.verify_ipv4_checksum && !ipv4_header_ok(h, ihl)) return fail(p, DropReason::kBadChecksum);
   if (ihl > 20) p.flags |= kFlagIpOptions;
   const uint16_t frag = load_be16(h + 6);
   const bool fragment = (frag & 0x3fff) != 0;  // more fragments, or an offset

@@ -15,7 +15,7 @@ constexpr uint32_t kChunk = 64;  // packets per validate / bulk-lookup / rewrite
 
 // check()'s last steps, on a header whose version, IHL and total length are good: checksum, then TTL. r is fresh.
 inline uint8_t check_sum_ttl(const uint8_t* h, uint32_t ihl4, Ipv4Result& r) {
-  if (ipv4_header_sum(h, ihl4) != 0xffff) {
+  if (!ipv4_header_ok(h, ihl4)) {
     r.drop = reason(DropReason::kBadChecksum);
   } else if (h[8] <= 1) {
     r.drop = reason(DropReason::kTtlExceeded);
