@@ -111,10 +111,10 @@ struct InPlace {
   // check() on packet i, which parse() has read: an IPv4 packet it did not drop has a good version, IHL and total
   // length within its frame (parse_ipv4 checked them against the frame, check() against the slice: the same unless
   // the frame is longer than a descriptor's avail can say), so only the checksum and the TTL are left. Anything
-  // else (IPv6, not IP, dropped, a frame above 32 KB) goes through the slice and check() as gathered.
+  // else (IPv6, not IP, dropped, a frame above 32,767 bytes) goes through the slice and check() as gathered.
   uint8_t check(uint32_t i, const uint8_t*& h, Ipv4Result& r, const Ipv4Config& cfg) const {
     const Packet& p = pkts[i];
-    if (p.l3 == L3::kIPv4 && p.drop == DropReason::kNone && uint32_t{p.len} - p.l3_off <= kDescAvailMask) {
+    if (p.l3 == L3::kIPv4 && p.drop == DropReason::kNone && p.len <= kDescAvailMask) {
       h = p.data + p.l3_off;
       r = Ipv4Result{kNoNextHop, 0, 0, 0};
       return check_sum_ttl(h, (h[0] & 0xfu) * 4u, r);
