@@ -11,10 +11,13 @@
 //   With --callgrind, NAME is an MD5 contestant.
 // --callgrind NAME: one configuration, no timing, collection on only around --iters batches (run it under
 //   valgrind --tool=callgrind --collect-atstart=no); prints the bytes, for instructions per byte.
+// --steps: every contestant (AES, or MD5 with --md5) at 64 B, 1514 B and the mix, --iters batches (default 1) of
+//   --batch packets, instructions counted on this CPU by single-stepping (rounds.hpp steps()); any CPU features,
+//   AVX-512 and VAES included; writes crypto_steps.csv (crypto_md5_steps.csv). About 20 µs an instruction.
 // Usage: crypto_bench [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick] [--imb-arch A]
 //                     [--imb-check]
 //                     [--peers [--md5] [--rounds N] [--batch N]] [--md5] [--callgrind NAME --size 64|1514|mix
-//                     --batch N --iters N]
+//                     --batch N --iters N] [--steps [--md5] [--batch N] [--iters N]]
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -79,8 +82,8 @@ int main(int argc, char** argv) {
   double min_ms = 150;
   uint32_t max_batch = 65536;
   std::string imb_arch = "auto", callgrind, cg_size = "1514";
-  bool peers = false, imb_check = false, md5_peers = false;
-  int rounds = 9, iters = 20;
+  bool peers = false, imb_check = false, md5_peers = false, steps = false;
+  int rounds = 9, iters = -1;  // iters: 20 under --callgrind, 1 under --steps
   uint32_t batch = 256;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
     else if (a == "--quick") { min_ms = 20; max_batch = 4096; }
     else if (a == "--imb-arch") imb_arch = next();
     else if (a == "--peers") peers = true;
+    else if (a == "--steps") steps = true;
     else if (a == "--md5") md5_peers = true;
     else if (a == "--imb-check") imb_check = true;
     else if (a == "--rounds") rounds = std::stoi(next());
@@ -103,7 +107,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--out DIR] [--runs N] [--min-ms MS] [--max-batch N] [--quick] [--imb-arch A] "
                    "[--imb-check] [--peers [--rounds N] [--batch N]] [--md5] "
-                   "[--callgrind NAME --size 64|1514|mix --batch N --iters N]\n",
+                   "[--callgrind NAME --size 64|1514|mix --batch N --iters N] [--steps [--batch N] [--iters N]]\n",
                    argv[0]);
       return 2;
     }
@@ -127,15 +131,18 @@ int main(int argc, char** argv) {
     int sk = cg_size == "64" ? 0 : cg_size == "1514" ? 1 : 2;
     std::mt19937 rng(batch * 3 + sk);
     Batch b = make_batch(batch, sk, rng);
-    return contestants.callgrind(callgrind, b.view(), b.bytes, iters);
+    return contestants.callgrind(callgrind, b.view(), b.bytes, iters < 0 ? 20 : iters);
   }
-  if (peers) {
+  if (peers || steps) {
     std::vector<bench::RoundBatch> batches;
     for (int sk = 0; sk < 3; ++sk) {
       std::mt19937 rng(batch * 3 + sk);
       Batch b = make_batch(batch, sk, rng);
       batches.push_back({size_names[sk], std::move(b.desc), std::move(b.pkts), std::move(b.out), b.bytes});
     }
+    if (steps)
+      return contestants.steps(batches, iters < 0 ? 1 : iters,
+                               out_dir + (md5_peers ? "/crypto_md5_steps.csv" : "/crypto_steps.csv"));
     return contestants.rounds(batches, rounds, min_runs, min_ms,
                               out_dir + (md5_peers ? "/crypto_md5_peers.csv" : "/crypto_peers.csv"));
   }

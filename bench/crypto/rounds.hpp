@@ -10,6 +10,10 @@
 //                min-max. Raw rounds to a CSV.
 //   callgrind(): one contestant, `iters` batches inside cg_region() (valgrind --tool=callgrind
 //                --collect-atstart=no --toggle-collect='*cg_region*'), for instructions per byte.
+//   steps():     every contestant on every batch, `iters` batches after a warm-up one, instructions counted on this
+//                CPU by single-stepping (hpr/step_count.hpp): the instructions per byte of the paths valgrind cannot
+//                run (AVX-512, VAES), and beside them those it can (equal to callgrind's, a check of the counter).
+//                Table on stdout, rows to a CSV.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -19,6 +23,7 @@
 
 #include "hpr/clock.hpp"
 #include "hpr/stats.hpp"
+#include "hpr/step_count.hpp"
 #include "kernels/app.hpp"
 
 namespace hpr::bench {
@@ -167,6 +172,41 @@ class Contestants {
     return 2;
   }
 
+  int steps(std::vector<RoundBatch>& batches, int iters, const std::string& csv_path) {
+    FILE* csv = std::fopen(csv_path.c_str(), "w");
+    if (!csv) {
+      std::fprintf(stderr, "cannot write %s\n", csv_path.c_str());
+      return 1;
+    }
+    std::fprintf(csv, "size,batch,impl,iters,instructions,bytes,instr_per_byte\n");
+    std::printf("%-16s %-5s %6s %14s %12s %10s\n", "contestant", "size", "batch", "instructions", "bytes",
+                "instr/byte");
+    for (auto& b : batches) {
+      const kernels::BatchView v = b.view();
+      const uint64_t bytes = b.bytes * static_cast<uint64_t>(iters);
+      for (auto& c : cs_) {
+        c.run(v);  // warm-up, outside the count
+        auto n = count_steps([&] { cg_region(c.run, v, iters); });
+        if (!n) {
+          std::fprintf(stderr, "steps: %s, %s: %s\n", c.name.c_str(), b.size.c_str(), n.status().to_string().c_str());
+          std::fclose(csv);
+          return 1;
+        }
+        const double per_byte = static_cast<double>(n.value()) / static_cast<double>(bytes);
+        std::printf("%-16s %-5s %6u %14lu %12lu %10.3f\n", c.name.c_str(), b.size.c_str(), v.n,
+                    static_cast<unsigned long>(n.value()), static_cast<unsigned long>(bytes), per_byte);
+        std::fprintf(csv, "%s,%u,%s,%d,%lu,%lu,%.4f\n", b.size.c_str(), v.n, c.name.c_str(), iters,
+                     static_cast<unsigned long>(n.value()), static_cast<unsigned long>(bytes), per_byte);
+        std::fflush(stdout);
+      }
+    }
+    if (std::fclose(csv) != 0) {
+      std::fprintf(stderr, "cannot write %s\n", csv_path.c_str());
+      return 1;
+    }
+    std::printf("wrote %s\n", csv_path.c_str());
+    return 0;
+  }
 
  protected:
   std::vector<C> cs_;

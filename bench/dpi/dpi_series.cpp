@@ -12,6 +12,7 @@
 #include "bench/dpi/dpi_workload.hpp"
 #include "hpr/clock.hpp"
 #include "hpr/stats.hpp"
+#include "hpr/step_count.hpp"
 #include "kernels/dpi/hs_peer.hpp"
 #include "kernels/dpi/hot_order.hpp"
 
@@ -191,7 +192,8 @@ extern "C" __attribute__((noinline)) void dpi_bench_scan_pass(const std::functio
 
 namespace hpr::dpi::bench {
 
-int run_callgrind(const std::string& rules, const std::string& engine, const std::string& set, uint32_t sample) {
+int run_callgrind(const std::string& rules, const std::string& engine, const std::string& set, uint32_t sample,
+                  bool steps) {
   auto full = load_rule_dir(rules);
   if (!full.is_ok()) {
     fmt::print(stderr, "{}\n", full.status().to_string());
@@ -233,14 +235,24 @@ int run_callgrind(const std::string& rules, const std::string& engine, const std
                        "prefilter[-avx512|-avx2|-scalar])\n", engine);
     return 1;
   }
-  dpi_bench_scan_pass(&fn, &v);
+  uint64_t instructions = 0;
+  dpi_bench_scan_pass(&fn, &v);  // the pass callgrind counts; under `steps`, the warm-up
+  if (steps) {
+    auto n = count_steps([&] { dpi_bench_scan_pass(&fn, &v); });
+    if (!n) return fmt::print(stderr, "--steps: {}\n", n.status().to_string()), 1;
+    instructions = *n;
+  }
   uint64_t bytes = 0, matches = 0;
   for (uint32_t i = 0; i < v.n; ++i) {
     bytes += v.desc[i].len;
     matches += reinterpret_cast<const uint32_t*>(v.out)[size_t{i} * (k + 1)];
   }
-  fmt::print("callgrind {} {} {}: {} payloads, {} payload bytes, {} matches{}\n", engine, set,
-             pf ? simd_name(pf->simd()) : "-", v.n, bytes, matches, "");
+  fmt::print("{} {} {} {}: {} payloads, {} payload bytes, {} matches", steps ? "steps" : "callgrind", engine, set,
+             pf ? simd_name(pf->simd()) : "-", v.n, bytes, matches);
+  if (steps)
+    fmt::print(", {} instructions, {:.2f} per byte", instructions,
+               static_cast<double>(instructions) / static_cast<double>(bytes ? bytes : 1));
+  fmt::print("\n");
   return 0;
 }
 

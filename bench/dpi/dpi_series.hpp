@@ -9,12 +9,15 @@
 //    the ratios over the rounds; every pass's match total must equal Hyperscan's.
 //  - run_callgrind: one engine, one pass over the first `sample` capture payloads of one set, inside
 //    the function dpi_bench_scan_pass (for valgrind --tool=callgrind --collect-atstart=no
-//    --toggle-collect=dpi_bench_scan_pass); prints the payload bytes so that Ir / byte follows.
+//    --toggle-collect=dpi_bench_scan_pass); prints the payload bytes so that Ir / byte follows. With `steps`, no
+//    valgrind: after a warm-up pass, the pass's instructions counted on this CPU by single-stepping
+//    (hpr/step_count.hpp), so on the AVX-512 path too; prints "steps ENGINE SET SIMD: …, I instructions, X per byte".
 #include <string>
 
 namespace hpr::dpi::bench {
 
 int run_series(const std::string& rules, int rounds, uint32_t batch, uint32_t payloads, const std::string& csv_path);
-int run_callgrind(const std::string& rules, const std::string& engine, const std::string& set, uint32_t sample);
+int run_callgrind(const std::string& rules, const std::string& engine, const std::string& set, uint32_t sample,
+                  bool steps = false);
 
 }  // namespace hpr::dpi::bench

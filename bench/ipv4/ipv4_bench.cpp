@@ -9,6 +9,8 @@
 // Warm-up, then --runs repetitions (LPM: interleaved rounds, ratio to rte_lpm_lookup_bulk per round, its median
 // and min-max); median and spread ((p90-p10)/median). CSV to --out (default out/ipv4/): lpm.csv, lpm_rounds.csv,
 // forward.csv. Times are thread CPU time (see cpu_ns). Plot: bench/ipv4/plot_ipv4.py out/ipv4.
+// --steps N: instead, the instructions of N lookups per implementation and address set, counted by single-stepping
+// (lpm_steps.csv), so the comparison has a figure that the machine's noise does not move.
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_lpm.h>
@@ -20,6 +22,7 @@
 #include <random>
 #include <ctime>
 
+#include "bench/ipv4/lookup_steps.hpp"
 #include "hpr/clock.hpp"
 #include "hpr/data_dir.hpp"
 #include "hpr/stats.hpp"
@@ -89,10 +92,15 @@ int main(int argc, char** argv) {
   cli.add_option("--random", num_random, "random addresses for the LPM benchmark");
   cli.add_option("--packets", packets, "packets per forwarding run");
   cli.add_option("--ports", num_ports, "ports (next hop = AS mod ports)");
+  uint32_t steps = 0;
+  cli.add_option("--steps", steps, "instead of timing LPM: count the instructions of this many lookups per "
+                                   "implementation and address set by single-stepping (hpr/step_count.hpp; about "
+                                   "20 us an instruction; no forwarding part); lpm_steps.csv");
   bool no_lpm = false, no_forward = false;
   cli.add_flag("--no-lpm", no_lpm, "skip the LPM benchmark");
   cli.add_flag("--no-forward", no_forward, "skip the forwarding benchmark");
   CLI11_PARSE(cli, argc, argv);
+  if (steps > 0) no_forward = true;
   std::filesystem::create_directories(out_dir);
 
   const char* eal_argv[] = {"ipv4_bench", "--no-huge", "--no-shconf", "--no-pci", "-m", "512", "--log-level=error"};
@@ -144,10 +152,15 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::vector<uint32_t>>> sets = {{"random", random_addrs}, {"captures", cap}};
 
   if (no_lpm) sets.clear();
-  std::ofstream lcsv(out_dir + "/lpm.csv", no_lpm ? std::ios::app : std::ios::trunc);
-  if (!no_lpm) lcsv << "addresses,count,impl,median_mlookups,p1,p99,spread,ratio_vs_rte_lpm_bulk,ratio_min,ratio_max,rounds\n";
-  std::ofstream rcsv(out_dir + "/lpm_rounds.csv", no_lpm ? std::ios::app : std::ios::trunc);  // every round's rate
-  if (!no_lpm) rcsv << "addresses,round,impl,mlookups\n";
+  std::ofstream scsv;
+  if (steps > 0) {
+    scsv.open(out_dir + "/lpm_steps.csv");
+    scsv << "addresses,impl,lookups,instructions,per_lookup\n";  // lookup_steps.hpp
+  }
+  std::ofstream lcsv(out_dir + "/lpm.csv", no_lpm || steps ? std::ios::app : std::ios::trunc);
+  if (!no_lpm && !steps) lcsv << "addresses,count,impl,median_mlookups,p1,p99,spread,ratio_vs_rte_lpm_bulk,ratio_min,ratio_max,rounds\n";
+  std::ofstream rcsv(out_dir + "/lpm_rounds.csv", no_lpm || steps ? std::ios::app : std::ios::trunc);  // every round's rate
+  if (!no_lpm && !steps) rcsv << "addresses,round,impl,mlookups\n";
   constexpr uint32_t kBurst = 64;  // rte_lpm_lookup_bulk wants a compile-time n
   for (auto& [set_name, addrs] : sets) {
     const size_t n = addrs.size() / kBurst * kBurst;
@@ -162,43 +175,43 @@ int main(int argc, char** argv) {
     }
     if (mism != 0) fmt::print(stderr, "WARNING: {} addresses of {} differ from rte_lpm\n", mism, set_name);
 
-    struct Impl {
-      std::string name;
-      std::function<void()> fn;
-    };
     std::vector<uint32_t> hops(n);
-    const std::vector<Impl> impls = {
-        {"rte_lpm_lookup_bulk", [&] {
-           for (size_t i = 0; i < n; i += kBurst) rte_lpm_lookup_bulk(lpm, addrs.data() + i, hops.data() + i, kBurst);
-           g_sink = hops[n - 1];
+    const std::vector<hpr::bench::LookupImpl> impls = {
+        {"rte_lpm_lookup_bulk", [&](size_t m) {
+           for (size_t i = 0; i < m; i += kBurst) rte_lpm_lookup_bulk(lpm, addrs.data() + i, hops.data() + i, kBurst);
+           g_sink = hops[m - 1];
          }},
-        {"rte_lpm_lookupx4", [&] {
-           for (size_t i = 0; i < n; i += 4) {
+        {"rte_lpm_lookupx4", [&](size_t m) {
+           for (size_t i = 0; i < m; i += 4) {
              xmm_t ip = _mm_loadu_si128(reinterpret_cast<const __m128i*>(addrs.data() + i));
              rte_lpm_lookupx4(lpm, ip, hops.data() + i, UINT32_MAX);
            }
-           g_sink = hops[n - 1];
+           g_sink = hops[m - 1];
          }},
-        {"hpr_flat16_bulk", [&] {
-           for (size_t i = 0; i < n; i += kBurst) narrow->lookup_bulk(addrs.data() + i, hops.data() + i, kBurst);
-           g_sink = hops[n - 1];
+        {"hpr_flat16_bulk", [&](size_t m) {
+           for (size_t i = 0; i < m; i += kBurst) narrow->lookup_bulk(addrs.data() + i, hops.data() + i, kBurst);
+           g_sink = hops[m - 1];
          }},
-        {"hpr_flat32_bulk", [&] {
-           for (size_t i = 0; i < n; i += kBurst) wide->lookup_bulk(addrs.data() + i, hops.data() + i, kBurst);
-           g_sink = hops[n - 1];
+        {"hpr_flat32_bulk", [&](size_t m) {
+           for (size_t i = 0; i < m; i += kBurst) wide->lookup_bulk(addrs.data() + i, hops.data() + i, kBurst);
+           g_sink = hops[m - 1];
          }},
     };
+    if (steps > 0) {  // instructions per lookup instead of the timed rounds
+      if (!hpr::bench::count_lookup_steps(impls, set_name, std::min(n, size_t{steps} / kBurst * kBurst), scsv)) return 1;
+      continue;
+    }
     // Interleaved rounds (every implementation once per round, in turn, the order rotating by one each round)
     // so that load from other processes on this shared machine hits all of them alike; the ratio to
     // rte_lpm_lookup_bulk is taken per round, then its median and min-max over the rounds.
-    for (const auto& im : impls) im.fn();  // warm-up
+    for (const auto& im : impls) im.fn(n);  // warm-up
     std::vector<std::vector<double>> rate(impls.size());
     std::vector<std::vector<double>> ratio(impls.size());
     for (int r = 0; r < runs; ++r) {
       for (size_t j = 0; j < impls.size(); ++j) {
         const size_t k = (j + static_cast<size_t>(r)) % impls.size();
         const uint64_t t0 = cpu_ns();
-        impls[k].fn();
+        impls[k].fn(n);
         const uint64_t t1 = cpu_ns();
         rate[k].push_back(static_cast<double>(n) / static_cast<double>(t1 - t0) * 1e3);
         rcsv << fmt::format("{},{},{},{:.2f}\n", set_name, r, impls[k].name, rate[k].back());

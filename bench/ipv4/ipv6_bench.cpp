@@ -4,7 +4,8 @@
 // prefixes, and every IPv6 address of the real captures (repeated to the same count). Next hops are
 // cross-checked equal before timing. Interleaved rounds (each implementation once per round), thread CPU
 // time, median and spread ((p90-p10)/median) per implementation, ratio per round (median, min, max).
-// CSV: --out/lpm6.csv. --table-out writes the synthetic table as pyasn text.
+// CSV: --out/lpm6.csv. --table-out writes the synthetic table as pyasn text. --steps N: instead of timing, the
+// instructions of N lookups per implementation and set, counted by single-stepping (lookup_steps.hpp).
 // Then the ipv4 app's native IPv6 path (run_native on gathered batches of 62-byte IPv6 UDP frames to
 // addresses inside the table; hop limit 255, fewer than 250 runs): Mpps per core, --out/forward6.csv.
 #include <rte_eal.h>
@@ -20,6 +21,7 @@
 #include <functional>
 
 #include "bench/ipv4/capture_addrs6.hpp"
+#include "bench/ipv4/lookup_steps.hpp"
 #include "bench/ipv4/synth_routes6.hpp"
 #include "hpr/data_dir.hpp"
 #include "hpr/stats.hpp"
@@ -58,6 +60,10 @@ int main(int argc, char** argv) {
   cli.add_option("--addresses", num_addrs, "addresses per set");
   cli.add_option("--seed", seed, "seed of the synthetic table");
   cli.add_option("--table-out", table_out, "write the synthetic table (pyasn text) here");
+  uint32_t steps = 0;
+  cli.add_option("--steps", steps, "instead of timing: count the instructions of this many lookups per "
+                                   "implementation and address set by single-stepping (about 20 us an instruction; "
+                                   "no forwarding part); lpm6_steps.csv");
   CLI11_PARSE(cli, argc, argv);
   std::filesystem::create_directories(out_dir);
 
@@ -107,8 +113,14 @@ int main(int argc, char** argv) {
   fmt::print("addresses: {} random inside the table's prefixes, {} from captures ({} src+dst)\n", random.size(),
              cap.size(), cap_unique);
 
-  std::ofstream csv(out_dir + "/lpm6.csv");
-  csv << "table,addresses,count,impl,median_mlookups,p1,p99,spread,ratio_median,ratio_min,ratio_max\n";
+  std::ofstream csv, scsv;
+  if (steps > 0) {
+    scsv.open(out_dir + "/lpm6_steps.csv");
+    scsv << "addresses,impl,lookups,instructions,per_lookup\n";  // lookup_steps.hpp
+  } else {
+    csv.open(out_dir + "/lpm6.csv");
+    csv << "table,addresses,count,impl,median_mlookups,p1,p99,spread,ratio_median,ratio_min,ratio_max\n";
+  }
   constexpr uint32_t kBurst = 64;
   for (auto& [set_name, addrs] : std::vector<std::pair<std::string, std::vector<Ipv6Addr>*>>{{"random", &random},
                                                                                                {"captures", &cap}}) {
@@ -124,27 +136,27 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "ERROR: {} addresses of {} differ from rte_lpm6\n", mism, set_name);
       return 1;
     }
-    struct Impl {
-      std::string name;
-      std::function<void()> fn;
-    };
-    const std::vector<Impl> impls = {
-        {"rte_lpm6_lookup_bulk_func", [&] {
-           for (size_t i = 0; i < n; i += kBurst) rte_lpm6_lookup_bulk_func(peer, ips + i, theirs.data() + i, kBurst);
-           g_sink = static_cast<uint32_t>(theirs[n - 1]);
+    const std::vector<bench::LookupImpl> impls = {
+        {"rte_lpm6_lookup_bulk_func", [&](size_t m) {
+           for (size_t i = 0; i < m; i += kBurst) rte_lpm6_lookup_bulk_func(peer, ips + i, theirs.data() + i, kBurst);
+           g_sink = static_cast<uint32_t>(theirs[m - 1]);
          }},
-        {"hpr_lpm6_bulk", [&] {
-           for (size_t i = 0; i < n; i += kBurst) lpm->lookup_bulk(ips + i, ours.data() + i, kBurst);
-           g_sink = ours[n - 1];
+        {"hpr_lpm6_bulk", [&](size_t m) {
+           for (size_t i = 0; i < m; i += kBurst) lpm->lookup_bulk(ips + i, ours.data() + i, kBurst);
+           g_sink = ours[m - 1];
          }},
     };
-    for (const auto& im : impls) im.fn();  // warm-up
+    if (steps > 0) {  // instructions per lookup instead of the timed rounds
+      if (!bench::count_lookup_steps(impls, set_name, std::min(n, size_t{steps} / kBurst * kBurst), scsv)) return 1;
+      continue;
+    }
+    for (const auto& im : impls) im.fn(n);  // warm-up
     std::vector<std::vector<double>> rate(impls.size()), ratio(impls.size());
     for (int r = 0; r < runs; ++r) {
       for (size_t k = 0; k < impls.size(); ++k) {
         const size_t kk = (k + static_cast<size_t>(r)) % impls.size();  // alternate who goes first
         const uint64_t t0 = cpu_ns();
-        impls[kk].fn();
+        impls[kk].fn(n);
         const uint64_t t1 = cpu_ns();
         rate[kk].push_back(static_cast<double>(n) / static_cast<double>(t1 - t0) * 1e3);
       }
@@ -161,6 +173,7 @@ int main(int argc, char** argv) {
                          impls[k].name, s.median, s.p1, s.p99, s.spread, rmed, *rmin, *rmax);
     }
   }
+  if (steps > 0) return 0;
   // ---- native IPv6 forwarding (ipv4 app, IPv6 path) ----
   const std::vector<Route> one_v4 = {{0, 0, 0}};
   auto app = Ipv4App::create(one_v4, {.num_ports = 16}, routes);
