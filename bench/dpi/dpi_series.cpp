@@ -224,8 +224,10 @@ int run_callgrind(const std::string& rules, const std::string& engine, const std
     const uint32_t lanes = engine == "automaton-1lane" ? 1 : 4;
     fn = [&, lanes](const kernels::BatchView& b) { run_native_batch(*dfa, k, b, lanes); };
   } else if (engine.starts_with("prefilter")) {
-    SimdPath sp = engine.find("scalar") != std::string::npos ? SimdPath::kScalar
-                  : engine.find("avx2") != std::string::npos ? SimdPath::kAvx2 : SimdPath::kAuto;
+    SimdPath sp = engine.find("scalar") != std::string::npos   ? SimdPath::kScalar
+                  : engine.find("avx512") != std::string::npos ? SimdPath::kAvx512
+                  : engine.find("avx2") != std::string::npos   ? SimdPath::kAvx2
+                                                               : SimdPath::kAuto;
     auto r = PrefilterMatcher::build(ps.patterns, sp);
     if (!r.is_ok()) return fmt::print(stderr, "{}\n", r.status().to_string()), 1;
     pf = std::move(*r);
