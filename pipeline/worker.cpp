@@ -85,23 +85,30 @@ uint16_t Pipeline::worker_burst(uint64_t now) {
   FlowTable& flows = *flows_;
   const kernels::App& app = *app_;
   const ParseOptions opt = cfg_.parse;
-  // Parse, key and hash; what fails to parse is dropped here, the rest is compacted in arrival order.
-  uint16_t m = 0;
-  for (uint16_t i = 0; i < n; ++i) {
-    Packet& p = pkts[i];
-    if (parse(p, opt) != DropReason::kNone) {
-      drop_at_dispatch(&p, 1, p.drop);
-      continue;
+  // Parse, key and hash; what fails to parse is dropped here, the rest is compacted in arrival order. From a port
+  // whose descriptors arrive fresh (Port::fresh_rx: DPDK's), the parsed fields, hash and flow id need no reset.
+  auto classify = [&]<bool kFresh>() {
+    uint16_t m = 0;
+    for (uint16_t i = 0; i < n; ++i) {
+      Packet& p = pkts[i];
+      if (parse<kFresh>(p, opt) != DropReason::kNone) {
+        drop_at_dispatch(&p, 1, p.drop);
+        continue;
+      }
+      if constexpr (!kFresh) {
+        p.hash = 0;
+        p.flow_id = kNoFlow;
+      }
+      if (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6) {
+        p.hash = canonical_flow_key<true>(p, keys[m]);
+        flows.prefetch(p.hash);
+      }
+      if (m != i) pkts[m] = p;
+      ++m;
     }
-    p.hash = 0;
-    p.flow_id = kNoFlow;
-    if (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6) {
-      p.hash = canonical_flow_key<true>(p, keys[m]);
-      flows.prefetch(p.hash);
-    }
-    if (m != i) pkts[m] = p;
-    ++m;
-  }
+    return m;
+  };
+  const uint16_t m = rx_->fresh_rx() ? classify.template operator()<true>() : classify.template operator()<false>();
   // Look the flows up, their index slots on the way from memory since the pass above.
   uint64_t inserted_total = 0;
   const uint8_t lane = worker_lane_.load(std::memory_order_relaxed);

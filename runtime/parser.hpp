@@ -102,14 +102,19 @@ DropReason parse_ipv6(Packet& p, uint32_t off);
 }  // namespace detail
 
 // Inline, with its IPv4 and L4 steps: the dispatcher and the worker path call it for every packet.
+// kFresh: `p`'s parsed fields are a default Packet's already (a port whose rx_burst says so, Port::fresh_rx), so
+// the resets below are skipped: six stores a packet on the worker path.
+template <bool kFresh = false>
 [[gnu::always_inline]] inline DropReason parse(Packet& p, const ParseOptions& opt = {}) {
-  p.l3_off = p.l4_off = p.payload_off = kNoOffset;
-  p.payload_len = 0;
-  p.l3 = L3::kNone;
-  p.l4 = 0;
-  p.flags = 0;
-  p.drop = DropReason::kNone;
-  p.svc = kNoSvc;  // no service has taken it yet (a reused descriptor may hold the last packet's)
+  if constexpr (!kFresh) {
+    p.l3_off = p.l4_off = p.payload_off = kNoOffset;
+    p.payload_len = 0;
+    p.l3 = L3::kNone;
+    p.l4 = 0;
+    p.flags = 0;
+    p.drop = DropReason::kNone;
+    p.svc = kNoSvc;  // no service has taken it yet (a reused descriptor may hold the last packet's)
+  }
   if (p.len < 14) return detail::fail(p, DropReason::kTruncated);
   uint32_t off = 12;
   uint16_t et = load_be16(p.data + off);

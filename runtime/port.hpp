@@ -76,6 +76,9 @@ class Port {
 
   // Receive up to n packets (data, len, buf, rx_ns, port set; nothing parsed). now_ns stamps them.
   virtual uint16_t rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) = 0;
+  // True when every packet rx_burst hands out is a default Packet apart from data, len, buf, buf_kind, rx_ns and
+  // port, whatever the caller's array held before: then parse<true>() may skip resetting what it fills.
+  virtual bool fresh_rx() const { return false; }
   // Transmit up to n packets; returns how many were sent. Unsent ones stay the caller's to count.
   virtual uint16_t tx_burst(Packet* pkts, uint16_t n) = 0;
   // Return buffers of packets this port received. Reads only each Packet's `buf` and `buf_kind` (the buffer

@@ -178,6 +178,7 @@ class DpdkPort final : public Port {
     return views;
   }
 
+  bool fresh_rx() const override { return true; }  // every packet starts from `fresh` below
   uint16_t rx_burst(Packet* pkts, uint16_t n, uint64_t now_ns) override {
     rte_mbuf* m[kBurst];
     uint16_t want = n < kBurst ? n : kBurst;

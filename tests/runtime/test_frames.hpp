@@ -1,6 +1,7 @@
 #pragma once
 // Hand-made frames for parser and pipeline tests.
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "runtime/packet.hpp"
@@ -45,6 +46,22 @@ inline Packet view(std::vector<uint8_t>& f) {
   Packet p;
   p.data = f.data();
   p.len = static_cast<uint16_t>(f.size());
+  return p;
+}
+
+// Every named field of two descriptors (not the padding): equal or not.
+inline bool same_fields(const Packet& a, const Packet& b) {
+  return a.data == b.data && a.buf == b.buf && a.rx_ns == b.rx_ns && a.flow_id == b.flow_id && a.hash == b.hash &&
+         a.seq == b.seq && a.len == b.len && a.l3_off == b.l3_off && a.l4_off == b.l4_off &&
+         a.payload_off == b.payload_off && a.payload_len == b.payload_len && a.out_port == b.out_port &&
+         a.l3 == b.l3 && a.l4 == b.l4 && a.drop == b.drop && a.lane == b.lane && a.flags == b.flags &&
+         a.service == b.service && a.port == b.port && a.buf_kind == b.buf_kind && a.svc == b.svc;
+}
+
+// A descriptor whose every byte is `fill` (a reused descriptor's stale fields, at their worst).
+inline Packet stale_packet(uint8_t fill = 0xa5) {
+  Packet p;
+  std::memset(static_cast<void*>(&p), fill, sizeof p);
   return p;
 }
 
