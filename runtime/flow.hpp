@@ -147,7 +147,9 @@ template <bool kParsedIp>
       std::swap(a, b);
       std::swap(sport, dport);
     }
-    tail = sport | dport << 16 | uint64_t{p.l4} << 32 | uint64_t{p.l3 == L3::kIPv4 ? 4u : 6u} << 40;
+    // The family byte is L3's value (4, 6); l4 and l3 sit side by side in Packet, one 16-bit load.
+    static_assert(static_cast<uint8_t>(L3::kIPv4) == 4 && static_cast<uint8_t>(L3::kIPv6) == 6);
+    tail = sport | dport << 16 | uint64_t{p.l4} << 32 | uint64_t{static_cast<uint8_t>(p.l3)} << 40;
   }
   static_assert(std::endian::native == std::endian::little, "the packed tail word assumes little endian");
   // Word by word: an array built first and copied out is merged into 16-byte moves that read back

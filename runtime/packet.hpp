@@ -40,8 +40,10 @@ struct Packet {
   uint16_t payload_off = kNoOffset;  // offset of the L4 payload
   uint16_t payload_len = 0;          // L4 payload bytes, bounded by the IP length (excludes Ethernet padding)
   uint16_t out_port = 0;             // egress port chosen by the app (ipv4) or the default
-  L3 l3 = L3::kNone;
+  // l4 then l3, next to each other: the flow key's tail takes both with one 16-bit load (proto | family << 8;
+  // L3's values are the family numbers 4 and 6).
   uint8_t l4 = 0;            // IP protocol number of the L4 header (6 TCP, 17 UDP, 1 ICMP, 58 ICMPv6)
+  L3 l3 = L3::kNone;
   DropReason drop = DropReason::kNone;
   uint8_t lane = 0xff;       // lane the dispatcher chose
   uint8_t flags = 0;         // PacketFlag bits
