@@ -5,8 +5,8 @@
 //  * ones_sum: RFC 1071 one's complement sum of big-endian 16-bit words, folded to 16 bits (not
 //    complemented). §2: the sum is independent of byte order, so it adds native 64-bit words with
 //    end-around carry and swaps the folded result once (4x fewer operations than a byte-pair loop).
-//  * ipv4_header_sum: ones_sum of an IPv4 header (a multiple of 4 bytes); ipv4_header_ok: whether it is
-//    0xffff (the checksum is right), for the per-packet checks.
+//  * ipv4_header_ok: whether ones_sum of an IPv4 header (a multiple of 4 bytes) is 0xffff (the checksum is
+//    right), for the per-packet checks.
 //  * ip_checksum: the checksum field value for bytes whose checksum field is zero; over a header
 //    that includes a valid checksum it is 0.
 //  * csum_replace16: RFC 1624 eq. 3, HC' = ~(~HC + ~m + m'), when one 16-bit word m becomes m'.
@@ -70,8 +70,12 @@ inline uint32_t ones_sum(const uint8_t* p, size_t len, uint32_t sum = 0) {
   return static_cast<uint32_t>(s);
 }
 
-// The 32-bit words of an IPv4 header (len a multiple of 4, 20..60) added into 64 bits: up to 15 cannot carry out.
-inline uint64_t ipv4_header_words(const uint8_t* h, uint32_t len) {
+// ones_sum(h, len) == 0xffff for an IPv4 header (len a multiple of 4, 20..60): the header's checksum is right, as
+// the parser and the ipv4 app check it on every packet. Its 32-bit words are added into 64 bits (up to 15 cannot
+// carry out), with no end-around carry and no fold. The folded one's complement sum of the big-endian 16-bit words,
+// S, is 0xffff exactly when S > 0 and S ≡ 0 (mod 0xffff). The words added as 32-bit words in either byte order are
+// ≡ S or 2^8·S (mod 0xffff, as 2^16 ≡ 1), and 2^8 is prime to 0xffff; they are 0 only when every byte is.
+inline bool ipv4_header_ok(const uint8_t* h, uint32_t len) {
   auto word = [h](uint32_t i) {
     uint32_t v;
     std::memcpy(&v, h + i, 4);
@@ -79,28 +83,6 @@ inline uint64_t ipv4_header_words(const uint8_t* h, uint32_t len) {
   };
   uint64_t acc = word(0) + word(4) + word(8) + word(12) + word(16);
   for (uint32_t i = 20; i < len; i += 4) acc += word(i);
-  return acc;
-}
-
-// ones_sum(h, len) of an IPv4 header: ipv4_header_words and one fold, no end-around carry per word (about a third
-// of ones_sum's instructions on a 20-byte header).
-inline uint32_t ipv4_header_sum(const uint8_t* h, uint32_t len) {
-  uint64_t acc = ipv4_header_words(h, len);
-  acc = (acc & 0xffffffffu) + (acc >> 32);  // < 2^33
-  acc = (acc & 0xffffffffu) + (acc >> 32);  // < 2^32
-  acc = (acc & 0xffff) + (acc >> 16);       // < 2^17
-  acc = (acc & 0xffff) + (acc >> 16);       // < 2^16
-  auto folded = static_cast<uint16_t>(acc);
-  if constexpr (std::endian::native == std::endian::little) folded = static_cast<uint16_t>(folded << 8 | folded >> 8);
-  return folded;
-}
-
-// ipv4_header_sum(h, len) == 0xffff (the header's checksum is right), as the parser and the ipv4 app check it on
-// every packet, without the folds. The folded one's complement sum of the big-endian 16-bit words, S, is 0xffff
-// exactly when S > 0 and S ≡ 0 (mod 0xffff). The words added as 32-bit words in either byte order are ≡ S or
-// 2^8·S (mod 0xffff, as 2^16 ≡ 1), and 2^8 is prime to 0xffff; they are 0 only when every byte is.
-inline bool ipv4_header_ok(const uint8_t* h, uint32_t len) {
-  const uint64_t acc = ipv4_header_words(h, len);
   return acc != 0 && acc % 0xffff == 0;
 }
 

@@ -36,7 +36,7 @@ std::unique_ptr<Ipv4App> make_app(Ipv4Config cfg = {}) {
 
 }  // namespace
 
-TEST_CASE("ipv4_header_sum equals ones_sum, and ipv4_header_ok its test for 0xffff, on every header length, extreme sums included") {
+TEST_CASE("ipv4_header_ok is ones_sum's test for 0xffff on every header length, extreme sums included") {
   std::mt19937 rng(791);
   for (int i = 0; i < 200000; ++i) {
     uint8_t h[60];
@@ -50,10 +50,9 @@ TEST_CASE("ipv4_header_sum equals ones_sum, and ipv4_header_ok its test for 0xff
       const uint16_t c = ip_checksum(h, len);
       h[10] = static_cast<uint8_t>(c >> 8);
       h[11] = static_cast<uint8_t>(c);
-      REQUIRE(ipv4_header_sum(h, len) == 0xffff);
+      REQUIRE(ones_sum(h, len) == 0xffff);
       REQUIRE(ipv4_header_ok(h, len));
     }
-    REQUIRE(ipv4_header_sum(h, len) == ones_sum(h, len));
     REQUIRE(ipv4_header_ok(h, len) == (ones_sum(h, len) == 0xffff));  // all zero: 0, not 0xffff; all 0xff: 0xffff
   }
 }
