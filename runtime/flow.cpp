@@ -104,8 +104,7 @@ std::string flow_text(const Packet& p) {
 }
 
 uint32_t flow_hash_symmetric(const FlowKey& k) {
-  FlowKey c = k.canonical();
-  return crc32c(&c, sizeof(FlowKey));
+  return flow_hash(k.canonical());
 }
 
 Result<std::unique_ptr<FlowTable>> FlowTable::create(uint32_t capacity, uint64_t idle_ns) {

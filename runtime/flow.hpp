@@ -5,8 +5,9 @@
 // those of TCP, UDP and SCTP; for other protocols and for every IP fragment (first one included,
 // so that all fragments of a datagram stay together) ports are 0.
 //
-// Hash: CRC32C (Castagnoli) over the key, with the SSE4.2 crc32 instruction where the CPU has it
-// and a table otherwise (same values). The symmetric hash orders the two endpoints first, so both
+// Hash: CRC32C (Castagnoli) over the key's significant bytes, with the SSE4.2 crc32 instruction where the CPU has
+// it and a table otherwise (same values): an IPv4 key's 16 (its two addresses as one 64-bit word, then the ports,
+// protocol and family word), any other key's 40. The symmetric hash orders the two endpoints first, so both
 // directions of a connection hash alike (and share one FlowTable entry).
 //
 // FlowTable: open addressing on the symmetric hash (index of (id, hash) slots, backward-shift deletion),
@@ -41,8 +42,9 @@ struct FlowKey {
   uint8_t family = 0;  // 4 or 6; 0 for non-IP
   uint8_t pad[2] = {};
 
-  // Five 64-bit compares (inlined; libc memcmp was 12% of the classifier's profile), each word loaded on its own:
-  // two 40-byte arrays copied first went through the stack.
+  // 64-bit compares (inlined; libc memcmp was 12% of the classifier's profile), each word loaded on its own: two
+  // 40-byte arrays copied first went through the stack. The addresses' first words and the tail first: where they
+  // are equal, so are the families, and an IPv4 key's other two words are zero in both.
   bool operator==(const FlowKey& o) const {
     auto x = [this, &o](int i) {
       uint64_t a, b;
@@ -50,7 +52,8 @@ struct FlowKey {
       std::memcpy(&b, reinterpret_cast<const uint8_t*>(&o) + 8 * i, 8);
       return a ^ b;
     };
-    return (x(0) | x(1) | x(2) | x(3) | x(4)) == 0;
+    if ((x(0) | x(2) | x(4)) != 0) return false;
+    return family == 4 || (x(1) | x(3)) == 0;
   }
   // The same connection seen from the other side.
   FlowKey reversed() const {
@@ -91,7 +94,17 @@ uint32_t canonical_flow_key(const Packet& p, FlowKey& out);  // below, beside fl
 std::string flow_text(const Packet& p);
 
 uint32_t crc32c(const void* data, size_t len, uint32_t seed = 0xffffffffu);
-// crc32c over a key given as its five 64-bit words (native byte order, as they lie in memory).
+// crc32c over an IPv4 key given as its two significant words: the addresses (src | dst << 32, each as FlowKey holds
+// its 4 bytes) and the tail (native byte order, as it lies in memory).
+inline uint32_t flow_hash_words(uint64_t addrs, uint64_t tail) {
+#if defined(__SSE4_2__) && defined(__x86_64__)
+  return static_cast<uint32_t>(_mm_crc32_u64(_mm_crc32_u64(0xffffffffu, addrs), tail));
+#else
+  const uint64_t w[2] = {addrs, tail};
+  return crc32c(w, sizeof w);
+#endif
+}
+// crc32c over any other key given as its five 64-bit words (native byte order, as they lie in memory).
 inline uint32_t flow_hash_words(uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3, uint64_t w4) {
 #if defined(__SSE4_2__) && defined(__x86_64__)
   // Spelled out: a loop over the words put them on the stack first.
@@ -105,12 +118,14 @@ inline uint32_t flow_hash_words(uint64_t w0, uint64_t w1, uint64_t w2, uint64_t 
   return crc32c(w, sizeof w);
 #endif
 }
-// Direction-sensitive: crc32c(&k, sizeof k). Inline, five CRC32 instructions where SSE4.2 is built in.
-// Reads the key word by word (a 16-byte read of a key just written in 8-byte words stalls).
+// Direction-sensitive: crc32c over the key's significant bytes (above). Inline, two CRC32 instructions for an IPv4
+// key and five for any other where SSE4.2 is built in. Reads the key word by word (a 16-byte read of a key just
+// written in 8-byte words stalls).
 inline uint32_t flow_hash(const FlowKey& k) {
   const auto* b = reinterpret_cast<const uint8_t*>(&k);
   uint64_t w[5];
   for (int i = 0; i < 5; ++i) std::memcpy(&w[i], b + 8 * i, 8);
+  if (k.family == 4) return flow_hash_words(w[0] | w[2] << 32, w[4]);
   return flow_hash_words(w[0], w[1], w[2], w[3], w[4]);
 }
 // TCP and UDP carry ports, except in a fragment: what parse() found (kFlagPorts; it gives SCTP and the other
@@ -121,45 +136,54 @@ inline bool has_ports(const Packet& p) { return (p.flags & kFlagPorts) != 0; }
 // Inline: the classifier calls it for every packet.
 template <bool kParsedIp>
 [[gnu::always_inline]] inline uint32_t canonical_flow_key(const Packet& p, FlowKey& out) {
-  uint64_t a[2] = {0, 0}, b[2] = {0, 0};  // src, dst as FlowKey holds them
-  uint64_t tail = 0;                        // sport | dport << 16 | proto << 32 | family << 40
-  if (kParsedIp ||
-      (p.drop == DropReason::kNone && p.l3_off != kNoOffset && (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6))) {
-    const uint8_t* h = p.data + p.l3_off;
-    if (p.l3 == L3::kIPv4) {
-      uint32_t s, d;
-      std::memcpy(&s, h + 12, 4);
-      std::memcpy(&d, h + 16, 4);
-      a[0] = s;
-      b[0] = d;
-    } else {
-      std::memcpy(a, h + 8, 16);
-      std::memcpy(b, h + 24, 16);
-    }
-    uint64_t sport = 0, dport = 0;
-    if (has_ports(p)) {
-      sport = load_be16(p.data + p.l4_off);
-      dport = load_be16(p.data + p.l4_off + 2);
-    }
-    // FlowKey::canonical(): the reverse when (dst, dport) orders before (src, sport).
-    const bool swap = b[0] != a[0] ? b[0] < a[0] : b[1] != a[1] ? b[1] < a[1] : dport < sport;
-    if (swap) {
-      std::swap(a, b);
-      std::swap(sport, dport);
-    }
-    // The family byte is L3's value (4, 6); l4 and l3 sit side by side in Packet, one 16-bit load.
-    static_assert(static_cast<uint8_t>(L3::kIPv4) == 4 && static_cast<uint8_t>(L3::kIPv6) == 6);
-    tail = sport | dport << 16 | uint64_t{p.l4} << 32 | uint64_t{static_cast<uint8_t>(p.l3)} << 40;
-  }
   static_assert(std::endian::native == std::endian::little, "the packed tail word assumes little endian");
   // Word by word: an array built first and copied out is merged into 16-byte moves that read back
   // 8-byte stores, a store-forwarding stall each.
   auto* o = reinterpret_cast<uint8_t*>(&out);
-  std::memcpy(o, &a[0], 8);
-  std::memcpy(o + 8, &a[1], 8);
-  std::memcpy(o + 16, &b[0], 8);
-  std::memcpy(o + 24, &b[1], 8);
-  std::memcpy(o + 32, &tail, 8);
+  auto put = [o](uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1, uint64_t tail) {
+    std::memcpy(o, &a0, 8);
+    std::memcpy(o + 8, &a1, 8);
+    std::memcpy(o + 16, &b0, 8);
+    std::memcpy(o + 24, &b1, 8);
+    std::memcpy(o + 32, &tail, 8);
+  };
+  if (!kParsedIp &&
+      !(p.drop == DropReason::kNone && p.l3_off != kNoOffset && (p.l3 == L3::kIPv4 || p.l3 == L3::kIPv6))) {
+    put(0, 0, 0, 0, 0);
+    return flow_hash_words(0, 0, 0, 0, 0);
+  }
+  const uint8_t* h = p.data + p.l3_off;
+  uint64_t sport = 0, dport = 0;
+  if (has_ports(p)) {
+    sport = load_be16(p.data + p.l4_off);
+    dport = load_be16(p.data + p.l4_off + 2);
+  }
+  // The tail: sport | dport << 16 | proto << 32 | family << 40. The family byte is L3's value (4, 6); l4 and l3 sit
+  // side by side in Packet, one 16-bit load.
+  static_assert(static_cast<uint8_t>(L3::kIPv4) == 4 && static_cast<uint8_t>(L3::kIPv6) == 6);
+  const uint64_t proto_family = uint64_t{p.l4} << 32 | uint64_t{static_cast<uint8_t>(p.l3)} << 40;
+  // FlowKey::canonical(): the reverse when (dst, dport) orders before (src, sport).
+  if (p.l3 == L3::kIPv4) {
+    uint32_t s, d;
+    std::memcpy(&s, h + 12, 4);
+    std::memcpy(&d, h + 16, 4);
+    if (d != s ? d < s : dport < sport) {
+      std::swap(s, d);
+      std::swap(sport, dport);
+    }
+    const uint64_t tail = sport | dport << 16 | proto_family;
+    put(s, 0, d, 0, tail);
+    return flow_hash_words(uint64_t{s} | uint64_t{d} << 32, tail);
+  }
+  uint64_t a[2], b[2];  // src, dst as FlowKey holds them
+  std::memcpy(a, h + 8, 16);
+  std::memcpy(b, h + 24, 16);
+  if (b[0] != a[0] ? b[0] < a[0] : b[1] != a[1] ? b[1] < a[1] : dport < sport) {
+    std::swap(a, b);
+    std::swap(sport, dport);
+  }
+  const uint64_t tail = sport | dport << 16 | proto_family;
+  put(a[0], a[1], b[0], b[1], tail);
   return flow_hash_words(a[0], a[1], b[0], b[1], tail);
 }
 

@@ -35,6 +35,41 @@ TEST_CASE("symmetric hash is equal for both directions, directional hash is not"
   CHECK(flow_hash(ka) != flow_hash(kb));
 }
 
+TEST_CASE("FlowKey equality reads every byte that differs: IPv6 addresses to their last byte, IPv4 and IPv6 apart") {
+  FlowKey a;
+  a.family = 6;
+  a.proto = 6;
+  a.sport = 1000;
+  a.dport = 80;
+  for (int i = 0; i < 16; ++i) {
+    a.src[i] = static_cast<uint8_t>(0x20 + i);
+    a.dst[i] = static_cast<uint8_t>(0x40 + i);
+  }
+  CHECK(a == a);
+  for (int i = 0; i < 16; ++i) {  // every byte of each address, the second halves too
+    FlowKey b = a;
+    b.src[i] ^= 1;
+    CHECK_FALSE(a == b);
+    CHECK_FALSE(b == a);
+    FlowKey c = a;
+    c.dst[i] ^= 1;
+    CHECK_FALSE(a == c);
+  }
+  // An IPv4 key and an IPv6 key with the same first four bytes of each address and the same ports.
+  FlowKey v4;
+  v4.family = 4;
+  v4.proto = 6;
+  v4.sport = 1000;
+  v4.dport = 80;
+  std::memcpy(v4.src, a.src, 4);
+  std::memcpy(v4.dst, a.dst, 4);
+  FlowKey v6 = v4;
+  v6.family = 6;
+  CHECK_FALSE(v4 == v6);
+  CHECK_FALSE(v6 == v4);
+  CHECK(v4 == FlowKey(v4));
+}
+
 TEST_CASE("fragments of one datagram share a key") {
   auto first = ipv4_frame(17, 20);
   first[14 + 6] = 0x20;  // MF
@@ -59,7 +94,17 @@ TEST_CASE("canonical_flow_key equals flow_key().canonical() on every packet of e
       INFO(f << " frame of " << fr.size() << " bytes");
       REQUIRE(std::memcmp(&got, &want, sizeof got) == 0);
       REQUIRE(h == flow_hash(want));
-      REQUIRE(h == crc32c(&want, sizeof want));
+      // The definition: an IPv4 key's 16 significant bytes (the two addresses, then ports, protocol, family and
+      // padding), any other key's 40.
+      if (want.family == 4) {
+        uint8_t sig[16];
+        std::memcpy(sig, want.src, 4);
+        std::memcpy(sig + 4, want.dst, 4);
+        std::memcpy(sig + 8, &want.sport, 8);
+        REQUIRE(h == crc32c(sig, sizeof sig));
+      } else {
+        REQUIRE(h == crc32c(&want, sizeof want));
+      }
       ++checked;
     }
   }
