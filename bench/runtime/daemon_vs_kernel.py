@@ -13,7 +13,10 @@ For each round, in turn (never at once: the machine has 2 cores), for each app a
           packet, which the kernel alone does not pay; "above floor" = 1000/Mpps - 1000/floor Mpps (ns a packet), and
           "x kernel above floor" = the kernel's ns a packet over that
 md5 and aes do work in proportion to the payload, so frames of one size cost the same whatever their bytes.
-Reports per case the median Mpps, the spread (p90-p10 over median) and the ratio of medians to the kernel.
+Reports per case the median Mpps, the spread (p90-p10 over median) and the ratio of medians to the kernel; then the
+ratio hpr / kernel of each round (the two ran one after the other in it), median (min-max), per size and at the mix
+(25 % 60 B, 75 % 1,514 B, as app_bench's mix: the harmonic mean of the round's two rates), which is the issue's
+figure: a ratio of medians mixes rounds the machine ran at different speeds. --csv writes every sample.
 """
 import argparse, csv, json, os, statistics, subprocess, sys, tempfile
 
@@ -64,6 +67,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--alt-hpr", default="")
     ap.add_argument("--source", choices=["gen", "dpdk"], default="gen", help="where hpr run's frames come from")
+    ap.add_argument("--csv", default="", help="write every sample here (round, app, size, case, mpps)")
     a = ap.parse_args()
     hpr = os.path.join(a.build, "cli", "hpr")
     tmp = tempfile.TemporaryDirectory()
@@ -72,10 +76,12 @@ def main():
         for size in a.sizes.split(","):
             captures[size] = frames_capture(hpr, 60 if size == "64" else int(size), os.path.join(tmp.name, f"f{size}.pcap"))
     res = {}
+    by_round = {}  # (round, app, size, case) -> Mpps
     for r in range(a.rounds):
         for size, cap in captures.items():
             v = testpmd(cap, a.seconds)
             res.setdefault(("-", size, "floor"), []).append(v)
+            by_round[(r, "-", size, "floor")] = v
             print(f"round {r} -   {size} floor  {v:8.3f} Mpps", flush=True)
         for app in a.apps.split(","):
             for size in a.sizes.split(","):
@@ -90,6 +96,7 @@ def main():
                     if v is None:
                         continue
                     res.setdefault((app, size, name), []).append(v)
+                    by_round[(r, app, size, name)] = v
                     print(f"round {r} {app} {size} {name:<6} {v:8.3f} Mpps", flush=True)
     print(f"\n{'app':<5} {'size':>5} {'case':<7} {'median Mpps':>12} {'spread':>7} {'x kernel':>9} {'ns above floor':>15}"
           f" {'x kernel above floor':>21}")
@@ -105,6 +112,42 @@ def main():
             above = f"{ns:15.1f} {1000 / k / ns if k and ns > 0 else 0:21.3f}"
         print(f"{app:<5} {size:>5} {name:<7} {med:12.3f} {(p90 - p10) / med if med else 0:7.3f} "
               f"{med / k if k else 0:9.3f} {above}")
+    per_round_ratios(by_round, a)
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["round", "app", "size", "case", "mpps"])
+            for (r, app, size, name), v in sorted(by_round.items()):
+                w.writerow([r, app, size, name, f"{v:.4f}"])
+
+
+def per_round_ratios(by_round, a):
+    """hpr (and alt) over the kernel of the same round, per size and at the mix: median (min-max) over the rounds."""
+    sizes = a.sizes.split(",")
+    mix = "1514" in sizes and "64" in sizes
+
+    def rate(r, app, size, name):
+        return by_round.get((r, app, size, name))
+
+    def mix_rate(r, app, name):
+        hi, lo = rate(r, app, "1514", name), rate(r, app, "64", name)
+        return 1 / (0.25 / lo + 0.75 / hi) if hi and lo else None
+
+    print(f"\n{'app':<5} {'size':>5} {'case':<5} {'per-round x kernel: median (min-max)':>38} {'rounds':>6}")
+    for app in a.apps.split(","):
+        for name in ("hpr", "alt"):
+            for size in sizes + (["mix"] if mix else []):
+                rs = []
+                for r in range(a.rounds):
+                    if size == "mix":
+                        d, k = mix_rate(r, app, name), mix_rate(r, app, "kernel")
+                    else:
+                        d, k = rate(r, app, size, name), rate(r, app, size, "kernel")
+                    if d and k:
+                        rs.append(d / k)
+                if rs:
+                    print(f"{app:<5} {size:>5} {name:<5} {statistics.median(rs):18.3f} ({min(rs):.3f}-{max(rs):.3f})"
+                          f"{'':>6} {len(rs):6d}")
 
 
 if __name__ == "__main__":
