@@ -160,9 +160,9 @@ std::string LearnControl::report() const {
   const auto& b = *bal_;
   std::string s = fmt::format(
       "  learning    policy {}, setup {} (score {:.4g} ± {:.2g}), {} blocks measured, {} changes kept, {} "
-      "restarts, phase {}\n",
+      "restarts, {} drift checks, phase {}\n",
       sched::policy_name(opt_.params.policy), b.incumbent().describe(), b.incumbent_score().median,
-      b.incumbent_score().spread, b.blocks(), b.wins(), b.restarts(), b.phase_name());
+      b.incumbent_score().spread, b.blocks(), b.wins(), b.restarts(), b.checks(), b.phase_name());
   if (!state_note_.empty()) s += "    state: " + state_note_ + "\n";
   if (!opt_.state_path.empty())
     s += fmt::format("    state: {} setups kept in {}\n", state_.points.size(), opt_.state_path);

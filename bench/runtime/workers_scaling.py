@@ -12,13 +12,17 @@ frames each worker would get from symmetric RSS). Each round runs, in turn (neve
   l3fwd-em-W   (case "em") l3fwd exact match on its default rules (starts in a second): the per-W peer
   hpr-W-dev    (case "dev") W workers, each with a lane on the --dev-devices OpenCL devices (default all; PoCL's
                POCL_DEVICES default "pthread basic") and a native lane, learning mode (the default: it weighs the lanes
-               by what the run delivers)
+               by what the run delivers), from nothing (--state-dir none)
+  hpr-W-devsaved (case "devsaved") the same, starting from what a run of it learned before: one run of --seconds
+               before the rounds (not counted) seeds a state folder of its own, and every round starts from it (and
+               saves what it learns, as a restarted daemon does)
 --cases picks them (default hpr,hash,lpm; --devices adds dev). Reports Mpps median and spread (p90-p10 over median)
-per case and, per W, hpr-W / hpr-1 (goal >= 0.8 W), l3fwd-W / l3fwd-1, hpr-W / l3fwd-W and hpr-W-dev / hpr-W.
+per case and, per W, hpr-W / hpr-1 (goal >= 0.8 W), l3fwd-W / l3fwd-1, hpr-W / l3fwd-W and hpr-W-dev / hpr-W (ratios
+of the medians), and for the device cases over hpr-W the ratio of each round, median (min-max).
 Mpps counts every packet processed (hpr: the lanes' packets; l3fwd: packets sent on either port), as vs_testpmd.py
 does. Writes CSV to --out, a row per sample as it comes.
 """
-import argparse, csv, json, os, statistics, subprocess, sys, tempfile
+import argparse, csv, json, os, shutil, statistics, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vs_testpmd  # noqa: E402
@@ -37,18 +41,18 @@ def l3fwd_n(binary, captures, seconds, rules, lookup="lpm"):
     return vs_testpmd.l3fwd_mpps(cmd, seconds)
 
 
-def hpr_n(binary, captures, workers, spread, seconds, devices="none", app="ipv4", native=1, extra=()):
+def hpr_n(binary, captures, workers, spread, seconds, devices="none", app="ipv4", native=1, extra=(), state="none"):
     with tempfile.TemporaryDirectory() as d:
         js = os.path.join(d, "s.json")
         rx = "net_pcap0," + ",".join(f"rx_pcap={c}" for c in captures) + ",infinite_rx=1"
         cmd = [binary, "run", "-q", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
                "--vdev", rx, "--vdev", "net_null0,no-rx=1", "--devices", devices, "--native", str(native),
                "--workers", str(workers), "--rx-spread", spread, "--duration", str(seconds), "--summary-json", js]
-        env = dict(os.environ, HPR_STATE_DIR="none")
+        env = dict(os.environ, HPR_STATE_DIR=state)
         env.setdefault("HPR_MASTER_KEY", "000102030405060708090a0b0c0d0e0f")  # aes: a test key
         env.setdefault("POCL_DEVICES", "pthread basic")
         try:
-            r = subprocess.run(cmd + ["--state-dir", "none"] + list(extra), capture_output=True, text=True, env=env,
+            r = subprocess.run(cmd + ["--state-dir", state] + list(extra), capture_output=True, text=True, env=env,
                                timeout=seconds + 120)
         except subprocess.TimeoutExpired:
             print(f"hpr with {workers} workers did not end within {seconds + 120} s", file=sys.stderr)
@@ -66,7 +70,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--app", default="ipv4", help="hpr's app (default ipv4; the l3fwd cases forward whatever it is)")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--cases", default="", help="comma-separated of hpr,hash,lpm,em,dev,devonly (default hpr,hash,lpm)")
+    ap.add_argument("--cases", default="", help="comma-separated of hpr,hash,lpm,em,dev,devsaved,devonly (default hpr,hash,lpm)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build folder with cli/hpr and bench/")
     ap.add_argument("--hpr", default="", help="hpr binary (default: BUILD/cli/hpr)")
     ap.add_argument("--l3fwd", default="", help="l3fwd binary (default: BUILD/bench/l3fwd; none: leave it out)")
@@ -85,9 +89,10 @@ def main():
     if not os.path.exists(mix):
         vs_testpmd.make_mix(mix)
     wanted = set((a.cases or "hpr,hash,lpm").split(",")) | ({"dev"} if a.devices else set())
-    unknown = wanted - {"hpr", "hash", "lpm", "em", "dev", "devonly"}
+    unknown = wanted - {"hpr", "hash", "lpm", "em", "dev", "devsaved", "devonly"}
     if unknown:
-        sys.exit(f"workers_scaling.py: unknown --cases {','.join(sorted(unknown))} (hpr, hash, lpm, em, dev, devonly)")
+        sys.exit(f"workers_scaling.py: unknown --cases {','.join(sorted(unknown))} "
+                 "(hpr, hash, lpm, em, dev, devsaved, devonly)")
     if a.l3fwd == "none" or not os.path.exists(l3fwd):
         wanted -= {"lpm", "em"}
     counts = sorted({1} | {int(w) for w in a.workers.split(",")})
@@ -106,6 +111,15 @@ def main():
             cases[f"hpr-{n}-hash"] = lambda n=n: hpr_n(hpr, [mix], n, "hash", a.seconds, app=a.app)
         if "dev" in wanted:
             cases[f"hpr-{n}-dev"] = lambda n=n, rx=rx: hpr_n(hpr, parts[n], n, rx, a.seconds, a.dev_devices, a.app)
+        if "devsaved" in wanted:
+            state = os.path.join(work, f"state-{n}")
+            shutil.rmtree(state, ignore_errors=True)
+            os.makedirs(state)
+            print(f"seeding {state}: one learning run of {a.seconds:g} s", flush=True)
+            if hpr_n(hpr, parts[n], n, rx, a.seconds, a.dev_devices, a.app, state=state) is None:
+                sys.exit("workers_scaling.py: the seeding run of case devsaved failed")
+            cases[f"hpr-{n}-devsaved"] = lambda n=n, rx=rx, state=state: hpr_n(hpr, parts[n], n, rx, a.seconds,
+                                                                               a.dev_devices, a.app, state=state)
         if "devonly" in wanted:
             cases[f"hpr-{n}-devonly"] = lambda n=n, rx=rx: hpr_n(hpr, parts[n], n, rx, a.seconds, a.dev_devices,
                                                                  a.app, native=0)
@@ -118,6 +132,7 @@ def main():
         if "lpm" in wanted:
             cases[f"l3fwd-{n}"] = lambda n=n: l3fwd_n(l3fwd, parts[n], a.seconds, rules)
     res = {k: [] for k in cases}
+    by_round = {}  # (round, case) -> Mpps
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["round", "case", "mpps"])
@@ -128,6 +143,7 @@ def main():
                 print(f"round {r + 1} {name}: {v if v is None else round(v, 3)} Mpps", flush=True)
                 if v is not None:
                     res[name].append(v)
+                    by_round[(r, name)] = v
                     w.writerow({"round": r + 1, "case": name, "mpps": v})
                     f.flush()
     med = {k: statistics.median(v) for k, v in res.items() if v}
@@ -149,10 +165,15 @@ def main():
                             (f"hpr-{n} / l3fwd-{n}", f"hpr-{n}", f"l3fwd-{n}"),
                             (f"hpr-{n} / l3fwd-em-{n}", f"hpr-{n}", f"l3fwd-em-{n}"),
                             (f"hpr-{n}-dev / hpr-{n}", f"hpr-{n}-dev", f"hpr-{n}"),
+                            (f"hpr-{n}-devsaved / hpr-{n}", f"hpr-{n}-devsaved", f"hpr-{n}"),
                             (f"hpr-{n}-devonly / hpr-{n}", f"hpr-{n}-devonly", f"hpr-{n}"),
                             (f"hpr-{n}-dev / hpr-{n}-devonly", f"hpr-{n}-dev", f"hpr-{n}-devonly")]:
             if x in med and y in med and x != y:
                 extra = f"  (goal >= {0.8 * n:.1f})" if label == f"hpr-{n} / hpr-1" and n > 1 else ""
+                rs = [by_round[(r, x)] / by_round[(r, y)] for r in range(a.rounds)
+                      if (r, x) in by_round and (r, y) in by_round]
+                if "-dev" in x and rs:
+                    extra += f"  per round {statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f})"
                 print(f"{label:<24} {med[x] / med[y]:.2f}{extra}")
         mixes = [k for k in med if k.startswith(f"hpr-{n}-mix")]
         for k in mixes:

@@ -151,6 +151,7 @@ const char* OnlineBalancer::phase_name() const {
     case Phase::kBatch: return "batch";
     case Phase::kHold: return "hold";
     case Phase::kProbe: return "probe";
+    case Phase::kCheck: return "check";
   }
   return "?";
 }
@@ -210,6 +211,13 @@ std::vector<Setup> OnlineBalancer::candidates() const {
   } else if (phase_ == Phase::kProbe) {
     for (size_t i = 0; i < n; ++i)
       if (probed(i)) out.push_back(alone(i));
+  } else if (phase_ == Phase::kCheck && check_lane_ < n) {
+    out.push_back(alone(check_lane_));
+    Setup c = inc_;  // one lane alone: a step of first_step from it towards the check lane
+    for (size_t i = 0; i < n; ++i) c.weight[i] = i == check_lane_ ? static_cast<float>(p_.first_step)
+                                                 : c.weight[i] * static_cast<float>(1 - p_.first_step);
+    normalise(c.weight);
+    out.push_back(c);
   } else if (phase_ == Phase::kBatch) {
     for (size_t i = 0; i < n; ++i) {
       if (!alive_[i] || batch_max_[i] == 0 || inc_.weight[i] <= 0) continue;
@@ -229,7 +237,7 @@ void OnlineBalancer::start_phase(Phase ph) {
   if (ph == Phase::kSolo || ph == Phase::kHold) recheck_ = false;
   if (ph == Phase::kSolo || ph == Phase::kMix || ph == Phase::kHold) beaten_.reset();
   const bool after_probe = phase_ == Phase::kProbe;
-  if (ph == Phase::kProbe) recheck_ = true;
+  if (ph == Phase::kProbe || ph == Phase::kCheck) recheck_ = true;  // a win there searches again from solo
   phase_ = ph;
   won_in_pass_ = false;
   block_.clear();
@@ -317,6 +325,7 @@ void OnlineBalancer::after(Phase ph) {
       step_ = p_.first_step;  // a re-check too: 1/16 towards a lane that recovered gains too little to show
       return start_phase(Phase::kShift);
     case Phase::kProbe:
+    case Phase::kCheck:
       return start_phase(Phase::kHold);
     case Phase::kShift:
       if (recheck_) return start_phase(Phase::kHold);  // one pass (a win searches again from solo)
@@ -496,19 +505,20 @@ bool OnlineBalancer::drifted(double s, const QuantumFigures& q, uint32_t quanta)
 }
 
 void OnlineBalancer::restart(double s, const QuantumFigures& q) {
-  ++restarts_;
-  event_ = fmt::format("{}: {} quanta of the incumbent off its figures ({:.4g} vs {:.4g} ± {:.2g}): search again",
-                       phase_name(), off_count_, s, inc_stats_.median, inc_stats_.spread);
+  event_ = fmt::format("{}: {} quanta of the incumbent off its figures ({:.4g} vs {:.4g} ± {:.2g})", phase_name(),
+                       off_count_, s, inc_stats_.median, inc_stats_.spread);
   off_count_ = 0;
   // A lane whose own rate (bits per busy second) fell by more than half loses its share at once.
   Setup next = inc_;
   std::vector<size_t> fell;
+  bool fallen = false;
   for (size_t i = 0; i < next.weight.size() && i < lane_ref_.size(); ++i) {
     double r = lane_rate(q, i);
     // A lane with a share that delivered nothing at all hangs (busy or not): it fell to 0 %.
     const bool hung = i < q.lane_bps.size() && q.lane_bps[i] <= 0;
     if (next.weight[i] <= 0 || lane_ref_[i] <= 0 || (r <= 0 && !hung) || r >= 0.5 * lane_ref_[i]) continue;
     fallen_[i] = true;  // probed alone in hold until it has a share again (a lane alone keeps its share here)
+    fallen = true;
     probe_s_ = p_.probe_s;
     if (next.weight[i] < 0.999f) {
       next.weight[i] = 0;
@@ -524,7 +534,29 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
     order_[i] = 0;
     busy_rates_[i].clear();
   }
+  if (const size_t r = check_lane(fallen); r != kNoCheck) {
+    ++checks_;
+    check_lane_ = r;
+    event_ += fmt::format(": check it against lane {} alone and a step towards it", r);
+    return start_phase(Phase::kCheck);
+  }
+  ++restarts_;
+  event_ += ": search again";
   start_phase(Phase::kSolo);
+}
+
+// A dip of the whole run where one lane runs alone and its own rate did not halve: the machine may just have slowed
+// (a shared VM's steal time, another process), which a search would only confirm at the cost of visiting every lane
+// alone and the mixes. So under the throughput policy the incumbent first meets the lane that delivers most per busy
+// second after it, alone and as a step of first_step towards it, in one block: a win there searches again from solo,
+// and a loss keeps the incumbent with its figures taken afresh.
+size_t OnlineBalancer::check_lane(bool lane_fell) const {
+  if (p_.policy != Policy::kThroughputCritical || lane_fell) return kNoCheck;
+  if (std::count_if(inc_.weight.begin(), inc_.weight.end(), [](float w) { return w > 0; }) != 1) return kNoCheck;
+  size_t best = kNoCheck;
+  for (size_t i = 0; i < inc_.weight.size() && i < order_.size(); ++i)
+    if (alive_[i] && inc_.weight[i] <= 0 && order_[i] > 0 && (best == kNoCheck || order_[i] > order_[best])) best = i;
+  return best;
 }
 
 double OnlineBalancer::recent_offered(size_t n) const {

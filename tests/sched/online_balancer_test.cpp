@@ -227,6 +227,57 @@ TEST_CASE("OnlineBalancer: on shared cores a lane that slowed down alone is prob
   CHECK(quanta <= 400);  // 16 s at 40 ms quanta: the probes after 1, 2, 4, 8 s of hold
 }
 
+TEST_CASE("OnlineBalancer: a dip of the whole machine under a one-lane incumbent costs a check, not a search") {
+  // Lanes on one CPU (any mix is worse than lane 0 alone). The machine slows to 60 % for 6 quanta (a VM's steal time,
+  // another process): every lane alike, so no lane's own rate per busy second falls. Before the check, such a dip
+  // visited every lane alone and the mixes (about 1.3 s of quanta at a fraction of the rate, on a real run).
+  std::vector<double> cap{3.0, 1.0, 0.5};
+  World w{.rate = shared_cores(cap, 1.0), .cap = cap, .noise = 0.05};
+  auto b = make(3);
+  run(b, w, 300);
+  REQUIRE(b.incumbent().weight[0] > 0.99f);
+  REQUIRE(std::string(b.phase_name()) == "hold");
+  const uint64_t restarts = b.restarts(), checks = b.checks();
+  auto normal = w.rate;
+  w.rate = [normal](const Setup& s) { return 0.6 * normal(s); };
+  const std::vector<double> slow{1.8, 0.6, 0.3};
+  w.cap = slow;  // what each lane's busy time delivers falls with the rate: its rate per busy second stays
+  run(b, w, 6);
+  w.rate = normal;
+  w.cap = cap;
+  int away = 0;  // quanta not on lane 0 alone
+  for (int i = 0; i < 100; ++i) {
+    b.step(w.quantum(b.setup()));
+    away += b.setup().weight[0] < 0.99f;
+  }
+  INFO(b.incumbent().describe() << ", " << away << " quanta away from lane 0 alone");
+  CHECK(b.checks() == checks + 1);
+  CHECK(b.restarts() == restarts);
+  CHECK(b.incumbent().weight[0] > 0.99f);
+  CHECK(away <= 12);  // the two candidates, two visits of a settling quantum and two scored ones at most
+}
+
+TEST_CASE("OnlineBalancer: a check that the other lane wins searches again and moves the load") {
+  // Lane 0 alone, then it slows to 60 % (its own rate does not halve) while lane 1 becomes faster than that alone.
+  std::vector<double> cap{3.0, 1.0, 0.5};
+  World w{.rate = shared_cores(cap, 1.0), .cap = cap, .noise = 0.05};
+  auto b = make(3);
+  run(b, w, 300);
+  REQUIRE(b.incumbent().weight[0] > 0.99f);
+  const uint64_t restarts = b.restarts(), checks = b.checks();
+  w.cap = {1.8, 2.5, 0.5};
+  w.rate = shared_cores(w.cap, 1.0);
+  int quanta = 0;
+  while (quanta < 200 && b.incumbent().weight[1] < 0.99f) {
+    b.step(w.quantum(b.setup()));
+    ++quanta;
+  }
+  INFO(b.incumbent().describe());
+  CHECK(b.checks() == checks + 1);
+  CHECK(b.restarts() == restarts + 1);
+  CHECK(quanta <= 75);  // 3 s at 40 ms quanta
+}
+
 TEST_CASE("OnlineBalancer: at a rate every setup carries, the throughput policy takes the lower p99") {
   // Paced at 2 Gbit/s, which every setup carries; lane 2 alone answers in 5 us, any share on lanes 0 or 1 (batching
   // devices) puts 100 us in the tail. Throughput alone cannot tell the setups apart.
