@@ -15,7 +15,8 @@ frames each worker would get from symmetric RSS). Each round runs, in turn (neve
                by what the run delivers), from nothing (--state-dir none)
   hpr-W-devsaved (case "devsaved") the same, starting from what a run of it learned before: one run of --seconds
                before the rounds (not counted) seeds a state folder of its own, and every round starts from it (and
-               saves what it learns, as a restarted daemon does)
+               saves what it learns, as a restarted daemon does); with --alt-hpr also hpr-W-devsaved-alt, the same
+               with that binary and a state folder of its own
 --cases picks them (default hpr,hash,lpm; --devices adds dev). Reports Mpps median and spread (p90-p10 over median)
 per case and, per W, hpr-W / hpr-1 (goal >= 0.8 W), l3fwd-W / l3fwd-1, hpr-W / l3fwd-W and hpr-W-dev / hpr-W (ratios
 of the medians), and for the device cases over hpr-W the ratio of each round, median (min-max).
@@ -73,6 +74,8 @@ def main():
     ap.add_argument("--cases", default="", help="comma-separated of hpr,hash,lpm,em,dev,devsaved,devonly (default hpr,hash,lpm)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build folder with cli/hpr and bench/")
     ap.add_argument("--hpr", default="", help="hpr binary (default: BUILD/cli/hpr)")
+    ap.add_argument("--alt-hpr", default="", help="another hpr binary for case devsaved (hpr-W-devsaved-alt, a state "
+                    "folder of its own): a build before a change, in the same rounds")
     ap.add_argument("--l3fwd", default="", help="l3fwd binary (default: BUILD/bench/l3fwd; none: leave it out)")
     ap.add_argument("--devices", action="store_true", help="also case dev: lanes on OpenCL devices (learning)")
     ap.add_argument("--dev-devices", default="all", help="hpr --devices of case dev (default all)")
@@ -111,15 +114,17 @@ def main():
             cases[f"hpr-{n}-hash"] = lambda n=n: hpr_n(hpr, [mix], n, "hash", a.seconds, app=a.app)
         if "dev" in wanted:
             cases[f"hpr-{n}-dev"] = lambda n=n, rx=rx: hpr_n(hpr, parts[n], n, rx, a.seconds, a.dev_devices, a.app)
-        if "devsaved" in wanted:
-            state = os.path.join(work, f"state-{n}")
+        for tag, binary in [("", hpr)] + ([("-alt", a.alt_hpr)] if a.alt_hpr else []):
+            if "devsaved" not in wanted:
+                break
+            state = os.path.join(work, f"state-{n}{tag}")
             shutil.rmtree(state, ignore_errors=True)
             os.makedirs(state)
             print(f"seeding {state}: one learning run of {a.seconds:g} s", flush=True)
-            if hpr_n(hpr, parts[n], n, rx, a.seconds, a.dev_devices, a.app, state=state) is None:
+            if hpr_n(binary, parts[n], n, rx, a.seconds, a.dev_devices, a.app, state=state) is None:
                 sys.exit("workers_scaling.py: the seeding run of case devsaved failed")
-            cases[f"hpr-{n}-devsaved"] = lambda n=n, rx=rx, state=state: hpr_n(hpr, parts[n], n, rx, a.seconds,
-                                                                               a.dev_devices, a.app, state=state)
+            cases[f"hpr-{n}-devsaved{tag}"] = lambda n=n, rx=rx, state=state, binary=binary: hpr_n(
+                binary, parts[n], n, rx, a.seconds, a.dev_devices, a.app, state=state)
         if "devonly" in wanted:
             cases[f"hpr-{n}-devonly"] = lambda n=n, rx=rx: hpr_n(hpr, parts[n], n, rx, a.seconds, a.dev_devices,
                                                                  a.app, native=0)
@@ -166,6 +171,8 @@ def main():
                             (f"hpr-{n} / l3fwd-em-{n}", f"hpr-{n}", f"l3fwd-em-{n}"),
                             (f"hpr-{n}-dev / hpr-{n}", f"hpr-{n}-dev", f"hpr-{n}"),
                             (f"hpr-{n}-devsaved / hpr-{n}", f"hpr-{n}-devsaved", f"hpr-{n}"),
+                            (f"hpr-{n}-devsaved-alt / hpr-{n}", f"hpr-{n}-devsaved-alt", f"hpr-{n}"),
+                            (f"hpr-{n}-devsaved / -alt", f"hpr-{n}-devsaved", f"hpr-{n}-devsaved-alt"),
                             (f"hpr-{n}-devonly / hpr-{n}", f"hpr-{n}-devonly", f"hpr-{n}"),
                             (f"hpr-{n}-dev / hpr-{n}-devonly", f"hpr-{n}-dev", f"hpr-{n}-devonly")]:
             if x in med and y in med and x != y:

@@ -7,6 +7,7 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "scheduler/adaptive/online_balancer.hpp"
 #include "hpr/median_spread.hpp"
@@ -107,6 +108,17 @@ OnlineBalancer make(size_t n, BalancerParams p = {}, std::optional<Setup> start 
 
 void run(OnlineBalancer& b, World& w, int quanta) {
   for (int i = 0; i < quanta; ++i) b.step(w.quantum(b.setup()));
+}
+
+// Three lanes on one CPU (any mix is worse than lane 0 alone), run until the learner holds lane 0 alone.
+std::pair<World, OnlineBalancer> held_on_lane0() {
+  std::vector<double> cap{3.0, 1.0, 0.5};
+  World w{.rate = shared_cores(cap, 1.0), .cap = cap, .noise = 0.05};
+  auto b = make(3);
+  run(b, w, 300);
+  REQUIRE(b.incumbent().weight[0] > 0.99f);
+  REQUIRE(std::string(b.phase_name()) == "hold");
+  return {std::move(w), std::move(b)};
 }
 
 }  // namespace
@@ -231,12 +243,8 @@ TEST_CASE("OnlineBalancer: a dip of the whole machine under a one-lane incumbent
   // Lanes on one CPU (any mix is worse than lane 0 alone). The machine slows to 60 % for 6 quanta (a VM's steal time,
   // another process): every lane alike, so no lane's own rate per busy second falls. Before the check, such a dip
   // visited every lane alone and the mixes (about 1.3 s of quanta at a fraction of the rate, on a real run).
-  std::vector<double> cap{3.0, 1.0, 0.5};
-  World w{.rate = shared_cores(cap, 1.0), .cap = cap, .noise = 0.05};
-  auto b = make(3);
-  run(b, w, 300);
-  REQUIRE(b.incumbent().weight[0] > 0.99f);
-  REQUIRE(std::string(b.phase_name()) == "hold");
+  auto [w, b] = held_on_lane0();
+  const std::vector<double> cap = w.cap;
   const uint64_t restarts = b.restarts(), checks = b.checks();
   auto normal = w.rate;
   w.rate = [normal](const Setup& s) { return 0.6 * normal(s); };
@@ -259,11 +267,7 @@ TEST_CASE("OnlineBalancer: a dip of the whole machine under a one-lane incumbent
 
 TEST_CASE("OnlineBalancer: a check that the other lane wins searches again and moves the load") {
   // Lane 0 alone, then it slows to 60 % (its own rate does not halve) while lane 1 becomes faster than that alone.
-  std::vector<double> cap{3.0, 1.0, 0.5};
-  World w{.rate = shared_cores(cap, 1.0), .cap = cap, .noise = 0.05};
-  auto b = make(3);
-  run(b, w, 300);
-  REQUIRE(b.incumbent().weight[0] > 0.99f);
+  auto [w, b] = held_on_lane0();
   const uint64_t restarts = b.restarts(), checks = b.checks();
   w.cap = {1.8, 2.5, 0.5};
   w.rate = shared_cores(w.cap, 1.0);
