@@ -106,6 +106,8 @@ def main():
             subprocess.run([split, mix] + parts[n], check=True)
     rules = vs_testpmd.l3fwd_rules(work) if "lpm" in wanted else ""
     cases = {}
+    # case devsaved: this build, and --alt-hpr's beside it
+    saved_binaries = ([("", hpr)] + ([("-alt", a.alt_hpr)] if a.alt_hpr else [])) if "devsaved" in wanted else []
     for n in counts:
         rx = "auto" if n == 1 else "queues"  # --rx-spread: one rx queue per worker
         if "hpr" in wanted:
@@ -114,9 +116,7 @@ def main():
             cases[f"hpr-{n}-hash"] = lambda n=n: hpr_n(hpr, [mix], n, "hash", a.seconds, app=a.app)
         if "dev" in wanted:
             cases[f"hpr-{n}-dev"] = lambda n=n, rx=rx: hpr_n(hpr, parts[n], n, rx, a.seconds, a.dev_devices, a.app)
-        for tag, binary in [("", hpr)] + ([("-alt", a.alt_hpr)] if a.alt_hpr else []):
-            if "devsaved" not in wanted:
-                break
+        for tag, binary in saved_binaries:
             state = os.path.join(work, f"state-{n}{tag}")
             shutil.rmtree(state, ignore_errors=True)
             os.makedirs(state)

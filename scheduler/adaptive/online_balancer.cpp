@@ -173,6 +173,14 @@ std::vector<Setup> OnlineBalancer::candidates() const {
     c.weight[i] = 1;
     return c;
   };
+  auto moved = [&](size_t a, size_t b, double step) {  // `step` of the share (at most lane a's) from lane a to b
+    Setup c = inc_;
+    float m = std::min(static_cast<float>(step), c.weight[a]);
+    c.weight[a] -= m;
+    c.weight[b] += m;
+    normalise(c.weight);
+    return c;
+  };
   if (phase_ == Phase::kSolo) {
     std::vector<size_t> lanes;  // not those whose rate alone start_phase() already estimated
     for (size_t i = 0; i < n; ++i)
@@ -200,24 +208,15 @@ std::vector<Setup> OnlineBalancer::candidates() const {
     std::stable_sort(moves.begin(), moves.end(), [&](auto x, auto y) {
       return rank(x.second) - rank(x.first) > rank(y.second) - rank(y.first);
     });
-    for (auto [a, b] : moves) {
-      Setup c = inc_;
-      float m = std::min(static_cast<float>(step_), c.weight[a]);
-      c.weight[a] -= m;
-      c.weight[b] += m;
-      normalise(c.weight);
-      out.push_back(c);
-    }
+    for (auto [a, b] : moves) out.push_back(moved(a, b, step_));
   } else if (phase_ == Phase::kProbe) {
     for (size_t i = 0; i < n; ++i)
       if (probed(i)) out.push_back(alone(i));
   } else if (phase_ == Phase::kCheck && check_lane_ < n) {
     out.push_back(alone(check_lane_));
-    Setup c = inc_;  // one lane alone: a step of first_step from it towards the check lane
-    for (size_t i = 0; i < n; ++i) c.weight[i] = i == check_lane_ ? static_cast<float>(p_.first_step)
-                                                 : c.weight[i] * static_cast<float>(1 - p_.first_step);
-    normalise(c.weight);
-    out.push_back(c);
+    const auto lane = static_cast<size_t>(std::max_element(inc_.weight.begin(), inc_.weight.end()) -
+                                          inc_.weight.begin());  // the incumbent's one lane
+    out.push_back(moved(lane, check_lane_, p_.first_step));
   } else if (phase_ == Phase::kBatch) {
     for (size_t i = 0; i < n; ++i) {
       if (!alive_[i] || batch_max_[i] == 0 || inc_.weight[i] <= 0) continue;
