@@ -212,11 +212,9 @@ std::vector<Setup> OnlineBalancer::candidates() const {
   } else if (phase_ == Phase::kProbe) {
     for (size_t i = 0; i < n; ++i)
       if (probed(i)) out.push_back(alone(i));
-  } else if (phase_ == Phase::kCheck && check_lane_ < n) {
-    out.push_back(alone(check_lane_));
-    const auto lane = static_cast<size_t>(std::max_element(inc_.weight.begin(), inc_.weight.end()) -
-                                          inc_.weight.begin());  // the incumbent's one lane
-    out.push_back(moved(lane, check_lane_, p_.first_step));
+  } else if (phase_ == Phase::kCheck && check_.to < n) {
+    out.push_back(alone(check_.to));
+    out.push_back(moved(check_.from, check_.to, p_.first_step));
   } else if (phase_ == Phase::kBatch) {
     for (size_t i = 0; i < n; ++i) {
       if (!alive_[i] || batch_max_[i] == 0 || inc_.weight[i] <= 0) continue;
@@ -533,10 +531,10 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
     order_[i] = 0;
     busy_rates_[i].clear();
   }
-  if (const size_t r = check_lane(fallen); r != kNoCheck) {
+  if (const auto c = check_move(fallen)) {
     ++checks_;
-    check_lane_ = r;
-    event_ += fmt::format(": check it against lane {} alone and a step towards it", r);
+    check_ = *c;
+    event_ += fmt::format(": check it against lane {} alone and a step from lane {} towards it", c->to, c->from);
     return start_phase(Phase::kCheck);
   }
   ++restarts_;
@@ -544,18 +542,27 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
   start_phase(Phase::kSolo);
 }
 
-// A dip of the whole run where one lane runs alone and its own rate did not halve: the machine may just have slowed
-// (a shared VM's steal time, another process), which a search would only confirm at the cost of visiting every lane
-// alone and the mixes. So under the throughput policy the incumbent first meets the lane that delivers most per busy
-// second after it, alone and as a step of first_step towards it, in one block: a win there searches again from solo,
-// and a loss keeps the incumbent with its figures taken afresh.
-size_t OnlineBalancer::check_lane(bool lane_fell) const {
-  if (p_.policy != Policy::kThroughputCritical || lane_fell) return kNoCheck;
-  if (std::count_if(inc_.weight.begin(), inc_.weight.end(), [](float w) { return w > 0; }) != 1) return kNoCheck;
-  size_t best = kNoCheck;
-  for (size_t i = 0; i < inc_.weight.size() && i < order_.size(); ++i)
-    if (alive_[i] && inc_.weight[i] <= 0 && order_[i] > 0 && (best == kNoCheck || order_[i] > order_[best])) best = i;
-  return best;
+// A dip of the whole run where no lane's own rate halved: the machine may just have slowed (a shared VM's steal time,
+// another process), which a search would only confirm at the cost of visiting every lane alone and the mixes. So under
+// the throughput policy the incumbent first meets the two setups nearest to it that a search would go to first, in
+// one block: the lane that delivers most per busy second apart from a one-lane incumbent's lane (of a mix: of all
+// lanes) alone, and a step of first_step towards that lane from the incumbent's lane (of a mix: from its lane that
+// delivers least per busy second). A win there searches again from solo; a loss keeps the incumbent with its figures
+// taken afresh.
+std::optional<OnlineBalancer::CheckMove> OnlineBalancer::check_move(bool lane_fell) const {
+  if (p_.policy != Policy::kThroughputCritical || lane_fell) return std::nullopt;
+  const size_t n = std::min(inc_.weight.size(), order_.size());
+  const bool one = std::count_if(inc_.weight.begin(), inc_.weight.end(), [](float w) { return w > 0; }) == 1;
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  size_t to = kNone, from = kNone;
+  for (size_t i = 0; i < n; ++i)
+    if (alive_[i] && order_[i] > 0 && !(one && inc_.weight[i] > 0) && (to == kNone || order_[i] > order_[to])) to = i;
+  if (to == kNone) return std::nullopt;
+  for (size_t i = 0; i < inc_.weight.size(); ++i)
+    if (i != to && inc_.weight[i] > 0 && (from == kNone || (i < n ? order_[i] : 0) < (from < n ? order_[from] : 0)))
+      from = i;
+  if (from == kNone) return std::nullopt;
+  return CheckMove{from, to};
 }
 
 double OnlineBalancer::recent_offered(size_t n) const {

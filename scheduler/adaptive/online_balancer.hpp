@@ -40,10 +40,11 @@
 //             more than 3 spreads + 2δ (a lane slowed down, a traffic or rate step) start over from solo (above them,
 //             the reference moves up); a lane
 //             whose own rate (bits per busy second) fell below half of what it was loses its share at once.
-//   check     under the throughput policy, a drift of an incumbent that is one lane alone whose own rate did not
-//             halve (the machine may just have slowed) is first a block of the incumbent against the lane that
-//             delivers most per busy second after it, alone and as a step of first_step towards it: a win searches
-//             again from solo, a loss keeps the incumbent with its figures taken afresh.
+//   check     under the throughput policy, a drift in which no lane's own rate halved (the machine may just have
+//             slowed) is first a block of the incumbent against the lane that delivers most per busy second (of a
+//             one-lane incumbent: the best other lane), alone and as a step of first_step towards it from the
+//             incumbent's lane (of a mix: its slowest): a win searches again from solo, a loss keeps the incumbent
+//             with its figures taken afresh.
 //
 // A quantum is scored only when the setup it ran was in force for the whole quantum (settle_quanta after a change:
 // flows move to their new lane only once nothing of theirs is in flight, so a change never reorders).
@@ -145,7 +146,7 @@ class OnlineBalancer {
   uint64_t blocks() const { return blocks_; }  // blocks measured
   uint64_t wins() const { return wins_; }
   uint64_t restarts() const { return restarts_; }
-  uint64_t checks() const { return checks_; }  // drifts checked against one lane before any search (phase check)
+  uint64_t checks() const { return checks_; }  // drifts checked against two near setups before any search (phase check)
   double score(const QuantumFigures& q) const;  // the policy's score of one quantum (higher is better)
 
  private:
@@ -174,10 +175,13 @@ class OnlineBalancer {
   // Whether `quanta` samples of the incumbent in a row were off its figures (else notes its lanes' rates).
   bool drifted(double s, const QuantumFigures& q, uint32_t quanta);
   void restart(double s, const QuantumFigures& q);
-  // The lane a drift of a one-lane incumbent is checked against before a search (restart; kNoCheck: search at once).
-  static constexpr size_t kNoCheck = static_cast<size_t>(-1);
-  size_t check_lane(bool lane_fell) const;
-  size_t check_lane_ = kNoCheck;
+  // What a drift of the incumbent is checked against before a search (restart): lane `to` alone, and a step of
+  // first_step from lane `from` to it. None: search at once.
+  struct CheckMove {
+    size_t from, to;
+  };
+  std::optional<CheckMove> check_move(bool lane_fell) const;
+  CheckMove check_{};
   void note_lanes(const QuantumFigures& q);  // order_ from the lanes' delivered bits per busy second
   void skip_slow_solos();  // solo_rate_: estimated for the lanes too slow to be run alone
 

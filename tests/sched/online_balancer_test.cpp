@@ -121,6 +121,19 @@ std::pair<World, OnlineBalancer> held_on_lane0() {
   return {std::move(w), std::move(b)};
 }
 
+// Independent devices (the best split is 0.75 / 0.25 / 0), run until the learner holds a mix of lanes 0 and 1.
+std::pair<World, OnlineBalancer> held_on_mix() {
+  std::vector<double> cap{3.0, 1.0, 0.01};
+  World w{.rate = shared_cores(cap, 0.0), .cap = cap, .noise = 0.05};
+  auto b = make(3);
+  run(b, w, 750);
+  INFO(b.incumbent().describe());
+  REQUIRE(b.incumbent().weight[0] >= 0.6f);
+  REQUIRE(b.incumbent().weight[1] > 0.1f);
+  REQUIRE(std::string(b.phase_name()) == "hold");
+  return {std::move(w), std::move(b)};
+}
+
 }  // namespace
 
 TEST_CASE("OnlineBalancer: finds the best setup within 0.95x of the best static one, despite noise") {
@@ -280,6 +293,45 @@ TEST_CASE("OnlineBalancer: a check that the other lane wins searches again and m
   CHECK(b.checks() == checks + 1);
   CHECK(b.restarts() == restarts + 1);
   CHECK(quanta <= 75);  // 3 s at 40 ms quanta
+}
+
+TEST_CASE("OnlineBalancer: a dip of the whole machine under a mix costs a check, not a search") {
+  // The machine slows to 60 % for 6 quanta, every lane alike. The check: lane 0 (the most per busy second) alone, and
+  // 1/8 of the share from lane 1 to lane 0; both lose to the split once the machine is back.
+  auto [w, b] = held_on_mix();
+  const Setup held = b.incumbent();
+  const std::vector<double> cap = w.cap;
+  const uint64_t restarts = b.restarts(), checks = b.checks();
+  auto normal = w.rate;
+  w.rate = [normal](const Setup& s) { return 0.6 * normal(s); };
+  w.cap = {1.8, 0.6, 0.006};
+  run(b, w, 6);
+  w.rate = normal;
+  w.cap = cap;
+  int away = 0;  // quanta not on the split held before the dip
+  for (int i = 0; i < 100; ++i) {
+    b.step(w.quantum(b.setup()));
+    away += !(b.setup() == held);
+  }
+  INFO(b.incumbent().describe() << ", " << away << " quanta away from " << held.describe());
+  CHECK(b.checks() == checks + 1);
+  CHECK(b.restarts() == restarts);
+  CHECK(b.incumbent() == held);
+  CHECK(away <= 12);
+}
+
+TEST_CASE("OnlineBalancer: a check under a mix that a lane alone wins searches again") {
+  // Lane 1 slows to 55 % of its rate (not below half: it keeps its share) while lane 0 stays: lane 0 alone now beats
+  // the 0.75 / 0.25 split (3.0 against 2.2 Gbit/s), and the search finds the new split (about 0.85 / 0.15, 3.55).
+  auto [w, b] = held_on_mix();
+  const uint64_t restarts = b.restarts(), checks = b.checks();
+  w.cap = {3.0, 0.55, 0.01};
+  w.rate = shared_cores(w.cap, 0.0);
+  run(b, w, 300);
+  INFO(b.incumbent().describe() << " " << w.rate(b.incumbent()));
+  CHECK(b.checks() == checks + 1);
+  CHECK(b.restarts() == restarts + 1);
+  CHECK(w.rate(b.incumbent()) >= 0.95 * best_static(w.rate, 3, {256, 256, 256}));
 }
 
 TEST_CASE("OnlineBalancer: at a rate every setup carries, the throughput policy takes the lower p99") {
