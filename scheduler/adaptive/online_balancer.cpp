@@ -213,7 +213,7 @@ std::vector<Setup> OnlineBalancer::candidates() const {
     for (size_t i = 0; i < n; ++i)
       if (probed(i)) out.push_back(alone(i));
   } else if (phase_ == Phase::kCheck && check_.to < n) {
-    out.push_back(alone(check_.to));
+    if (check_.alone) out.push_back(alone(check_.to));
     out.push_back(moved(check_.from, check_.to, p_.first_step));
   } else if (phase_ == Phase::kBatch) {
     for (size_t i = 0; i < n; ++i) {
@@ -534,7 +534,8 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
   if (const auto c = check_move(fallen)) {
     ++checks_;
     check_ = *c;
-    event_ += fmt::format(": check it against lane {} alone and a step from lane {} towards it", c->to, c->from);
+    event_ += fmt::format(": check it against {}a step from lane {} to lane {}",
+                          c->alone ? fmt::format("lane {} alone and ", c->to) : "", c->from, c->to);
     return start_phase(Phase::kCheck);
   }
   ++restarts_;
@@ -547,8 +548,9 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
 // the throughput policy the incumbent first meets the two setups nearest to it that a search would go to first, in
 // one block: the lane that delivers most per busy second apart from a one-lane incumbent's lane (of a mix: of all
 // lanes) alone, and a step of first_step towards that lane from the incumbent's lane (of a mix: from its lane that
-// delivers least per busy second). A win there searches again from solo; a loss keeps the incumbent with its figures
-// taken afresh.
+// delivers least per busy second); not the lane alone where the solo phase would not run it alone (its rate per busy
+// second under 1/kSoloMargin of the best lane's: skip_slow_solos). A win there searches again from solo; a loss keeps
+// the incumbent with its figures taken afresh.
 std::optional<OnlineBalancer::CheckMove> OnlineBalancer::check_move(bool lane_fell) const {
   if (p_.policy != Policy::kThroughputCritical || lane_fell) return std::nullopt;
   const size_t n = std::min(inc_.weight.size(), order_.size());
@@ -562,7 +564,10 @@ std::optional<OnlineBalancer::CheckMove> OnlineBalancer::check_move(bool lane_fe
     if (i != to && inc_.weight[i] > 0 && (from == kNone || (i < n ? order_[i] : 0) < (from < n ? order_[from] : 0)))
       from = i;
   if (from == kNone) return std::nullopt;
-  return CheckMove{from, to};
+  double best = 0;
+  for (size_t i = 0; i < n; ++i)
+    if (alive_[i]) best = std::max(best, order_[i]);
+  return CheckMove{from, to, order_[to] * kSoloMargin >= best};
 }
 
 double OnlineBalancer::recent_offered(size_t n) const {

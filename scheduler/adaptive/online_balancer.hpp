@@ -42,9 +42,9 @@
 //             whose own rate (bits per busy second) fell below half of what it was loses its share at once.
 //   check     under the throughput policy, a drift in which no lane's own rate halved (the machine may just have
 //             slowed) is first a block of the incumbent against the lane that delivers most per busy second (of a
-//             one-lane incumbent: the best other lane), alone and as a step of first_step towards it from the
-//             incumbent's lane (of a mix: its slowest): a win searches again from solo, a loss keeps the incumbent
-//             with its figures taken afresh.
+//             one-lane incumbent: the best other lane), alone (unless solo would not run it alone) and as a step
+//             of first_step towards it from the incumbent's lane (of a mix: its slowest): a win searches again from
+//             solo, a loss keeps the incumbent with its figures taken afresh.
 //
 // A quantum is scored only when the setup it ran was in force for the whole quantum (settle_quanta after a change:
 // flows move to their new lane only once nothing of theirs is in flight, so a change never reorders).
@@ -175,10 +175,11 @@ class OnlineBalancer {
   // Whether `quanta` samples of the incumbent in a row were off its figures (else notes its lanes' rates).
   bool drifted(double s, const QuantumFigures& q, uint32_t quanta);
   void restart(double s, const QuantumFigures& q);
-  // What a drift of the incumbent is checked against before a search (restart): lane `to` alone, and a step of
-  // first_step from lane `from` to it. None: search at once.
+  // What a drift of the incumbent is checked against before a search (restart): lane `to` alone (when `alone`), and a
+  // step of first_step from lane `from` to it. None: search at once.
   struct CheckMove {
     size_t from, to;
+    bool alone;
   };
   std::optional<CheckMove> check_move(bool lane_fell) const;
   CheckMove check_{};

@@ -278,6 +278,40 @@ TEST_CASE("OnlineBalancer: a dip of the whole machine under a one-lane incumbent
   CHECK(away <= 12);  // the two candidates, two visits of a settling quantum and two scored ones at most
 }
 
+TEST_CASE("OnlineBalancer: a check does not run alone a lane that the solo phase does not run alone") {
+  // Lane 1 delivers under 1/4 of lane 0's bits per busy second: the solo phase estimates it instead of running it
+  // alone, and so does the check after a dip of the whole machine; it only tries a step towards it.
+  std::vector<double> cap{8.0, 1.0};
+  World w{.rate = shared_cores(cap, 1.0), .cap = cap, .noise = 0.05};
+  auto b = make(2);
+  run(b, w, 300);
+  REQUIRE(b.incumbent().weight[0] > 0.99f);
+  REQUIRE(std::string(b.phase_name()) == "hold");
+  const uint64_t restarts = b.restarts(), checks = b.checks();
+  auto normal = w.rate;
+  w.rate = [normal](const Setup& s) { return 0.6 * normal(s); };
+  w.cap = {4.8, 0.6};
+  bool alone1 = false, step = false;
+  std::string ev;
+  for (int i = 0; i < 106; ++i) {
+    if (i == 6) {
+      w.rate = normal;
+      w.cap = cap;
+    }
+    b.step(w.quantum(b.setup()));
+    alone1 = alone1 || b.setup().weight[0] <= 0;
+    step = step || (b.setup().weight[1] > 0.1f && b.setup().weight[1] < 0.2f);
+    if (b.event().find("check") != std::string::npos) ev = b.event();
+  }
+  INFO(ev);
+  CHECK(b.checks() == checks + 1);
+  CHECK(b.restarts() == restarts);
+  CHECK_FALSE(alone1);
+  CHECK(step);
+  CHECK(ev.find("alone") == std::string::npos);
+  CHECK(b.incumbent().weight[0] > 0.99f);
+}
+
 TEST_CASE("OnlineBalancer: a check that the other lane wins searches again and moves the load") {
   // Lane 0 alone, then it slows to 60 % (its own rate does not halve) while lane 1 becomes faster than that alone.
   auto [w, b] = held_on_lane0();
