@@ -146,7 +146,7 @@ class OnlineBalancer {
   uint64_t blocks() const { return blocks_; }  // blocks measured
   uint64_t wins() const { return wins_; }
   uint64_t restarts() const { return restarts_; }
-  uint64_t checks() const { return checks_; }  // drifts checked against two near setups before any search (phase check)
+  uint64_t checks() const { return checks_; }  // drifts checked against the nearest setups before a search (phase check)
   double score(const QuantumFigures& q) const;  // the policy's score of one quantum (higher is better)
 
  private:
