@@ -166,7 +166,6 @@ void OnlineBalancer::run(const Setup& s) {
 std::vector<Setup> OnlineBalancer::candidates() const {
   std::vector<Setup> out;
   size_t n = inc_.weight.size();
-  auto rank = [&](size_t i) { return i < order_.size() ? order_[i] : 0.0; };
   auto alone = [&](size_t i) {  // the incumbent's batches, every flow on lane i
     Setup c = inc_;
     std::fill(c.weight.begin(), c.weight.end(), 0.f);
@@ -264,19 +263,21 @@ void OnlineBalancer::start_phase(Phase ph) {
 // device's, counted once, against all workers' native lanes (16 workers on one H200: md5 alone on the GPU ran at
 // 0.12 of native only, and each quantum of it cost 88 % of the rate). Such a lane's rate alone is taken to be its
 // rate per busy second; the mix phase gives it a share in proportion, and the shift phase moves load in steps.
+size_t OnlineBalancer::fastest_lane() const {
+  size_t top = inc_.weight.size();
+  for (size_t i = 0; i < inc_.weight.size(); ++i)
+    if (alive_[i] && rank(i) > 0 && (top == inc_.weight.size() || rank(i) > rank(top))) top = i;
+  return top;
+}
+
 void OnlineBalancer::skip_slow_solos() {
   const size_t n = inc_.weight.size();
   solo_rate_.assign(n, 0.0);
-  double best = 0;
-  size_t top = n;
-  for (size_t i = 0; i < n; ++i)
-    if (alive_[i] && i < order_.size() && order_[i] > best) {
-      best = order_[i];
-      top = i;
-    }
+  const size_t top = fastest_lane();
+  const double best = rank(top);
   std::string skipped;
   for (size_t i = 0; i < n; ++i) {
-    if (!alive_[i] || i >= order_.size() || order_[i] <= 0 || order_[i] * kSoloMargin >= best) continue;
+    if (!alive_[i] || rank(i) <= 0 || rank(i) * kSoloMargin >= best) continue;
     solo_rate_[i] = order_[i];
     skipped += fmt::format("{}lane {} ({:.3g} Gbit/s)", skipped.empty() ? "" : ", ", i, order_[i] / 1e9);
   }
@@ -553,21 +554,16 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
 // the incumbent with its figures taken afresh.
 std::optional<OnlineBalancer::CheckMove> OnlineBalancer::check_move(bool lane_fell) const {
   if (p_.policy != Policy::kThroughputCritical || lane_fell) return std::nullopt;
-  const size_t n = std::min(inc_.weight.size(), order_.size());
+  const size_t n = inc_.weight.size();
   const bool one = std::count_if(inc_.weight.begin(), inc_.weight.end(), [](float w) { return w > 0; }) == 1;
-  constexpr size_t kNone = static_cast<size_t>(-1);
-  size_t to = kNone, from = kNone;
+  size_t to = n, from = n;
   for (size_t i = 0; i < n; ++i)
-    if (alive_[i] && order_[i] > 0 && !(one && inc_.weight[i] > 0) && (to == kNone || order_[i] > order_[to])) to = i;
-  if (to == kNone) return std::nullopt;
-  for (size_t i = 0; i < inc_.weight.size(); ++i)
-    if (i != to && inc_.weight[i] > 0 && (from == kNone || (i < n ? order_[i] : 0) < (from < n ? order_[from] : 0)))
-      from = i;
-  if (from == kNone) return std::nullopt;
-  double best = 0;
+    if (alive_[i] && rank(i) > 0 && !(one && inc_.weight[i] > 0) && (to == n || rank(i) > rank(to))) to = i;
+  if (to == n) return std::nullopt;
   for (size_t i = 0; i < n; ++i)
-    if (alive_[i]) best = std::max(best, order_[i]);
-  return CheckMove{from, to, order_[to] * kSoloMargin >= best};
+    if (i != to && inc_.weight[i] > 0 && (from == n || rank(i) < rank(from))) from = i;
+  if (from == n) return std::nullopt;
+  return CheckMove{from, to, rank(to) * kSoloMargin >= rank(fastest_lane())};
 }
 
 double OnlineBalancer::recent_offered(size_t n) const {

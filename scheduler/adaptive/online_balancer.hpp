@@ -184,6 +184,8 @@ class OnlineBalancer {
   std::optional<CheckMove> check_move(bool lane_fell) const;
   CheckMove check_{};
   void note_lanes(const QuantumFigures& q);  // order_ from the lanes' delivered bits per busy second
+  double rank(size_t i) const { return i < order_.size() ? order_[i] : 0.0; }  // order_[i]; 0: not measured
+  size_t fastest_lane() const;  // the live lane of the highest rank > 0 (the lane count: none)
   void skip_slow_solos();  // solo_rate_: estimated for the lanes too slow to be run alone
 
   BalancerParams p_;

@@ -121,6 +121,19 @@ std::pair<World, OnlineBalancer> held_on_lane0() {
   return {std::move(w), std::move(b)};
 }
 
+// The whole machine at `f` of its speed (a VM's steal time, another process): every setup's rate and what each lane's
+// busy time delivers fall alike, so no lane's own rate per busy second changes. Returns what restores it.
+std::function<void()> slow_machine(World& w, double f) {
+  auto rate = w.rate;
+  const std::vector<double> cap = w.cap;
+  w.rate = [rate, f](const Setup& s) { return f * rate(s); };
+  for (double& c : w.cap) c *= f;
+  return [&w, rate, cap] {
+    w.rate = rate;
+    w.cap = cap;
+  };
+}
+
 // Independent devices (the best split is 0.75 / 0.25 / 0), run until the learner holds a mix of lanes 0 and 1.
 std::pair<World, OnlineBalancer> held_on_mix() {
   std::vector<double> cap{3.0, 1.0, 0.01};
@@ -257,15 +270,10 @@ TEST_CASE("OnlineBalancer: a dip of the whole machine under a one-lane incumbent
   // another process): every lane alike, so no lane's own rate per busy second falls. Before the check, such a dip
   // visited every lane alone and the mixes (about 1.3 s of quanta at a fraction of the rate, on a real run).
   auto [w, b] = held_on_lane0();
-  const std::vector<double> cap = w.cap;
   const uint64_t restarts = b.restarts(), checks = b.checks();
-  auto normal = w.rate;
-  w.rate = [normal](const Setup& s) { return 0.6 * normal(s); };
-  const std::vector<double> slow{1.8, 0.6, 0.3};
-  w.cap = slow;  // what each lane's busy time delivers falls with the rate: its rate per busy second stays
+  const auto back = slow_machine(w, 0.6);
   run(b, w, 6);
-  w.rate = normal;
-  w.cap = cap;
+  back();
   int away = 0;  // quanta not on lane 0 alone
   for (int i = 0; i < 100; ++i) {
     b.step(w.quantum(b.setup()));
@@ -288,16 +296,11 @@ TEST_CASE("OnlineBalancer: a check does not run alone a lane that the solo phase
   REQUIRE(b.incumbent().weight[0] > 0.99f);
   REQUIRE(std::string(b.phase_name()) == "hold");
   const uint64_t restarts = b.restarts(), checks = b.checks();
-  auto normal = w.rate;
-  w.rate = [normal](const Setup& s) { return 0.6 * normal(s); };
-  w.cap = {4.8, 0.6};
+  const auto back = slow_machine(w, 0.6);
   bool alone1 = false, step = false;
   std::string ev;
   for (int i = 0; i < 106; ++i) {
-    if (i == 6) {
-      w.rate = normal;
-      w.cap = cap;
-    }
+    if (i == 6) back();
     b.step(w.quantum(b.setup()));
     alone1 = alone1 || b.setup().weight[0] <= 0;
     step = step || (b.setup().weight[1] > 0.1f && b.setup().weight[1] < 0.2f);
@@ -334,14 +337,10 @@ TEST_CASE("OnlineBalancer: a dip of the whole machine under a mix costs a check,
   // 1/8 of the share from lane 1 to lane 0; both lose to the split once the machine is back.
   auto [w, b] = held_on_mix();
   const Setup held = b.incumbent();
-  const std::vector<double> cap = w.cap;
   const uint64_t restarts = b.restarts(), checks = b.checks();
-  auto normal = w.rate;
-  w.rate = [normal](const Setup& s) { return 0.6 * normal(s); };
-  w.cap = {1.8, 0.6, 0.006};
+  const auto back = slow_machine(w, 0.6);
   run(b, w, 6);
-  w.rate = normal;
-  w.cap = cap;
+  back();
   int away = 0;  // quanta not on the split held before the dip
   for (int i = 0; i < 100; ++i) {
     b.step(w.quantum(b.setup()));
