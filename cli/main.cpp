@@ -209,6 +209,8 @@ int cmd_run(RunConfig cfg, bool quiet) {
   if (!c.budget.empty()) fmt::print("  {}\n", c.budget);
   fmt::print("  {}\n", c.buffers);
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
+  if (const std::string placed = c.pipeline->placement(); !placed.empty())
+    fmt::print("  services placed: {}{}\n", placed, cfg.workers > 1 ? " (worker 0; each worker's own lanes alike)" : "");
   fmt::print("  {}\n", (*extras)->describe());
   // The control socket (hpr ctl): a socket another daemon answers on is a warning, not a reason to stop this run.
   std::mutex sched_mu;     // the scheduler's report, copied on the status thread for hpr ctl scheduler

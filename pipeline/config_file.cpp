@@ -311,7 +311,7 @@ Result<RunConfig> load_run_config(const std::string& path) {
   HPR_RETURN_IF_ERROR(wrap(read_named_tables(t, c)));
   HPR_RETURN_IF_ERROR(wrap(read_shaper(t, c.shaping)));
   HPR_RETURN_IF_ERROR(wrap(read_neighbours(t, c.neighbours)));
-  HPR_RETURN_IF_ERROR(wrap(read_services(t, c.app_opts.services)));
+  HPR_RETURN_IF_ERROR(wrap(read_services(t, c.app_opts.services, c.service_lanes)));
   return c;
 }
 

@@ -137,7 +137,7 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
   balance::PacketMeta* metas = burst_->metas;
   uint16_t* chosen = burst_->chosen;
   uint8_t* what = burst_->what;
-  enum : uint8_t { kDropped, kFlow, kNoFlowPkt };
+  enum : uint8_t { kDropped, kFlow, kNoFlowPkt, kPinned };  // kPinned: a flow its service places (service_lanes)
   const uint16_t burst = std::min<uint16_t>(cfg_.rx_burst, Burst::kMax);
   uint16_t n = rx_->rx_burst(pkts, burst, now);
   if (n == 0) return 0;
@@ -175,6 +175,10 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     // Services: the packet's, so that a drop on the way to its lane (full queue, no lane) is in its books too
     // (and the balancer reads it from there).
     if (svc_books_on_) p.svc = app_->service_index(p);
+    if (lanes_for(p) != nullptr) {  // placed among its service's lanes, not by the balancer
+      what[i] = kPinned;
+      continue;
+    }
     metas[nm++] = {to_five_tuple(k), p.hash, p.flow_id, p.len, app_->balance_service(p), 0};
   }
   if (nm > 0) {
@@ -196,9 +200,9 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
     Packet& p = pkts[i];
     FlowState* fs = nullptr;
     uint8_t lane;
-    if (what[i] == kFlow) {
+    if (what[i] == kFlow || what[i] == kPinned) {
       fs = &flows_->state(p.flow_id);
-      lane = static_cast<uint8_t>(chosen[j++]);
+      lane = what[i] == kFlow ? static_cast<uint8_t>(chosen[j++]) : pick_lane(p.hash, lanes_for(p));
       if (!held_to_.empty() && (held_count_[p.flow_id] != 0 ||
                                 (fs->lane != kNoLane && lane != fs->lane &&
                                  flows_->in_flight(p.flow_id).load(std::memory_order_acquire) > 0)))
@@ -218,13 +222,14 @@ uint16_t Pipeline::dispatch_burst(uint64_t now) {
         stay();
         ls = lanes_[lane]->state();
       }
-      if (ls != LaneState::kRunning) lane = pick_lane(p.hash);
+      if (ls != LaneState::kRunning) lane = pick_lane(p.hash, lanes_for(p));
       fs->lane = lane;
       p.seq = kernels::take_seq(*fs, p.flow_id, *app_);
       fs->packets++;
       fs->bytes += p.len;
     } else {
-      lane = pick_lane(p.hash);
+      if (pins_on_) p.svc = app_->service_index(p);  // a packet without a flow goes to its service's lanes too
+      lane = pick_lane(p.hash, lanes_for(p));
     }
     if (lane == kNoLane) {
       if (fs != nullptr) fs->next_seq--;

@@ -48,7 +48,7 @@ bool Pipeline::flush_held() {
     // failing: 1 run in 40 reordered).
     uint8_t& lane = held_to_[p.flow_id];
     const bool first_out = flows_->in_flight(p.flow_id).load(std::memory_order_acquire) == 0;
-    if (first_out && (lane >= lanes_.size() || lanes_[lane]->state() != LaneState::kRunning)) lane = pick_lane(p.hash);
+    if (first_out && (lane >= lanes_.size() || lanes_[lane]->state() != LaneState::kRunning)) lane = pick_lane(p.hash, lanes_for(p));
     if (lane == kNoLane) {
       drop_at_dispatch(&p, 1, DropReason::kNoLane);
     } else {

@@ -65,6 +65,7 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   }
   if (started.empty()) return error(Code::kUnavailable, "no lane could be started: {}", fmt::join(p->left_out_, "; "));
   cfg.lanes = std::move(started);
+  HPR_RETURN_IF_ERROR(p->place_services(cfg.service_lanes, *app));
   // The app's first version (app_swap.hpp), held by every lane's executor until it takes the next.
   auto first = std::make_shared<AppVersion>();
   first->generation = 1;
@@ -198,6 +199,47 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   return p;
 }
 
+// PipelineConfig::service_lanes against the lanes that started: each name part must match one.
+Status Pipeline::place_services(const std::vector<std::vector<std::string>>& names, const kernels::App& app) {
+  const std::vector<std::string> services = app.service_names();
+  for (size_t s = 0; s < names.size(); ++s) {
+    if (names[s].empty()) continue;
+    if (s >= services.size() || s >= kServiceBooks)
+      return error(Code::kInvalidArgument, "service[{}].lanes: there is no service[{}] ({} services)", s, s, services.size());
+    std::vector<uint8_t> allow(lanes_.size(), 0);
+    for (const std::string& part : names[s]) {
+      bool any = false;
+      for (size_t i = 0; i < lanes_.size(); ++i)
+        if (lanes_[i]->name().find(part) != std::string::npos) {
+          allow[i] = 1;
+          any = true;
+        }
+      if (any) continue;
+      std::vector<std::string> lanes;
+      for (const auto& l : lanes_) lanes.push_back(l->name());
+      return error(Code::kInvalidArgument, "service[{}].lanes ({}): '{}' is in no lane's name (the lanes: {}{}{})", s,
+                   services[s], part, fmt::join(lanes, ", "), left_out_.empty() ? "" : "; left out: ",
+                   fmt::join(left_out_, "; "));
+    }
+    svc_lanes_[s] = std::move(allow);
+    pins_on_ = true;
+  }
+  return Status::ok();
+}
+
+std::string Pipeline::placement() const {
+  const std::vector<std::string> services = app_->service_names();
+  std::string out;
+  for (size_t s = 0; s < services.size() && s < svc_lanes_.size(); ++s) {
+    if (svc_lanes_[s].empty()) continue;
+    std::vector<std::string> on;
+    for (size_t i = 0; i < lanes_.size(); ++i)
+      if (svc_lanes_[s][i]) on.push_back(lanes_[i]->name());
+    out += fmt::format("{}{} on {}", out.empty() ? "" : "; ", services[s], fmt::join(on, ", "));
+  }
+  return out;
+}
+
 Pipeline::~Pipeline() {
   stop_rx_ = true;
   if (dispatcher_.joinable()) dispatcher_.join();
@@ -207,20 +249,43 @@ Pipeline::~Pipeline() {
   if (egress_.joinable()) egress_.join();
 }
 
-uint8_t Pipeline::pick_lane(uint32_t hash) const {
+uint8_t Pipeline::pick_lane(uint32_t hash, const std::vector<uint8_t>* allow) const {
   // Weighted choice among running lanes by the flow hash (deterministic per flow).
+  auto running = [&](size_t i) { return lanes_[i]->state() == LaneState::kRunning; };
+  if (allow != nullptr) {  // a service's lanes: by weight among them, evenly where all weigh 0
+    double total = 0;
+    size_t count = 0;
+    for (size_t i = 0; i < lanes_.size(); ++i)
+      if ((*allow)[i] && running(i)) {
+        total += weights_[i];
+        ++count;
+      }
+    if (count > 0) {
+      const bool even = total <= 0;
+      double x = static_cast<double>(hash) / 4294967296.0 * (even ? static_cast<double>(count) : total);
+      uint8_t last = kNoLane;
+      for (size_t i = 0; i < lanes_.size(); ++i) {
+        if (!(*allow)[i] || !running(i)) continue;
+        last = static_cast<uint8_t>(i);
+        x -= even ? 1.0 : weights_[i];
+        if (x < 0) break;
+      }
+      return last;
+    }
+    // None of them runs: any running lane, as for a failed lane's flows.
+  }
   double total = 0;
   for (size_t i = 0; i < lanes_.size(); ++i)
-    if (lanes_[i]->state() == LaneState::kRunning) total += weights_[i];
+    if (running(i)) total += weights_[i];
   if (total <= 0) {  // every running lane has weight 0: any running lane rather than a drop
     for (size_t i = 0; i < lanes_.size(); ++i)
-      if (lanes_[i]->state() == LaneState::kRunning) return static_cast<uint8_t>(i);
+      if (running(i)) return static_cast<uint8_t>(i);
     return kNoLane;
   }
   double x = static_cast<double>(hash) / 4294967296.0 * total;
   uint8_t last = kNoLane;
   for (size_t i = 0; i < lanes_.size(); ++i) {
-    if (lanes_[i]->state() != LaneState::kRunning) continue;
+    if (!running(i)) continue;
     last = static_cast<uint8_t>(i);
     x -= weights_[i];
     if (x < 0) return last;
@@ -273,10 +338,10 @@ std::vector<bool> Pipeline::reroute(size_t li, const std::function<void(size_t, 
     uint8_t to = kNoLane;
     if (o.flow_id != kNoFlow) {
       FlowState& fs = flows_->state(o.flow_id);
-      if (fs.lane == li || fs.lane == kNoLane) fs.lane = pick_lane(o.hash);
+      if (fs.lane == li || fs.lane == kNoLane) fs.lane = pick_lane(o.hash, lanes_for(o));
       to = fs.lane;
     } else {
-      to = pick_lane(o.hash);
+      to = pick_lane(o.hash, lanes_for(o));
     }
     if (to == kNoLane) {
       if (o.flow_id != kNoFlow) flight_sub(o.flow_id);

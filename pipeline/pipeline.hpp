@@ -105,6 +105,11 @@ struct PipelineConfig {
   // its settings (lanes, weights and flow slots are filled in from the lanes and the flow table).
   std::string balancer = "whrw";
   balance::BalancerConfig balancer_cfg;
+  // Placement per service ([[service]] lanes): service N's flows take only the lanes whose names contain one of
+  // service_lanes[N] (an empty list, or no entry: any lane), split among them by the lanes' weights, or evenly where
+  // those are all 0 (a learner that runs everything elsewhere). The balancer places the other services' flows. Where
+  // none of a service's lanes is running, its flows go to the running ones, as a failed lane's do.
+  std::vector<std::vector<std::string>> service_lanes;
   uint32_t flow_capacity = 1u << 20;
   uint64_t flow_idle_ns = 30'000'000'000ull;
   ParseOptions parse;
@@ -194,6 +199,9 @@ class Pipeline {
   size_t lane_count() const { return lanes_.size(); }
   // Lanes that could not start (their executor failed to create queues or buffers), with the reason.
   const std::vector<std::string>& left_out() const { return left_out_; }
+  // The services placed on lanes of their own (PipelineConfig::service_lanes), for the start line:
+  // "gw on cl0:pthread-…; dns on cl1:basic, native0"; empty where none is.
+  std::string placement() const;
   const balance::BalancerStats& balancer_stats() const { return balancer_->stats(); }
   // Called once per status interval with the live snapshot (console line, Prometheus).
   void on_status(std::function<void(const Summary&, double interval_s)> f) { on_status_ = std::move(f); }
@@ -316,7 +324,13 @@ class Pipeline {
     bump(b.out_bytes, p.len);
     b.latency.add(latency_ns);
   }
-  uint8_t pick_lane(uint32_t hash) const;
+  Status place_services(const std::vector<std::vector<std::string>>& names, const kernels::App& app);
+  // A running lane by the flow hash, weighted; `allow` (one flag per lane): only those, while one of them runs.
+  uint8_t pick_lane(uint32_t hash, const std::vector<uint8_t>* allow = nullptr) const;
+  // The lanes p's service may take (PipelineConfig::service_lanes), or nullptr: any.
+  const std::vector<uint8_t>* lanes_for(const Packet& p) const {
+    return pins_on_ && p.svc < kServiceBooks && !svc_lanes_[p.svc].empty() ? &svc_lanes_[p.svc] : nullptr;
+  }
   bool handle_failed_lanes();
   std::vector<bool> reroute(size_t lane, const std::function<void(size_t, int&)>& room);
   std::vector<Packet*> retire(Lane& lane);
@@ -369,6 +383,9 @@ class Pipeline {
   LatencyHistogram latency_;
   std::unique_ptr<std::array<ServiceBooks, kServiceBooks>> svc_books_;  // by Packet::svc
   bool svc_books_on_ = false;  // the dispatcher's app has [[service]] entries (dispatcher-owned)
+  // PipelineConfig::service_lanes as a flag per lane, by Packet::svc (empty: any lane); pins_on_: any service has some.
+  std::array<std::vector<uint8_t>, kServiceBooks> svc_lanes_;
+  bool pins_on_ = false;
   std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
   Egress eg_;
   std::unique_ptr<Burst> burst_;         // dispatcher-owned

@@ -119,6 +119,9 @@ struct RunConfig {
   // [lanes.weights]: lane name substring → share of new flows (>= 0). Default: an OpenCL lane weighs
   // its device's compute units, a native lane 1.
   std::map<std::string, double> lane_weights;
+  // service[N].lanes: the lanes service N's flows may take (lane name substrings; empty: any lane, as the balancer
+  // and the weights say). One list per [[service]], or none.
+  std::vector<std::vector<std::string>> service_lanes;
   std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
   std::map<std::string, uint64_t> slow_lane_us;  // fault injection [faults.slow_lane_us]: lane substring → µs added per batch
   double slow_from_s = 0, slow_until_s = 0;     // [faults] when the slow lanes are slow (seconds into the run; until 0: to the end)

@@ -355,6 +355,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   pc.backpressure = c.backpressure;
   pc.run_to_completion = c.run_to_completion;
   pc.balancer = c.balancer;
+  pc.service_lanes = c.service_lanes;
   if (kernels::runs_app(c.app, c.app_opts, "ipv4") && c.icmp_time_exceeded) {
     in_addr a{};
     if (inet_pton(AF_INET, c.router_addr.c_str(), &a) != 1)

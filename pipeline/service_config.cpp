@@ -43,17 +43,19 @@ Status read_prefix(const std::string& sec, const char* key, const toml::node& v,
 
 }  // namespace
 
-Status read_services(const toml::table& t, std::vector<kernels::AppOptions::ServiceSpec>& out) {
+Status read_services(const toml::table& t, std::vector<kernels::AppOptions::ServiceSpec>& out,
+                     std::vector<std::vector<std::string>>& lanes) {
   auto list = tables_of(t, "service");
   if (!list) return list.status();
   const toml::array* a = *list;
   if (a == nullptr) return Status::ok();
   out.clear();
+  lanes.clear();
   for (size_t i = 0; i < a->size(); ++i) {
     const toml::table& e = *a->get(i)->as_table();
     const std::string sec = fmt::format("service[{}]", i);
     HPR_RETURN_IF_ERROR(
-        check_keys(e, sec, {"name", "chain", "default", "proto", "src", "dst", "port", "dscp", "gen_service"}));
+        check_keys(e, sec, {"name", "chain", "default", "proto", "src", "dst", "port", "dscp", "gen_service", "lanes"}));
     kernels::AppOptions::ServiceSpec s;
     for (const char* key : {"name", "chain"}) {
       const toml::node* v = e.get(key);
@@ -103,6 +105,18 @@ Status read_services(const toml::table& t, std::vector<kernels::AppOptions::Serv
       if (!x) return x.status();
       s.match.gen_service = static_cast<uint8_t>(*x);
     }
+    std::vector<std::string> ls;
+    if (const toml::node* v = e.get("lanes")) {
+      const toml::array* names = v->as_array();
+      const char* want = "a list of lane names or parts of them, e.g. [\"native\", \"pthread\"]";
+      if (names == nullptr || names->empty()) return bad(sec, "lanes", *v, want);
+      for (const auto& n : *names) {
+        auto x = n.value<std::string>();
+        if (!x || x->empty()) return bad(sec, "lanes", n, want);
+        ls.push_back(*x);
+      }
+    }
+    lanes.push_back(std::move(ls));
     out.push_back(std::move(s));
   }
   return Status::ok();

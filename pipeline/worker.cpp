@@ -39,7 +39,8 @@ void Pipeline::update_worker_mode(uint64_t now) {
       alone = i;
     }
   }
-  const bool ok = all_running && with_weight == 1 && worker_eligible(cfg_.lanes[alone]);
+  bool ok = all_running && with_weight == 1 && worker_eligible(cfg_.lanes[alone]);
+  for (const auto& allow : svc_lanes_) ok = ok && (allow.empty() || allow[alone] != 0);  // a service placed elsewhere
   if (worker_on_.load(std::memory_order_relaxed) && (!ok || alone != worker_lane_.load(std::memory_order_relaxed)))
     worker_on_.store(false, std::memory_order_relaxed);  // synchronous: nothing of it is in flight
   if (ok && !worker_on_.load(std::memory_order_relaxed)) {

@@ -151,6 +151,69 @@ TEST_CASE("the generator's four Holt-Winters services carry four chains") {
   CHECK(events_of(s, "s2:md5") > 0);
 }
 
+const LaneSummary& lane_named(const Summary& s, const std::string& part) {
+  for (const auto& l : s.lanes)
+    if (l.name.find(part) != std::string::npos) return l;
+  FAIL("no lane named *" << part << "* in the summary");
+  return s.lanes.front();
+}
+
+TEST_CASE("placement per service: each service's flows run on its own lanes only, equal to the reference") {
+  // Both PoCL devices and a native lane, run to completion (so that where the weights give every flow to one lane, the
+  // in-place worker path would run them all there). Default weights: gw on pthread, dns on basic or native, the rest
+  // native. Native only (the devices weigh 0, as a learner that settled on the native lane leaves them): gw on both
+  // devices, evenly; dns on basic or native, so native; the rest native.
+  enum Weights { kDefault, kNativeOnly };
+  for (Weights w : {kDefault, kNativeOnly}) {
+    DYNAMIC_SECTION("weights " << w) {
+      Summary s = check_against_reference("services", data_path("pcap/ndpi/1kxun.pcap"), [&](RunConfig& c) {
+        c.app = "ipv4";
+        c.app_opts.services = {spec("gw", "ipv4,aes", [](auto& m) { m.proto = 6; }),
+                               spec("dns", "ipv4,dpi", [](auto& m) { m.port = 53; }), spec("rest", "md5")};
+        c.service_lanes = {{w == kDefault ? "pthread" : "cl"}, {"basic", "native"}, {"native"}};
+        c.run_to_completion = true;
+        c.run_to_completion_given = true;
+        if (w == kNativeOnly) c.lane_weights = {{"cl", 0.0}};
+      });
+      REQUIRE(s.chain_events.size() == 5);
+      const uint64_t gw = s.chain_events[0].in, dns = s.chain_events[2].in, rest = s.chain_events[4].in;
+      const LaneSummary& pthread = lane_named(s, "pthread");
+      const LaneSummary& basic = lane_named(s, "basic");
+      const LaneSummary& native = lane_named(s, "native");
+      INFO(s.to_text());
+      CHECK(gw > 0);
+      CHECK(dns > 0);
+      CHECK(pthread.packets + basic.packets + native.packets == gw + dns + rest);
+      if (w == kDefault) {
+        CHECK(pthread.packets == gw);
+        CHECK(basic.packets <= dns);
+      } else {
+        CHECK(pthread.packets + basic.packets == gw);
+        CHECK(pthread.packets > 0);
+        CHECK(basic.packets > 0);
+        CHECK(native.packets == dns + rest);
+      }
+      check_service_books(s, {{"gw", {0, 1}}, {"dns", {2, 3}}, {"rest", {4, 4}}});
+    }
+  }
+}
+
+TEST_CASE("placement per service: when a service's only lane fails, its flows go on elsewhere, nothing lost") {
+  Summary s = check_against_reference("services", data_path("pcap/ndpi/skype.pcap"), [](RunConfig& c) {
+    c.app = "ipv4";
+    c.app_opts.services = {spec("udp", "md5", [](auto& m) { m.proto = 17; }), spec("rest", "ipv4")};
+    c.service_lanes = {{"native1"}, {"native0"}};
+    c.devices.clear();
+    c.native_lanes = 2;
+    c.run_to_completion = false;
+    c.run_to_completion_given = true;
+    c.fail_after = {{"native1", 3}};
+  });
+  CHECK(s.lane_failures == 1);
+  CHECK(lane_named(s, "native1").packets > 0);
+  CHECK(lane_named(s, "native0").packets > s.chain_events[1].in);  // the rest's, and udp's after the failure
+}
+
 TEST_CASE("[[service]] entries read from the config file; bad ones refused naming service[N]") {
   auto ok = config_from(R"(
 [[service]]
@@ -173,6 +236,11 @@ chain = "ip"
   CHECK(*m.port == 443);
   CHECK(*m.dscp == 46);
   CHECK(ok->app_opts.services[1].chain == "ip");
+  CHECK(ok->service_lanes == std::vector<std::vector<std::string>>{{}, {}});
+  auto placed = config_from("[[service]]\nname = \"a\"\nchain = \"md5\"\nproto = 6\nlanes = [\"pthread\", \"native\"]\n"
+                            "[[service]]\nname = \"b\"\nchain = \"dpi\"\n");
+  REQUIRE(placed.is_ok());
+  CHECK(placed->service_lanes == std::vector<std::vector<std::string>>{{"pthread", "native"}, {}});
   auto refused = [](const std::string& toml, const std::string& what) {
     auto r = config_from(toml);
     REQUIRE_FALSE(r.is_ok());
@@ -191,6 +259,9 @@ chain = "ip"
   refused("[[service]]\nname = \"a\"\nchain = \"md5\"\n[[service]]\nname = \"a\"\nchain = \"dpi\"\n",
           "service[1].name: want a name of its own");
   refused("[service]\nname = \"a\"\n", "service must be a list of tables");
+  refused("[[service]]\nname = \"a\"\nchain = \"md5\"\nlanes = \"native\"\n", "service[0].lanes: want a list of lane names");
+  refused("[[service]]\nname = \"a\"\nchain = \"md5\"\nlanes = []\n", "service[0].lanes: want a list of lane names");
+  refused("[[service]]\nname = \"a\"\nchain = \"md5\"\nlanes = [\"\"]\n", "service[0].lanes: want a list of lane names");
 }
 
 TEST_CASE("services: what cannot run is refused at start, naming service[N], nothing started") {
@@ -219,6 +290,12 @@ TEST_CASE("services: what cannot run is refused at start, naming service[N], not
     c.app_opts.rules = "/nonexistent/rules";
     c.app_opts.services = {spec("a", "md5", [](auto& m) { m.proto = 6; }), spec("ids", "ipv4,dpi")};
     refused("service[1].chain (ids): app.rules (--rules)");
+  }
+  SECTION("a service's lanes that name no lane of the run") {
+    c.devices = {"none"};
+    c.app_opts.services = {spec("a", "md5", [](auto& m) { m.proto = 6; }), spec("b", "dpi")};
+    c.service_lanes = {{"native"}, {"gpu"}};
+    refused("service[1].lanes (b): 'gpu' is in no lane's name (the lanes: native0)");
   }
   SECTION("more than eight services") {
     for (int i = 0; i < 9; ++i) c.app_opts.services.push_back(spec("s" + std::to_string(i), "md5", [&](auto& m) { m.port = static_cast<uint16_t>(i); }));
