@@ -250,45 +250,26 @@ Pipeline::~Pipeline() {
 }
 
 uint8_t Pipeline::pick_lane(uint32_t hash, const std::vector<uint8_t>* allow) const {
-  // Weighted choice among running lanes by the flow hash (deterministic per flow).
-  auto running = [&](size_t i) { return lanes_[i]->state() == LaneState::kRunning; };
-  if (allow != nullptr) {  // a service's lanes: by weight among them, evenly where all weigh 0
-    double total = 0;
-    size_t count = 0;
-    for (size_t i = 0; i < lanes_.size(); ++i)
-      if ((*allow)[i] && running(i)) {
-        total += weights_[i];
-        ++count;
-      }
-    if (count > 0) {
-      const bool even = total <= 0;
-      double x = static_cast<double>(hash) / 4294967296.0 * (even ? static_cast<double>(count) : total);
-      uint8_t last = kNoLane;
-      for (size_t i = 0; i < lanes_.size(); ++i) {
-        if (!(*allow)[i] || !running(i)) continue;
-        last = static_cast<uint8_t>(i);
-        x -= even ? 1.0 : weights_[i];
-        if (x < 0) break;
-      }
-      return last;
-    }
-    // None of them runs: any running lane, as for a failed lane's flows.
-  }
+  // Weighted choice among the running lanes (a service's own, while one of them runs) by the flow hash: deterministic
+  // per flow. Where all of them weigh 0 (a service's lanes while the learner runs the rest elsewhere, or every lane
+  // left), evenly rather than a drop.
+  auto ok = [&](size_t i) { return lanes_[i]->state() == LaneState::kRunning && (allow == nullptr || (*allow)[i]); };
   double total = 0;
+  size_t count = 0;
   for (size_t i = 0; i < lanes_.size(); ++i)
-    if (running(i)) total += weights_[i];
-  if (total <= 0) {  // every running lane has weight 0: any running lane rather than a drop
-    for (size_t i = 0; i < lanes_.size(); ++i)
-      if (running(i)) return static_cast<uint8_t>(i);
-    return kNoLane;
-  }
-  double x = static_cast<double>(hash) / 4294967296.0 * total;
+    if (ok(i)) {
+      total += weights_[i];
+      ++count;
+    }
+  if (count == 0) return allow != nullptr ? pick_lane(hash) : kNoLane;  // none of its lanes runs: as a failed lane's
+  const bool even = total <= 0;
+  double x = static_cast<double>(hash) / 4294967296.0 * (even ? static_cast<double>(count) : total);
   uint8_t last = kNoLane;
   for (size_t i = 0; i < lanes_.size(); ++i) {
-    if (!running(i)) continue;
+    if (!ok(i)) continue;
     last = static_cast<uint8_t>(i);
-    x -= weights_[i];
-    if (x < 0) return last;
+    x -= even ? 1.0 : weights_[i];
+    if (x < 0) break;
   }
   return last;
 }

@@ -24,6 +24,9 @@
 #              (--adapt-csv) in variants-adapt.tgz; else --static; default "static8192 --batch 8192", "static2048 --batch
 #              2048", "learn"), the GPU alone, on the chain aes,dpi and its apps (GPU_LEARN_CHAINS), 3 rounds of
 #              GPU_LEARN_S (4) s, whole run and after GPU_LEARN_WARM (1) s; the first line is the ratios' base
+#     placement  bench/adapt/placement_sweep.py: each service of bench/adapt/services_mix.toml on native0 or the GPU
+#              (`[[service]] lanes`, 8 placements) against learning mode, 3 rounds of 4 s, hpr run's options
+#              GPU_CHAIN_ARGS as for chains
 #     learn-batch  variants with "static8192 --batch 8192 --timeout-us 2000" and "learn", 6 s runs, after 2 s
 # GPU_DEVICE (default H200): the --devices name substring of the GPU. OUT gets machine.txt, devices.txt and a .csv
 # (a row per sample) and .txt (medians, spreads, ratios) per step. About 8 minutes in all on 16 cores.
@@ -96,6 +99,9 @@ for s in $steps; do
                    --fill --chain ipv4,aes ipv4,dpi dpi,md5 aes,md5 ipv4,dpi,md5 --json ;;
     chains) HPR_DATA_DIR=$b/share/hpr/data python3 "$root/bench/chain/chain_bench.py" --hpr "$b/hpr" --lanes "$gpu" \
               --run-args "${GPU_CHAIN_ARGS:---batch 8192 --timeout-us 2000}" --rounds 3 --seconds 3 --out "$out/$s.csv"; rm -f "$out/routes_default.dat" ;;
+    placement) HPR_DATA_DIR=$b/share/hpr/data python3 "$root/bench/adapt/placement_sweep.py" --hpr "$b/hpr" \
+                 --lanes "native0,$gpu" --run-args "${GPU_CHAIN_ARGS:---batch 8192 --timeout-us 2000}" --rounds 3 \
+                 --seconds 4 --out "$out/$s" ;;
     learn-batch|variants) w="$out/$s-bin"; mkdir -p "$w" "$out/$s-adapt"; set --
                if [ "$s" = learn-batch ]; then sec=${GPU_LEARN_S:-6} warm=2 def="static8192 --batch 8192 --timeout-us 2000
 learn"
@@ -118,7 +124,7 @@ EOV
                  --chains "${GPU_LEARN_CHAINS:-aes,dpi}" --rounds 3 --seconds "$sec" --warm-s "$warm" --out "$out/$s.csv"
                tar czf "$out/$s-adapt.tgz" -C "$out" "$s-adapt"  # one file: a device call brings back few
                rm -rf "$w" "$out/$s-adapt" "$out/routes_default.dat" ;;
-    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5 md5-mix md5-learn chain-check chains learn-batch variants)" ;;
+    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5 md5-mix md5-learn chain-check chains placement learn-batch variants)" ;;
   esac > "$out/$s.txt" 2>&1
   echo "$s rc=$? at $(( $(date +%s) - t0 )) s" >> "$out/machine.txt"
 done

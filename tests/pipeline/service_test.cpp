@@ -214,6 +214,29 @@ TEST_CASE("placement per service: when a service's only lane fails, its flows go
   CHECK(lane_named(s, "native0").packets > s.chain_events[1].in);  // the rest's, and udp's after the failure
 }
 
+TEST_CASE("placement per service with two workers: each worker places its services on its own lanes of the name") {
+  if (cores_here().size() < 2) return;
+  Summary s = check_against_reference("services", data_path("pcap/ndpi/skype.pcap"), [](RunConfig& c) {
+    c.app = "ipv4";
+    c.app_opts.services = {spec("udp", "md5", [](auto& m) { m.proto = 17; }), spec("rest", "ipv4")};
+    c.service_lanes = {{"pthread"}, {"native"}};
+    c.workers = 2;
+    c.devices = {"all"};
+    c.native_lanes = 1;
+  });
+  uint64_t pthread = 0, basic = 0, native = 0;
+  for (const auto& l : s.lanes) {
+    INFO(l.name);
+    CHECK((l.name.starts_with("w0:") || l.name.starts_with("w1:")));
+    (l.name.find("pthread") != std::string::npos ? pthread : l.name.find("basic") != std::string::npos ? basic : native) +=
+        l.packets;
+  }
+  CHECK(s.chain_events[0].in > 0);
+  CHECK(pthread == s.chain_events[0].in);  // udp:md5, on both workers' pthread lanes
+  CHECK(basic == 0);
+  CHECK(native == s.chain_events[1].in);
+}
+
 TEST_CASE("[[service]] entries read from the config file; bad ones refused naming service[N]") {
   auto ok = config_from(R"(
 [[service]]

@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""Placement per service: every static placement of a mix's services on the lanes, against learning mode (issue 15).
+
+The mix is a TOML file of [[service]] entries (default: services_mix.toml beside this script: three services, three
+chains). Each case is `hpr run --packets 0 --duration D` on the generator (imix, 10,000 flows) into null with every
+OpenCL device (POCL_DEVICES) and one native lane, run to completion (the default on 2 cores):
+  place A/B/C     --static, service i on lane A, B, C (`lanes = [...]` in its [[service]]): every combination of
+                  --lanes over the services (2 lanes, 3 services: 8 placements)
+  learn           the default: the learner's lane shares for the whole mix, from nothing (--state-dir none); it
+                  places no service on its own
+  native only, in place   --devices none
+Rounds interleave the cases, rotated (one at a time: 2 cores). A case's rate is the mean of its status lines after
+--warm-s (received Mpps). Reports per case the median over rounds and the spread (max-min over median), the best
+placement (by median), and learn ÷ that placement per round (both ran in the same round), median (min-max).
+"""
+import argparse, itertools, json, os, re, shlex, statistics, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import learn_vs_static as lvs  # noqa: E402  (run(), summarise(), the services it runs)
+
+ROOT = lvs.ROOT
+
+
+def placed_toml(mix, names, lanes):
+    """The mix's [[service]] entries, service i given `lanes = [lanes[i]]` (each entry's body, in file order)."""
+    parts = re.split(r"(?m)^\[\[service\]\]\s*$", mix)
+    if len(parts) - 1 != len(names):
+        sys.exit(f"placement_sweep: the mix has {len(parts) - 1} [[service]] entries, {len(names)} names")
+    out = parts[0]
+    for body, lane in zip(parts[1:], lanes):
+        out += f'[[service]]\nlanes = ["{lane}"]' + body
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--hpr", default=os.path.join(ROOT, "build", "cli", "hpr"))
+    ap.add_argument("--services", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "services_mix.toml"))
+    ap.add_argument("--lanes", default="native0,pthread", help="the lanes a service may be placed on (name parts)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=4)
+    ap.add_argument("--warm-s", type=float, default=1.5)
+    ap.add_argument("--run-args", default="", help="more hpr run options for every case (a GPU: --batch 8192)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "out", "placement"))
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    mix = open(a.services).read()
+    names = re.findall(r'(?m)^name\s*=\s*"([^"]+)"', mix)
+    lanes = a.lanes.split(",")
+    cases = {"learn": (["--state-dir", "none"], mix), "native only, in place": (["--devices", "none"], mix)}
+    for combo in itertools.product(lanes, repeat=len(names)):
+        cases["place " + "/".join(combo)] = (["--static"], placed_toml(mix, names, combo))
+    lvs.SERVICES["mix"] = ""  # the cases give the whole TOML (run() then passes no --app)
+    res = {}
+    for r in range(a.rounds):
+        order = list(cases)
+        order = order[r % len(order):] + order[:r % len(order)]
+        for name in order:
+            extra, toml = cases[name]
+            x = lvs.run(a.hpr, "mix", a.seconds, a.warm_s, extra + shlex.split(a.run_args), toml)
+            if x is None:
+                continue
+            res.setdefault(name, {})[r] = x["steady"]
+            print(f"round {r + 1} {name}: {x['steady']:.3f} Mpps", file=sys.stderr, flush=True)
+    table = {n: lvs.summarise(list(v.values())) for n, v in res.items()}
+    placements = [n for n in table if n.startswith("place ")]
+    best = max(placements, key=lambda n: table[n][0])
+    per_round = [res["learn"][r] / res[best][r] for r in res["learn"] if r in res[best] and res[best][r] > 0]
+    ratio = (statistics.median(per_round), min(per_round), max(per_round)) if per_round else (0, 0, 0)
+    report = {"services": names, "lanes": lanes, "cases": {n: {"mpps": m, "spread": s} for n, (m, s) in table.items()},
+              "best_placement": best, "learn_vs_best": {"median": ratio[0], "min": ratio[1], "max": ratio[2]}}
+    with open(os.path.join(a.out, "placement_sweep.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    lines = [f"services {', '.join(names)} (placements: each on one of {', '.join(lanes)})", "",
+             f"| case | Mpps after {a.warm_s:g} s, median (spread) |", "|---|---|"]
+    for n, (m, s) in sorted(table.items(), key=lambda kv: -kv[1][0]):
+        lines.append(f"| {n}{' (best placement)' if n == best else ''} | {m:.3f} ({100 * s:.0f} %) |")
+    lines.append(f"| **learn ÷ best placement, per round** | **{ratio[0]:.2f}** ({ratio[1]:.2f}–{ratio[2]:.2f}) |")
+    with open(os.path.join(a.out, "placement_sweep.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
