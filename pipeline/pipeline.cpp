@@ -227,16 +227,19 @@ Status Pipeline::place_services(const std::vector<std::vector<std::string>>& nam
   return Status::ok();
 }
 
+std::vector<std::string> Pipeline::placed_on(size_t service) const {
+  std::vector<std::string> on;
+  for (size_t i = 0; service < svc_lanes_.size() && i < svc_lanes_[service].size(); ++i)
+    if (svc_lanes_[service][i]) on.push_back(lanes_[i]->name());
+  return on;
+}
+
 std::string Pipeline::placement() const {
   const std::vector<std::string> services = app_->service_names();
   std::string out;
-  for (size_t s = 0; s < services.size() && s < svc_lanes_.size(); ++s) {
-    if (svc_lanes_[s].empty()) continue;
-    std::vector<std::string> on;
-    for (size_t i = 0; i < lanes_.size(); ++i)
-      if (svc_lanes_[s][i]) on.push_back(lanes_[i]->name());
-    out += fmt::format("{}{} on {}", out.empty() ? "" : "; ", services[s], fmt::join(on, ", "));
-  }
+  for (size_t s = 0; s < services.size(); ++s)
+    if (const auto on = placed_on(s); !on.empty())
+      out += fmt::format("{}{} on {}", out.empty() ? "" : "; ", services[s], fmt::join(on, ", "));
   return out;
 }
 
@@ -524,6 +527,7 @@ Summary Pipeline::snapshot() const {
                           .lost = b.lost.load(std::memory_order_relaxed),
                           .latency_buckets = {c.begin(), c.end()}});
     s.services.back().set_latency();
+    s.services.back().lanes = placed_on(i);
   }
   // After live reloads: which version of the tables runs (the first is generation 1).
   if (version->generation > 1) s.app_info.emplace_back("tables", fmt::format("generation {}", version->generation));

@@ -202,6 +202,7 @@ class Pipeline {
   // The services placed on lanes of their own (PipelineConfig::service_lanes), for the start line:
   // "gw on cl0:pthread-…; dns on cl1:basic, native0"; empty where none is.
   std::string placement() const;
+  std::vector<std::string> placed_on(size_t service) const;  // service's lanes by name; empty: any
   const balance::BalancerStats& balancer_stats() const { return balancer_->stats(); }
   // Called once per status interval with the live snapshot (console line, Prometheus).
   void on_status(std::function<void(const Summary&, double interval_s)> f) { on_status_ = std::move(f); }

@@ -47,6 +47,7 @@ void Summary::add_worker(const Summary& w) {
     b.out_bytes += o.out_bytes;
     b.dropped += o.dropped;
     b.lost += o.lost;
+    b.lanes.insert(b.lanes.end(), o.lanes.begin(), o.lanes.end());
     if (b.latency_buckets.size() < o.latency_buckets.size()) b.latency_buckets.resize(o.latency_buckets.size(), 0);
     for (size_t k = 0; k < o.latency_buckets.size(); ++k) b.latency_buckets[k] += o.latency_buckets[k];
     b.set_latency();
@@ -130,13 +131,15 @@ std::string Summary::to_json() const {
     j["chain_events"].push_back(
         {{"app", e.app}, {"name", e.name}, {"count", e.count}, {"packets_in", e.in}, {"packets_passed", e.passed}});
   for (const auto& [k, v] : app_info) j["app"][k] = v;
-  for (const auto& b : services)
+  for (const auto& b : services) {
     j["services"].push_back({{"name", b.name},
                              {"packets_out", b.out},
                              {"bytes_out", b.out_bytes},
                              {"dropped", b.dropped},
                              {"lost", b.lost},
                              {"latency_ns", {{"p50", b.latency_p50_ns}, {"p99", b.latency_p99_ns}}}});
+    if (!b.lanes.empty()) j["services"].back()["lanes"] = b.lanes;
+  }
   j["latency_ns"] = {{"p50", latency_p50_ns}, {"p99", latency_p99_ns}};
   if (!power_source.empty()) j["power"] = {{"watts", power_w}, {"energy_j", energy_j}, {"source", power_source}};
   if (balance)
@@ -217,9 +220,10 @@ std::string Summary::to_text() const {
     s += "  services    what each chain passed to the output and dropped, lost on the way to a lane, rx-to-tx latency:\n";
   for (const auto& b : services) {
     const std::string* chain = chain_of(b.name);
-    s += fmt::format("    {:<12} {}{} packets out ({} bytes), {} dropped, {} lost, p50 {:.1f} us, p99 {:.1f} us\n",
+    s += fmt::format("    {:<12} {}{} packets out ({} bytes), {} dropped, {} lost, p50 {:.1f} us, p99 {:.1f} us{}\n",
                      b.name, chain ? "(" + *chain + ") " : "", b.out, b.out_bytes, b.dropped, b.lost,
-                     b.latency_p50_ns / 1e3, b.latency_p99_ns / 1e3);
+                     b.latency_p50_ns / 1e3, b.latency_p99_ns / 1e3,
+                     b.lanes.empty() ? "" : fmt::format("; placed on {}", fmt::join(b.lanes, ", ")));
   }
   s += fmt::format("  latency     p50 {:.1f} us, p99 {:.1f} us (rx to tx, 16 buckets per octave)\n", latency_p50_ns / 1e3,
                    latency_p99_ns / 1e3);

@@ -46,6 +46,7 @@ struct Summary {
     uint64_t out = 0, out_bytes = 0, dropped = 0, lost = 0;
     std::vector<uint64_t> latency_buckets;  // LogLinear layout
     uint64_t latency_p50_ns = 0, latency_p99_ns = 0;
+    std::vector<std::string> lanes;  // the lanes it is placed on ([[service]] lanes; every worker's); empty: any
     void set_latency();  // the percentiles from the buckets
   };
   std::vector<ServiceBook> services;

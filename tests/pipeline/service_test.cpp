@@ -4,6 +4,7 @@
 // naming service[N].
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 #include "kernels/registry.hpp"
@@ -184,6 +185,16 @@ TEST_CASE("placement per service: each service's flows run on its own lanes only
       CHECK(gw > 0);
       CHECK(dns > 0);
       CHECK(pthread.packets + basic.packets + native.packets == gw + dns + rest);
+      // The summary says where each service was placed.
+      REQUIRE(s.services.size() == 3);
+      std::vector<std::string> gw_on = s.services[0].lanes, want{pthread.name};
+      if (w == kNativeOnly) want.push_back(basic.name);
+      std::sort(gw_on.begin(), gw_on.end());
+      std::sort(want.begin(), want.end());
+      CHECK(gw_on == want);
+      CHECK(s.services[2].lanes == std::vector<std::string>{native.name});
+      CHECK_THAT(s.to_text(), Catch::Contains("; placed on " + native.name + "\n"));
+      CHECK_THAT(s.to_json(), Catch::Contains("\"lanes\""));
       if (w == kDefault) {
         CHECK(pthread.packets == gw);
         CHECK(basic.packets <= dns);
