@@ -17,6 +17,7 @@ namespace {
 ProfileOptions g_prof;
 std::string g_prof_config, g_prof_in, g_prof_devices, g_prof_sizes;
 bool g_prof_quiet = false;
+std::string g_prof_interleave = "block";  // --interleave
 CLI::App* g_prof_cmd = nullptr;
 std::atomic<Pipeline*> g_prof_pipeline{nullptr};
 std::atomic<bool> g_prof_stop{false};  // a signal before the pipeline exists (PoCL builds) is kept for it
@@ -72,6 +73,10 @@ CLI::App* add_profile_command(CLI::App& app) {
                 "Sample until each point's relative spread (half-width of the median's 87.5 % confidence interval / "
                 "median) of throughput and power is within this")
       ->capture_default_str();
+  p->add_option("--interleave", g_prof_interleave,
+                "block: rounds over the batch sizes of one device set and split at a time; grid: rounds over the whole "
+                "grid (a load that comes and goes hits every point alike; the table is written at the end)")
+      ->capture_default_str();
   p->add_option("--rapl-root", g_prof.power.rapl_root, "powercap sysfs root for RAPL")->capture_default_str();
   p->add_flag("-q,--quiet", g_prof_quiet, "No progress bar");
   return p;
@@ -122,15 +127,21 @@ int run_profile_command() {
   // The structure `hpr run` gets by default on this host (run to completion on 2 cores or fewer), so that the
   // table describes what the runs it serves will do.
   const char* rtc = auto_run_to_completion(o.run, std::thread::hardware_concurrency());
+  if (g_prof_interleave != "block" && g_prof_interleave != "grid") {
+    fmt::print(stderr, "hpr profile: --interleave: want block or grid, not '{}'\n", g_prof_interleave);
+    return 2;
+  }
+  o.interleave_grid = g_prof_interleave == "grid";
   if (Status v = validate(o.sampling); !v.is_ok()) {
     fmt::print(stderr, "hpr profile: {}\n", v.message());
     return 2;
   }
   spdlog::set_level(spdlog::level::warn);
   fmt::print("hpr profile: app {} | traffic {} | batches {}..{} | quantum {} ms | splits 1/{} | {}..{} samples per "
-             "point, spread {}{} -> {}\n",
+             "point, spread {}, rounds over {}{} -> {}\n",
              o.run.app, traffic_description(o.run.input), o.min_batch, o.max_batch, o.quantum_ms, o.split_steps,
              o.sampling.min_samples, o.sampling.max_samples, o.sampling.spread_delta,
+             o.interleave_grid ? "the whole grid" : "each block",
              rtc != nullptr ? fmt::format(" | run to completion ({})", rtc) : std::string(), o.out_path);
   std::signal(SIGINT, on_profile_signal);
   std::signal(SIGTERM, on_profile_signal);

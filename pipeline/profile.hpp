@@ -42,6 +42,11 @@ struct ProfileOptions {
   uint32_t max_set_size = 0;  // largest device combination (0: all lanes)
   double budget_s = 0;        // stop after this long (0: no budget)
   SampleRule sampling;        // --min-samples, --max-samples, --spread
+  // --interleave grid: the rounds visit the whole grid, not one block (a device set and split) at a time, so that a
+  // load that comes and goes hits every point alike, not only the blocks it overlaps; the table is written at the
+  // end (a stop keeps the points with min_samples), and a change of device set between visits settles as a block's
+  // first visit does.
+  bool interleave_grid = false;
 };
 
 // After every sample. samples_planned is an estimate: finished blocks took their rounds, the others are

@@ -11,7 +11,7 @@ one device set and split: measured interleaved, round by round) and those of two
 other, seconds apart).
 
 Usage:
-  bench/profile/rank_repeat.py [--hpr build/cli/hpr] [--out out/rank_repeat] -- PROFILE_ARGS...
+  bench/profile/rank_repeat.py [--hpr build/cli/hpr] [--out out/rank_repeat] [--busy AT:FOR] -- PROFILE_ARGS...
   bench/profile/rank_repeat.py --tables A.json B.json
 Example (the figure in docs/scheduler.md):
   POCL_DEVICES="pthread basic" bench/profile/rank_repeat.py -- --app ipv4 --budget-s 20
@@ -90,6 +90,9 @@ def main():
     ap.add_argument("--hpr", default="build/cli/hpr")
     ap.add_argument("--out", default="out/rank_repeat")
     ap.add_argument("--tables", nargs=2, metavar=("FIRST", "SECOND"))
+    ap.add_argument("--busy", metavar="AT:FOR",
+                    help="a loaded machine: a busy loop (one process, one core's worth) from AT to AT+FOR seconds "
+                         "after each profile starts")
     ap.add_argument("profile_args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     args = [x for x in a.profile_args if x != "--"] if a.profile_args else []
@@ -107,7 +110,15 @@ def main():
             cmd = [a.hpr, "profile", *args, "-q", "-o", path]
             print("run %d: %s" % (run, " ".join(cmd)), flush=True)
             with open(os.path.join(a.out, "profile%d.log" % run), "w") as log:
+                busy = None
+                if a.busy:
+                    at, dur = (float(x) for x in a.busy.split(":"))
+                    busy = subprocess.Popen([sys.executable, "-c", "import time\ntime.sleep(%f)\nt = time.time() + %f\n"
+                                             "while time.time() < t:\n    pass\n" % (at, dur)])
                 r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                if busy is not None:
+                    busy.kill()
+                    busy.wait()
                 log.write(r.stdout)
             sys.stdout.write(r.stdout)
             if r.returncode != 0:

@@ -248,6 +248,31 @@ TEST_CASE("profile on two lanes: every point sampled min_samples..max_samples ti
   fs::remove(o.out_path);
 }
 
+TEST_CASE("profile --interleave grid: each round visits every point of the grid, in grid order") {
+  ProfileOptions o = small_profile("grid.json");
+  o.max_set_size = 1;  // lane 0 at batches 64 and 128, lane 1 at 64 and 128: two blocks, one round over all four
+  o.quantum_ms = 20;
+  o.sampling = {.min_samples = 3, .max_samples = 4, .spread_delta = 0.05};
+  o.interleave_grid = true;
+  std::vector<size_t> order;
+  auto r = run_profile(o, {}, [&](const ProfileProgress& p) {
+    order.push_back(static_cast<size_t>(p.last->batch[p.last->uses(0) ? 0 : 1] == 128) + (p.last->uses(0) ? 0 : 2));
+  });
+  REQUIRE(r.is_ok());
+  CHECK(r->complete);
+  REQUIRE(r->measured == 4);
+  auto t = prof::load_table(o.out_path, machine_fingerprint({}, 2, "ipv4", traffic_description(o.run.input)));
+  REQUIRE(t.is_ok());
+  REQUIRE(t->points.size() == 4);
+  for (const auto& pt : t->points) {
+    CHECK(pt.samples == t->points[0].samples);  // every point in every round
+    CHECK(pt.samples >= o.sampling.min_samples);
+  }
+  REQUIRE(order.size() == 4 * t->points[0].samples);
+  for (size_t i = 0; i < order.size(); ++i) CHECK(order[i] == i % 4);  // 0 1 2 3 0 1 2 3 …: both lanes in each round
+  fs::remove(o.out_path);
+}
+
 TEST_CASE("profile interrupted by SIGINT after two points keeps exactly those two, incomplete") {
   ProfileOptions o = small_profile("interrupted.json");
   o.quantum_ms = 20;

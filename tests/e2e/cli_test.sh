@@ -160,6 +160,7 @@ expect 2 "is a directory" run --table "$tmp" --devices none -q --packets 10
 expect 2 "--min-samples 0: at least 1" profile --min-samples 0 --devices none -q -o "$tmp/p.json"
 expect 2 "--max-samples 2: below --min-samples 3" profile --max-samples 2 --devices none -q -o "$tmp/p.json"
 expect 2 "--spread -0.5: a relative spread >= 0" profile --spread -0.5 --devices none -q -o "$tmp/p.json"
+expect 2 "--interleave: want block or grid, not 'rows'" profile --interleave rows --devices none -q -o "$tmp/p.json"
 expect 2 "--min-samples" profile --min-samples x --devices none -q -o "$tmp/p.json"
 
 # Learning mode keeps what it learned (issue 13): a second run starts from the saved setup; a corrupt state file is
