@@ -56,7 +56,9 @@ def run(hpr, app, seconds, warm_s, extra, toml=None):
     steady = steady_rates(r.stdout, warm_s)
     first = [float(m.group(1)) for m in map(DECISION.match, r.stdout.splitlines()) if m]
     return {"steady": statistics.mean(steady) if steady else 0.0, "whole": s["rx"]["packets"] / s["seconds"] / 1e6,
-            "first_decision_s": first[0] if first else None, "power_source": s.get("power", {}).get("source")}
+            "first_decision_s": first[0] if first else None, "power_source": s.get("power", {}).get("source"),
+            "nj_per_packet": s["power"]["energy_j"] / s["rx"]["packets"] * 1e9
+            if s.get("power") and s["rx"]["packets"] else None}
 
 
 def weights_toml(shares, batch):

@@ -10,8 +10,10 @@ OpenCL device (POCL_DEVICES) and one native lane, run to completion (the default
                   places no service on its own
   native only, in place   --devices none
 Rounds interleave the cases, rotated (one at a time: 2 cores). A case's rate is the mean of its status lines after
---warm-s (received Mpps). Reports per case the median over rounds and the spread (max-min over median), the best
-placement (by median), and learn ÷ that placement per round (both ran in the same round), median (min-max).
+--warm-s (received Mpps) and its energy per received packet over the whole run (the summary's, with its source:
+model here). Reports per case the median over rounds and the spread (max-min over median), the best placement (by
+median Mpps), and learn ÷ that placement per round (both ran in the same round), median (min-max), in Mpps and in
+energy per packet.
 """
 import argparse, itertools, json, os, re, shlex, statistics, sys
 
@@ -51,7 +53,7 @@ def main():
     for combo in itertools.product(lanes, repeat=len(names)):
         cases["place " + "/".join(combo)] = (["--static"], placed_toml(mix, names, combo))
     lvs.SERVICES["mix"] = ""  # the cases give the whole TOML (run() then passes no --app)
-    res = {}
+    res, nj, source = {}, {}, None
     for r in range(a.rounds):
         order = list(cases)
         order = order[r % len(order):] + order[:r % len(order)]
@@ -61,21 +63,34 @@ def main():
             if x is None:
                 continue
             res.setdefault(name, {})[r] = x["steady"]
-            print(f"round {r + 1} {name}: {x['steady']:.3f} Mpps", file=sys.stderr, flush=True)
+            if x["nj_per_packet"] is not None:
+                nj.setdefault(name, {})[r] = x["nj_per_packet"]
+                source = x["power_source"]
+            print(f"round {r + 1} {name}: {x['steady']:.3f} Mpps, {x['nj_per_packet'] or 0:.0f} nJ/packet",
+                  file=sys.stderr, flush=True)
     table = {n: lvs.summarise(list(v.values())) for n, v in res.items()}
     placements = [n for n in table if n.startswith("place ")]
     best = max(placements, key=lambda n: table[n][0])
-    per_round = [res["learn"][r] / res[best][r] for r in res["learn"] if r in res[best] and res[best][r] > 0]
-    ratio = (statistics.median(per_round), min(per_round), max(per_round)) if per_round else (0, 0, 0)
-    report = {"services": names, "lanes": lanes, "cases": {n: {"mpps": m, "spread": s} for n, (m, s) in table.items()},
-              "best_placement": best, "learn_vs_best": {"median": ratio[0], "min": ratio[1], "max": ratio[2]}}
+    def per_round(d):  # learn ÷ the best placement, round by round: median, min, max
+        xs = [d["learn"][r] / d[best][r] for r in d.get("learn", {}) if d[best].get(r, 0) > 0]
+        return (statistics.median(xs), min(xs), max(xs)) if xs else (0, 0, 0)
+    ratio = per_round(res)
+    energy = per_round(nj) if best in nj else (0, 0, 0)
+    nj_med = {n: statistics.median(v.values()) for n, v in nj.items()}
+    report = {"services": names, "lanes": lanes, "power_source": source,
+              "cases": {n: {"mpps": m, "spread": s, "nj_per_packet": nj_med.get(n)} for n, (m, s) in table.items()},
+              "best_placement": best, "learn_vs_best": {"median": ratio[0], "min": ratio[1], "max": ratio[2]},
+              "learn_vs_best_energy": {"median": energy[0], "min": energy[1], "max": energy[2]}}
     with open(os.path.join(a.out, "placement_sweep.json"), "w") as f:
         json.dump(report, f, indent=1)
     lines = [f"services {', '.join(names)} (placements: each on one of {', '.join(lanes)})", "",
-             f"| case | Mpps after {a.warm_s:g} s, median (spread) |", "|---|---|"]
+             f"| case | Mpps after {a.warm_s:g} s, median (spread) | energy, nJ a packet (whole run; {source}) |",
+             "|---|---|---|"]
     for n, (m, s) in sorted(table.items(), key=lambda kv: -kv[1][0]):
-        lines.append(f"| {n}{' (best placement)' if n == best else ''} | {m:.3f} ({100 * s:.0f} %) |")
-    lines.append(f"| **learn ÷ best placement, per round** | **{ratio[0]:.2f}** ({ratio[1]:.2f}–{ratio[2]:.2f}) |")
+        e = f"{nj_med[n]:.0f}" if n in nj_med else ""
+        lines.append(f"| {n}{' (best placement)' if n == best else ''} | {m:.3f} ({100 * s:.0f} %) | {e} |")
+    lines.append(f"| **learn ÷ best placement, per round** | **{ratio[0]:.2f}** ({ratio[1]:.2f}–{ratio[2]:.2f}) | "
+                 f"{energy[0]:.2f} ({energy[1]:.2f}–{energy[2]:.2f}) |")
     with open(os.path.join(a.out, "placement_sweep.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
