@@ -66,6 +66,13 @@ def weights_toml(shares, batch):
     return f"[lanes]\nbatch = {batch}\n\n[lanes.weights]\n{body}"
 
 
+def write_md(path, lines):
+    """The report's Markdown lines to `path`, and to stdout."""
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def summarise(vals):
     med = statistics.median(vals)
     return med, (max(vals) - min(vals)) / med if med else 0.0
@@ -161,9 +168,7 @@ def main():
         lines.append(f"| {app} | **learn / best static** | **{r['learn_vs_best_steady']:.2f}×** | "
                      f"**{r['learn_vs_best_whole']:.2f}×** | learn / static-default "
                      f"{r['learn_vs_static_default']:.2f}×, / in place {r['learn_vs_in_place']:.2f}× |")
-    with open(os.path.join(a.out, "learn_vs_static.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_md(os.path.join(a.out, "learn_vs_static.md"), lines)
 
 
 if __name__ == "__main__":

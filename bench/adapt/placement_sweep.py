@@ -18,7 +18,7 @@ energy per packet.
 import argparse, itertools, json, os, re, shlex, statistics, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import learn_vs_static as lvs  # noqa: E402  (run(), summarise(), the services it runs)
+import learn_vs_static as lvs  # noqa: E402  (run(), summarise(), write_md(), the services it runs)
 
 ROOT = lvs.ROOT
 
@@ -91,9 +91,7 @@ def main():
         lines.append(f"| {n}{' (best placement)' if n == best else ''} | {m:.3f} ({100 * s:.0f} %) | {e} |")
     lines.append(f"| **learn ÷ best placement, per round** | **{ratio[0]:.2f}** ({ratio[1]:.2f}–{ratio[2]:.2f}) | "
                  f"{energy[0]:.2f} ({energy[1]:.2f}–{energy[2]:.2f}) |")
-    with open(os.path.join(a.out, "placement_sweep.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    lvs.write_md(os.path.join(a.out, "placement_sweep.md"), lines)
 
 
 if __name__ == "__main__":
