@@ -66,8 +66,12 @@ void Pipeline::dispatch_loop() {
     if (swap_pending_.load(std::memory_order_acquire)) adopt_app();  // a live reload (replace_app.cpp)
     if (weights_dirty_.load(std::memory_order_acquire)) {
       std::lock_guard<std::mutex> g(weights_mu_);
-      weights_ = pending_weights_;
-      (void)balancer_->set_lane_weights(policy_weights(weights_));  // validated in set_lane_weights
+      if (!pending_weights_.empty()) {
+        weights_ = pending_weights_;
+        (void)balancer_->set_lane_weights(policy_weights(weights_));  // validated in set_lane_weights
+      }
+      if (pending_place_) adopt_placement(*pending_place_);
+      pending_place_.reset();
       weights_dirty_.store(false, std::memory_order_relaxed);
       if (worker_dynamic_) update_worker_mode(monotonic_ns());
     }

@@ -44,8 +44,10 @@ Result<std::unique_ptr<LearnControl>> LearnControl::create(const LearnOptions& o
   c->state_.complete = true;
   if (!opt.batch_start.empty() && opt.batch_start.size() != n)
     return error(Code::kInvalidArgument, "learning: {} first batches for {} lanes", opt.batch_start.size(), n);
+  c->placeable_ = pipeline.placeable_services();
   auto b = sched::OnlineBalancer::create(
-      opt.params, opt.batch_start.empty() ? std::vector<uint32_t>(n, opt.batch) : opt.batch_start, opt.batch_max, start);
+      opt.params, opt.batch_start.empty() ? std::vector<uint32_t>(n, opt.batch) : opt.batch_start, opt.batch_max, start,
+      c->placeable_);
   if (!b) return b.status();
   c->pipeline_ = &pipeline;
   c->bal_.emplace(std::move(*b));
@@ -66,7 +68,7 @@ Status LearnControl::set_policy(sched::Policy p, double latency_target_ns) {
   params.policy = p;
   if (latency_target_ns > 0) params.latency_target_ns = latency_target_ns;
   const sched::Setup from = bal_->incumbent();
-  auto b = sched::OnlineBalancer::create(params, from.batch, opt_.batch_max, from);
+  auto b = sched::OnlineBalancer::create(params, from.batch, opt_.batch_max, from, placeable_);
   if (!b) return b.status();
   const std::string line = fmt::format("policy {} -> {} (hpr ctl set policy): the search starts over from {}",
                                        sched::policy_name(opt_.params.policy), sched::policy_name(p), from.describe());
@@ -90,6 +92,7 @@ void LearnControl::apply(const sched::Setup& s) {
     for (size_t i = 0; i < s.batch.size(); ++i)
       if (opt_.batch_max[i] != 0) w->set_lane_batch(i, s.batch[i]);
     (void)w->set_lane_weights(s.weight);  // sizes match by construction, weights >= 0
+    if (!s.place.empty()) (void)w->set_service_lanes(s.place);  // only the placeable services: valid
   }
 }
 
@@ -163,6 +166,8 @@ std::string LearnControl::report() const {
       "restarts, {} drift checks, phase {}\n",
       sched::policy_name(opt_.params.policy), b.incumbent().describe(), b.incumbent_score().median,
       b.incumbent_score().spread, b.blocks(), b.wins(), b.restarts(), b.checks(), b.phase_name());
+  // The placement by name (describe() gives it by service index: " p 1/-/-"), the user's among it.
+  if (b.incumbent().placed()) s += "    services placed: " + pipeline_->placement() + "\n";
   if (!state_note_.empty()) s += "    state: " + state_note_ + "\n";
   if (!opt_.state_path.empty())
     s += fmt::format("    state: {} setups kept in {}\n", state_.points.size(), opt_.state_path);

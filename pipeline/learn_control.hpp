@@ -3,9 +3,9 @@
 // control thread calls on_quantum() every quantum with the pipeline's snapshot; the OnlineBalancer
 // (scheduler/adaptive/online_balancer.hpp) scores the quantum on what the whole run delivered and answers the lane
 // shares and batch sizes to run next, which are applied with Pipeline::set_lane_weights (flows move only when
-// nothing of theirs is in flight: never a reorder) and set_lane_batch. A lane that failed is taken out of the
-// search. Every decision is logged ("learn …"), the last 20 are listed in the summary; --adapt-csv writes one line
-// per quantum.
+// nothing of theirs is in flight: never a reorder) and set_lane_batch, and with services the lane each is placed
+// on (Pipeline::set_service_lanes). A lane that failed is taken out of the search. Every decision is logged
+// ("learn …"), the last 20 are listed in the summary; --adapt-csv writes one line per quantum.
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -67,6 +67,7 @@ class LearnControl {
   std::optional<sched::OnlineBalancer> bal_;
   QuantumClock clock_;
   std::vector<bool> lost_;
+  std::vector<bool> placeable_;  // Pipeline::placeable_services()
   std::deque<std::string> log_;
   uint64_t log_dropped_ = 0;
   std::optional<QuantumCsv> csv_;

@@ -70,7 +70,8 @@ bool record_measured(prof::ConfigTable& t, const std::vector<sched::MeasuredSetu
                      const std::string& traffic, size_t max_points) {
   bool changed = false;
   for (const auto& x : m) {
-    if (x.setup.weight.size() > static_cast<size_t>(sched::kMaxDevices)) continue;
+    // The table's configurations have no placement: a setup with services placed is not one of them.
+    if (x.setup.weight.size() > static_cast<size_t>(sched::kMaxDevices) || x.setup.placed()) continue;
     sched::Configuration c;
     for (size_t i = 0; i < x.setup.weight.size(); ++i)
       if (x.setup.weight[i] > 0) {

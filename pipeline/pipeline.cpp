@@ -221,17 +221,59 @@ Status Pipeline::place_services(const std::vector<std::vector<std::string>>& nam
                    services[s], part, fmt::join(lanes, ", "), left_out_.empty() ? "" : "; left out: ",
                    fmt::join(left_out_, "; "));
     }
+    svc_user_lanes_[s] = allow;
     svc_lanes_[s] = std::move(allow);
     pins_on_ = true;
   }
+  svc_lanes_shown_ = svc_lanes_;
   return Status::ok();
 }
 
 std::vector<std::string> Pipeline::placed_on(size_t service) const {
+  std::lock_guard<std::mutex> g(place_mu_);
   std::vector<std::string> on;
-  for (size_t i = 0; service < svc_lanes_.size() && i < svc_lanes_[service].size(); ++i)
-    if (svc_lanes_[service][i]) on.push_back(lanes_[i]->name());
+  for (size_t i = 0; service < svc_lanes_shown_.size() && i < svc_lanes_shown_[service].size(); ++i)
+    if (svc_lanes_shown_[service][i]) on.push_back(lanes_[i]->name());
   return on;
+}
+
+std::vector<bool> Pipeline::placeable_services() const {
+  const size_t n = std::min(app_->service_names().size(), kServiceBooks);
+  if (n < 2 || lanes_.size() < 2) return {};
+  std::vector<bool> out(n);
+  for (size_t s = 0; s < n; ++s) out[s] = svc_user_lanes_[s].empty();
+  return out;
+}
+
+Status Pipeline::set_service_lanes(const std::vector<int16_t>& place) {
+  if (place.size() > kServiceBooks)
+    return error(Code::kInvalidArgument, "{} services placed; at most {}", place.size(), kServiceBooks);
+  for (size_t s = 0; s < place.size(); ++s) {
+    if (place[s] < -1 || place[s] >= static_cast<int>(lanes_.size()))
+      return error(Code::kInvalidArgument, "service[{}] placed on lane {}: {} lanes", s, place[s], lanes_.size());
+    if (place[s] >= 0 && !svc_user_lanes_[s].empty())
+      return error(Code::kInvalidArgument, "service[{}] has lanes of the config's (service[{}].lanes)", s, s);
+  }
+  std::lock_guard<std::mutex> g(weights_mu_);
+  pending_place_ = place;
+  weights_dirty_.store(true, std::memory_order_release);
+  return Status::ok();
+}
+
+void Pipeline::adopt_placement(const std::vector<int16_t>& place) {
+  bool any = false;
+  for (size_t s = 0; s < kServiceBooks; ++s) {
+    if (s < place.size() && place[s] >= 0) {
+      svc_lanes_[s].assign(lanes_.size(), 0);
+      svc_lanes_[s][static_cast<size_t>(place[s])] = 1;
+    } else {
+      svc_lanes_[s] = svc_user_lanes_[s];
+    }
+    any = any || !svc_lanes_[s].empty();
+  }
+  pins_on_ = any;
+  std::lock_guard<std::mutex> g(place_mu_);
+  svc_lanes_shown_ = svc_lanes_;
 }
 
 std::string Pipeline::placement() const {

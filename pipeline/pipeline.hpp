@@ -202,7 +202,15 @@ class Pipeline {
   // The services placed on lanes of their own (PipelineConfig::service_lanes), for the start line:
   // "gw on cl0:pthread-…; dns on cl1:basic, native0"; empty where none is.
   std::string placement() const;
-  std::vector<std::string> placed_on(size_t service) const;  // service's lanes by name; empty: any
+  std::vector<std::string> placed_on(size_t service) const;  // service's lanes by name now; empty: any (any thread)
+  // The services learning mode may place (sched::Setup::place): with two lanes and two services or more, each one
+  // the user gave no lanes.
+  std::vector<bool> placeable_services() const;
+  // Control (any thread; applied by the dispatcher at its next burst, as the weights are): per service, the one lane
+  // all its flows take; -1 (and the services after the vector's end): as configured, its `lanes` or any. Its flows
+  // move under the rule of a weight change (only when nothing of theirs is in flight, or held): never a reorder.
+  // Errors: kInvalidArgument for a lane out of range, a service the user placed, more services than the books hold.
+  Status set_service_lanes(const std::vector<int16_t>& place);
   const balance::BalancerStats& balancer_stats() const { return balancer_->stats(); }
   // Called once per status interval with the live snapshot (console line, Prometheus).
   void on_status(std::function<void(const Summary&, double interval_s)> f) { on_status_ = std::move(f); }
@@ -384,9 +392,14 @@ class Pipeline {
   LatencyHistogram latency_;
   std::unique_ptr<std::array<ServiceBooks, kServiceBooks>> svc_books_;  // by Packet::svc
   bool svc_books_on_ = false;  // the dispatcher's app has [[service]] entries (dispatcher-owned)
-  // PipelineConfig::service_lanes as a flag per lane, by Packet::svc (empty: any lane); pins_on_: any service has some.
+  // PipelineConfig::service_lanes as a flag per lane, by Packet::svc (empty: any lane), or the one lane learning
+  // placed it on (set_service_lanes); pins_on_: any service has some. Dispatcher-owned once it runs.
   std::array<std::vector<uint8_t>, kServiceBooks> svc_lanes_;
   bool pins_on_ = false;
+  std::array<std::vector<uint8_t>, kServiceBooks> svc_user_lanes_;  // PipelineConfig::service_lanes
+  void adopt_placement(const std::vector<int16_t>& place);           // dispatcher: set_service_lanes' vector
+  mutable std::mutex place_mu_;
+  std::array<std::vector<uint8_t>, kServiceBooks> svc_lanes_shown_;  // svc_lanes_ for other threads (place_mu_)
   std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
   Egress eg_;
   std::unique_ptr<Burst> burst_;         // dispatcher-owned
@@ -426,6 +439,7 @@ class Pipeline {
   std::vector<float> weights_;                    // dispatcher-owned
   std::mutex weights_mu_;
   std::vector<float> pending_weights_;
+  std::optional<std::vector<int16_t>> pending_place_;  // set_service_lanes (weights_mu_, weights_dirty_)
   std::atomic<bool> weights_dirty_{false};
   // flows top (flows_top.cpp): a request the dispatcher answers at the top of its loop (answer_top).
   void answer_top(uint64_t now);

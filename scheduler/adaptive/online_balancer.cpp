@@ -58,11 +58,26 @@ std::string Setup::describe() const {
   for (size_t i = 0; i < weight.size(); ++i) s += fmt::format("{}{:.2f}", i ? "/" : "", weight[i]);
   s += " b ";
   for (size_t i = 0; i < batch.size(); ++i) s += fmt::format("{}{}", i ? "/" : "", batch[i]);
+  if (placed()) {
+    s += " p ";
+    for (size_t i = 0; i < place.size(); ++i)
+      s += place[i] < 0 ? fmt::format("{}-", i ? "/" : "") : fmt::format("{}{}", i ? "/" : "", place[i]);
+  }
   return s;
 }
 
+bool Setup::placed() const {
+  return std::any_of(place.begin(), place.end(), [](int16_t l) { return l >= 0; });
+}
+
+bool Setup::takes(size_t i) const {
+  return (i < weight.size() && weight[i] > 0) ||
+         std::find(place.begin(), place.end(), static_cast<int16_t>(i)) != place.end();
+}
+
 Result<OnlineBalancer> OnlineBalancer::create(const BalancerParams& p, std::vector<uint32_t> batch,
-                                              std::vector<uint32_t> batch_max, std::optional<Setup> start) {
+                                              std::vector<uint32_t> batch_max, std::optional<Setup> start,
+                                              std::vector<bool> placeable) {
   HPR_RETURN_IF_ERROR(validate(p));
   size_t n = batch.size();
   if (n == 0 || batch_max.size() != n)
@@ -74,13 +89,14 @@ Result<OnlineBalancer> OnlineBalancer::create(const BalancerParams& p, std::vect
   OnlineBalancer b;
   b.p_ = p;
   b.batch_max_ = std::move(batch_max);
+  b.placeable_ = std::move(placeable);
   b.alive_.assign(n, true);
   b.fallen_.assign(n, false);
   b.probe_s_ = p.probe_s;
   b.hold_s_ = p.hold_s;
   for (size_t i = 0; i < n; ++i)
     if (b.batch_max_[i] != 0) batch[i] = std::clamp(batch[i], p.min_batch, b.batch_max_[i]);
-  b.inc_ = {std::vector<float>(n, 1.f / static_cast<float>(n)), batch};
+  b.inc_ = {std::vector<float>(n, 1.f / static_cast<float>(n)), batch, std::vector<int16_t>(b.placeable_.size(), -1)};
   if (start) {
     if (start->weight.size() != n || start->batch.size() != n)
       return error(Code::kInvalidArgument, "learning: the saved setup has {} lanes, this run {}",
@@ -93,6 +109,10 @@ Result<OnlineBalancer> OnlineBalancer::create(const BalancerParams& p, std::vect
       return error(Code::kInvalidArgument, "learning: the saved setup gives no lane a share");
     for (size_t i = 0; i < n; ++i)
       if (b.batch_max_[i] != 0) s.batch[i] = std::clamp(s.batch[i], p.min_batch, b.batch_max_[i]);
+    // A placement is kept where it fits this run's services and lanes (a policy change keeps it; a saved setup has none).
+    s.place.resize(b.placeable_.size(), -1);
+    for (size_t k = 0; k < s.place.size(); ++k)
+      if (!b.placeable_[k] || s.place[k] >= static_cast<int16_t>(n)) s.place[k] = -1;
     b.inc_ = s;
     b.event_ = "start from the saved setup " + s.describe();
   }
@@ -149,6 +169,7 @@ const char* OnlineBalancer::phase_name() const {
     case Phase::kMix: return "mix";
     case Phase::kShift: return "shift";
     case Phase::kBatch: return "batch";
+    case Phase::kPlace: return "place";
     case Phase::kHold: return "hold";
     case Phase::kProbe: return "probe";
     case Phase::kCheck: return "check";
@@ -169,6 +190,7 @@ std::vector<Setup> OnlineBalancer::candidates() const {
   auto alone = [&](size_t i) {  // the incumbent's batches, every flow on lane i
     Setup c = inc_;
     std::fill(c.weight.begin(), c.weight.end(), 0.f);
+    std::fill(c.place.begin(), c.place.end(), -1);
     c.weight[i] = 1;
     return c;
   };
@@ -194,6 +216,7 @@ std::vector<Setup> OnlineBalancer::candidates() const {
     for (size_t k = 2; k <= lanes.size(); ++k) {
       Setup c = inc_;
       std::fill(c.weight.begin(), c.weight.end(), 0.f);
+      std::fill(c.place.begin(), c.place.end(), -1);
       for (size_t j = 0; j < k; ++j) c.weight[lanes[j]] = static_cast<float>(solo_rate_[lanes[j]]);
       normalise(c.weight);
       out.push_back(c);
@@ -214,9 +237,33 @@ std::vector<Setup> OnlineBalancer::candidates() const {
   } else if (phase_ == Phase::kCheck && check_.to < n) {
     if (check_.alone) out.push_back(alone(check_.to));
     out.push_back(moved(check_.from, check_.to, p_.first_step));
+  } else if (phase_ == Phase::kPlace && place_svc_ < inc_.place.size()) {
+    // The service on each other live lane alone, the lanes that deliver most per busy second first: at the shares
+    // as they are, and with that lane's share halved (it takes the service's load now; the shift passes after a win
+    // tune the rest). Back among the shares where it is placed.
+    const size_t s = place_svc_;
+    std::vector<size_t> lanes;
+    for (size_t i = 0; i < n; ++i)
+      if (alive_[i] && inc_.place[s] != static_cast<int16_t>(i)) lanes.push_back(i);
+    std::stable_sort(lanes.begin(), lanes.end(), [&](size_t a, size_t b) { return rank(a) > rank(b); });
+    for (size_t i : lanes) {
+      Setup c = inc_;
+      c.place[s] = static_cast<int16_t>(i);
+      out.push_back(c);
+      if (c.weight[i] > 0 && c.weight[i] < 0.999f) {
+        c.weight[i] /= 2;
+        normalise(c.weight);
+        out.push_back(c);
+      }
+    }
+    if (inc_.place[s] >= 0) {
+      Setup c = inc_;
+      c.place[s] = -1;
+      out.push_back(c);
+    }
   } else if (phase_ == Phase::kBatch) {
     for (size_t i = 0; i < n; ++i) {
-      if (!alive_[i] || batch_max_[i] == 0 || inc_.weight[i] <= 0) continue;
+      if (!alive_[i] || batch_max_[i] == 0 || !inc_.takes(i)) continue;
       for (uint32_t b : {inc_.batch[i] * 2, inc_.batch[i] / 2}) {
         if (b < p_.min_batch || b > batch_max_[i]) continue;
         Setup c = inc_;
@@ -234,6 +281,7 @@ void OnlineBalancer::start_phase(Phase ph) {
   if (ph == Phase::kSolo || ph == Phase::kMix || ph == Phase::kHold) beaten_.reset();
   const bool after_probe = phase_ == Phase::kProbe;
   if (ph == Phase::kProbe || ph == Phase::kCheck) recheck_ = true;  // a win there searches again from solo
+  if (ph == Phase::kPlace) place_svc_ = 0;
   phase_ = ph;
   won_in_pass_ = false;
   block_.clear();
@@ -241,7 +289,7 @@ void OnlineBalancer::start_phase(Phase ph) {
     run(inc_);
     off_count_ = 0;
     for (size_t i = 0; i < fallen_.size(); ++i)
-      if (inc_.weight[i] > 0) fallen_[i] = false;
+      if (inc_.takes(i)) fallen_[i] = false;
     if (after_probe) {
       probe_s_ = std::min(2 * probe_s_, p_.max_hold_s);  // nothing better: the next probe later
     } else {
@@ -316,7 +364,7 @@ void OnlineBalancer::after(Phase ph) {
       return start_phase(Phase::kBatch);
     case Phase::kBatch:
       if (won_in_pass_) return start_phase(Phase::kBatch);
-      if (!local_shift_ && !recheck_) return start_phase(Phase::kHold);
+      if (!local_shift_ && !recheck_) return start_phase(after_local());
       // Nor the re-check's shift pass, for the same reason as the mix block: its moves make mixes. A lane whose cost
       // changed shows as drift or a moved rate (both search again from solo) or, fallen, in its probe.
       if (recheck_ && alone_best_) return start_phase(Phase::kHold);
@@ -328,22 +376,35 @@ void OnlineBalancer::after(Phase ph) {
     case Phase::kShift:
       if (recheck_) return start_phase(Phase::kHold);  // one pass (a win searches again from solo)
       if (!won_in_pass_) step_ /= 2;
-      return start_phase(step_ >= p_.min_step - 1e-9 ? Phase::kShift : Phase::kHold);
+      return start_phase(step_ >= p_.min_step - 1e-9 ? Phase::kShift : after_local());
+    case Phase::kPlace:  // after a win the shares are tuned again (shift), then another pass
+      if (!won_in_pass_) return start_phase(Phase::kHold);
+      if (!local_shift_) return start_phase(Phase::kPlace);
+      step_ = p_.first_step;
+      return start_phase(Phase::kShift);
     default:
       return start_phase(Phase::kHold);
   }
 }
 
+OnlineBalancer::Phase OnlineBalancer::after_local() const {
+  return std::find(placeable_.begin(), placeable_.end(), true) != placeable_.end() ? Phase::kPlace : Phase::kHold;
+}
+
 bool OnlineBalancer::next_block() {
-  block_ = {inc_};
   confirming_ = false;
   fresh_inc_ = false;
-  for (auto& c : candidates())
-    if (std::find(block_.begin(), block_.end(), c) == block_.end() && !(beaten_ && c == *beaten_))
-      block_.push_back(std::move(c));
-  if (block_.size() < 2) {
-    block_.clear();
-    return false;
+  for (;;) {
+    block_ = {inc_};
+    if (phase_ != Phase::kPlace || (place_svc_ < placeable_.size() && placeable_[place_svc_]))
+      for (auto& c : candidates())
+        if (std::find(block_.begin(), block_.end(), c) == block_.end() && !(beaten_ && c == *beaten_))
+          block_.push_back(std::move(c));
+    if (block_.size() >= 2) break;
+    if (phase_ != Phase::kPlace || ++place_svc_ >= placeable_.size()) {  // place: the next service
+      block_.clear();
+      return false;
+    }
   }
   samples_.assign(block_.size(), {});
   visit_ = 1;  // the incumbent was running: candidates first
@@ -435,7 +496,8 @@ void OnlineBalancer::finish_block() {
   // A local move that won among several is confirmed by a block of its own against the incumbent: picking the best
   // of k raises the chance that noise alone wins about k-fold. (Solo and mix choose among setups that differ a lot,
   // once, at the start: their winner is taken at once so that the first decision comes early.)
-  if (win != 0 && block_.size() > 2 && !confirming_ && (phase_ == Phase::kShift || phase_ == Phase::kBatch)) {
+  const bool local = phase_ == Phase::kShift || phase_ == Phase::kBatch || phase_ == Phase::kPlace;
+  if (win != 0 && block_.size() > 2 && !confirming_ && local) {
     block_ = {inc_, block_[win]};
     samples_.assign(2, {});
     confirming_ = true;
@@ -457,7 +519,7 @@ void OnlineBalancer::finish_block() {
                             fastest == 0 ? std::string("it") : block_[fastest].describe(), a.median / 1e3,
                             a.spread / 1e3, b.median / 1e3, b.spread / 1e3);
     }
-    if (phase_ == Phase::kBatch || phase_ == Phase::kShift) beaten_ = inc_;
+    if (local) beaten_ = inc_;
     inc_ = block_[win];
     ++wins_;
     won_in_pass_ = true;
@@ -472,8 +534,9 @@ void OnlineBalancer::finish_block() {
     event_ += "; search again";
     return start_phase(Phase::kSolo);
   }
-  // Solo and mix are one block each; shift and batch go on from the (new) incumbent.
-  bool again = (phase_ == Phase::kShift || phase_ == Phase::kBatch) && win != 0;
+  // Solo and mix are one block each; shift and batch go on from the (new) incumbent; place with the next service.
+  if (phase_ == Phase::kPlace) ++place_svc_;
+  const bool again = phase_ == Phase::kPlace || ((phase_ == Phase::kShift || phase_ == Phase::kBatch) && win != 0);
   if (!again || !next_block()) after(phase_);
 }
 
@@ -514,10 +577,12 @@ void OnlineBalancer::restart(double s, const QuantumFigures& q) {
     double r = lane_rate(q, i);
     // A lane with a share that delivered nothing at all hangs (busy or not): it fell to 0 %.
     const bool hung = i < q.lane_bps.size() && q.lane_bps[i] <= 0;
-    if (next.weight[i] <= 0 || lane_ref_[i] <= 0 || (r <= 0 && !hung) || r >= 0.5 * lane_ref_[i]) continue;
+    if (!next.takes(i) || lane_ref_[i] <= 0 || (r <= 0 && !hung) || r >= 0.5 * lane_ref_[i]) continue;
     fallen_[i] = true;  // probed alone in hold until it has a share again (a lane alone keeps its share here)
     fallen = true;
     probe_s_ = p_.probe_s;
+    for (int16_t& l : next.place)  // its services go back among the shares
+      if (l == static_cast<int16_t>(i)) l = -1;
     if (next.weight[i] < 0.999f) {
       next.weight[i] = 0;
       fell.push_back(i);
@@ -605,7 +670,7 @@ void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
 }
 
 bool OnlineBalancer::probed(size_t lane) const {
-  return alive_[lane] && fallen_[lane] && inc_.weight[lane] <= 0;
+  return alive_[lane] && fallen_[lane] && !inc_.takes(lane);
 }
 
 bool OnlineBalancer::probe_due() const {
@@ -713,6 +778,8 @@ void OnlineBalancer::lane_lost(size_t lane) {
   fallen_[lane] = false;
   if (std::none_of(alive_.begin(), alive_.end(), [](bool a) { return a; })) return;
   inc_.weight[lane] = 0;
+  for (int16_t& l : inc_.place)
+    if (l == static_cast<int16_t>(lane)) l = -1;
   normalise(inc_.weight);
   if (std::accumulate(inc_.weight.begin(), inc_.weight.end(), 0.f) <= 0)
     for (size_t i = 0; i < alive_.size(); ++i) inc_.weight[i] = alive_[i] ? 1.f : 0.f;

@@ -26,6 +26,12 @@
 //                     a pass without a win, down to min_step; a lane whose share reaches 0 is dropped, one with 0 can
 //                     come back. Skipped when one lane alone beat every mix beyond the spreads (lanes that share
 //                     cores: small moves towards the others do not pay either, and exploring them costs);
+//             place   with services the user did not place (Setup::place), one block per service: it on each other
+//                     live lane (its flows only there, whatever the shares), at the shares as they are and with that
+//                     lane's share halved (it takes the service's load now), or back among the shares; a pass over
+//                     every service; after a win the shift passes tune the shares, then another pass. After shift
+//                     (or batch where shift is skipped); not in the hold's re-checks (a drift searches again from
+//                     solo, whose candidates place no service).
 //             hold    run the incumbent; after `hold_s` (saved_hold_s the first time from a saved setup; doubling
 //                     while nothing better is found, up to max_hold_s) a re-check: the batch pass and one shift
 //                     pass at first_step (at min_step a lane that recovered gains too little to show beyond the
@@ -105,8 +111,14 @@ struct QuantumFigures {
 struct Setup {
   std::vector<float> weight;    // shares of new flows, sum 1; 0: the lane takes no new flow
   std::vector<uint32_t> batch;  // per lane
+  // Per service (empty: no service is placed by the learner): the lane its flows all go to; -1: among the shares
+  // (or the lanes the user gave it).
+  std::vector<int16_t> place;
   bool operator==(const Setup&) const = default;
-  std::string describe() const;  // "w 0.50/0.25/0.25 b 256/256/256"
+  bool placed() const;  // some service is placed
+  // Whether lane i takes new flows: a share, or a service placed on it.
+  bool takes(size_t i) const;
+  std::string describe() const;  // "w 0.50/0.25/0.25 b 256/256/256", and " p -/1/-" when a service is placed
 };
 
 // The policy's score of figures measured while `rate_bps` was offered (higher is better): throughput in Gbit/s;
@@ -126,9 +138,11 @@ class OnlineBalancer {
  public:
   // `batch_max[i]`: the largest batch searched for lane i (at least p.min_batch); 0: its batch is not searched.
   // `start`: a saved setup to start from (its lane count must match); otherwise equal shares at `batch`.
+  // `placeable`: per service, whether the learner may place it (the place phase; none: the phase is skipped).
   // Errors: kInvalidArgument (parameters, no lane, sizes).
   static Result<OnlineBalancer> create(const BalancerParams& p, std::vector<uint32_t> batch,
-                                       std::vector<uint32_t> batch_max, std::optional<Setup> start = {});
+                                       std::vector<uint32_t> batch_max, std::optional<Setup> start = {},
+                                       std::vector<bool> placeable = {});
   // The figures of the quantum just run on setup(); returns the setup for the next quantum.
   const Setup& step(const QuantumFigures& q);
   // A lane that failed: no share from now on; the search starts over.
@@ -150,14 +164,15 @@ class OnlineBalancer {
   double score(const QuantumFigures& q) const;  // the policy's score of one quantum (higher is better)
 
  private:
-  enum class Phase { kStart, kSolo, kMix, kShift, kBatch, kHold, kProbe, kCheck };
+  enum class Phase { kStart, kSolo, kMix, kShift, kBatch, kPlace, kHold, kProbe, kCheck };
   OnlineBalancer() = default;
   void start_phase(Phase ph);
   void after(Phase ph);  // the phase that follows a finished pass of `ph`
   // Under the energy policy, after a solo block in which every live lane ran alone and carried the rate: no mix
   // can cost less per bit than the best lane alone (below), so the mix block is not run.
   bool every_lane_alone_carried() const;
-  bool next_block();  // false: the phase has no candidate left
+  bool next_block();  // false: the phase has no candidate left (place: no service left)
+  Phase after_local() const;  // after the batch and shift passes: place (a service to place) or hold
   std::vector<Setup> candidates() const;
   void run(const Setup& s);
   bool block_done() const;
@@ -190,6 +205,8 @@ class OnlineBalancer {
 
   BalancerParams p_;
   std::vector<uint32_t> batch_max_;  // per lane; 0: not searched
+  std::vector<bool> placeable_;      // per service
+  size_t place_svc_ = 0;             // the service whose block the place phase runs
   std::vector<bool> alive_;
   Setup inc_, running_;
   MedianSpread inc_stats_;

@@ -519,3 +519,39 @@ TEST_CASE("set_policy (hpr ctl set policy): the adaptive and learning schedulers
     CHECK_THAT((*lc)->report(), Catch::Contains("learning    policy energy"));
   }
 }
+
+TEST_CASE("learning with services: the setup's placement goes to the pipeline; a service the user placed stays") {
+  RunConfig c = base(2, false);
+  c.input.gen_packets = 2000;
+  kernels::AppOptions::ServiceSpec tcp{"tcp", "md5", {}}, udp{"udp", "ipv4", {}}, rest{"rest", "ipv4", {}};
+  tcp.match.proto = 6;
+  udp.match.proto = 17;
+  c.app_opts.services = {tcp, udp, rest};
+  c.service_lanes = {{}, {"native1"}, {}};
+  auto ctx = prepare_run(c);
+  REQUIRE(ctx.is_ok());
+  Pipeline& p = *(*ctx)->pipeline;
+  LearnOptions lo;
+  lo.batch_max = {0, 0};
+  lo.batch = 64;
+  lo.params.min_batch = 16;
+  // A saved setup (as a policy change hands over the setup found so far): every flow on native0 by the shares, tcp
+  // placed on native1, and udp on native0 (not placeable: the user put it on native1).
+  lo.start = sched::Setup{{1, 0}, {64, 64}, {1, 0, -1}};
+  auto lc = LearnControl::create(lo, p);
+  REQUIRE(lc.is_ok());
+  CHECK((*lc)->balancer().incumbent().place == std::vector<int16_t>{1, -1, -1});
+  CHECK_THAT((*lc)->balancer().incumbent().describe(), Catch::EndsWith(" p 1/-/-"));
+  Summary s = p.run();
+  REQUIRE(s.services.size() == 3);
+  INFO(s.to_text());
+  const uint64_t tcp_in = s.chain_events[0].in, udp_in = s.chain_events[1].in, rest_in = s.chain_events[2].in;
+  CHECK(tcp_in > 0);
+  CHECK(udp_in > 0);
+  CHECK(s.services[0].lanes == std::vector<std::string>{s.lanes[1].name});
+  CHECK(s.services[1].lanes == std::vector<std::string>{s.lanes[1].name});
+  CHECK(s.services[2].lanes.empty());
+  CHECK(s.lanes[1].packets == tcp_in + udp_in);
+  CHECK(s.lanes[0].packets == rest_in);
+  CHECK_THAT((*lc)->report(), Catch::Contains("services placed: tcp on " + s.lanes[1].name + "; udp on "));
+}

@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hpr/cores.hpp"
@@ -180,10 +182,24 @@ std::vector<T> sorted(std::vector<T> v) {
   return v;
 }
 
-inline Summary run_to_end(const RunConfig& c) {
+// What a test does to the pipeline beside the run: `before` once before run(), `during` on a thread of its own while
+// run() goes (until `done`).
+struct RunHooks {
+  std::function<void(Pipeline&)> before;
+  std::function<void(Pipeline&, const std::atomic<bool>& done)> during;
+};
+
+inline Summary run_to_end(const RunConfig& c, const RunHooks& hooks = {}) {
   auto ctx = prepare_run(c);
   if (!ctx) FAIL(ctx.status().to_string());
-  Summary s = (*ctx)->pipeline->run();
+  Pipeline& p = *(*ctx)->pipeline;
+  if (hooks.before) hooks.before(p);
+  std::atomic<bool> done{false};
+  std::thread beside;
+  if (hooks.during) beside = std::thread([&] { hooks.during(p, done); });
+  Summary s = p.run();
+  done = true;
+  if (beside.joinable()) beside.join();
   CHECK((*ctx)->pipeline->descriptors_in_use() == 0);  // every reference a lane was given came back
   return s;
 }
@@ -233,12 +249,12 @@ inline RunConfig pcap_config(const std::string& app, const std::string& capture,
 // Runs `app` on the capture (both PoCL devices and a native lane, unless `tweak` changes the configuration)
 // and checks the output capture, the drops and the result log against a native pass over the same frames.
 inline Summary check_against_reference(const std::string& app, const std::string& capture,
-                                       const std::function<void(RunConfig&)>& tweak = {}) {
+                                       const std::function<void(RunConfig&)>& tweak = {}, const RunHooks& hooks = {}) {
   std::string out = tmp_path(app + "_out.pcap");
   RunConfig c = pcap_config(app, capture, out);
   c.log_path = tmp_path(app + ".log");
   if (tweak) tweak(c);
-  Summary s = run_to_end(c);
+  Summary s = run_to_end(c, hooks);
   check_books(s);
   auto in = load_capture(capture);
   REQUIRE(in.is_ok());

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <thread>
 
 #include "kernels/registry.hpp"
 #include "pipeline/run_config.hpp"
@@ -223,6 +224,62 @@ TEST_CASE("placement per service: when a service's only lane fails, its flows go
   CHECK(s.lane_failures == 1);
   CHECK(lane_named(s, "native1").packets > 0);
   CHECK(lane_named(s, "native0").packets > s.chain_events[1].in);  // the rest's, and udp's after the failure
+}
+
+TEST_CASE("placement by the learner (Pipeline::set_service_lanes): a service's flows on one lane, moved while running") {
+  // Two native lane threads (packets in flight between the dispatcher and the lanes while a service moves).
+  auto tweak = [](RunConfig& c) {
+    c.app = "ipv4";
+    c.app_opts.services = {spec("udp", "md5", [](auto& m) { m.proto = 17; }), spec("rest", "ipv4")};
+    c.devices.clear();
+    c.native_lanes = 2;
+    c.run_to_completion = false;
+    c.run_to_completion_given = true;
+  };
+  SECTION("placed before the first packet: each lane runs exactly its service's packets") {
+    RunHooks h{.before = [](Pipeline& p) {
+      CHECK(p.placeable_services() == std::vector<bool>{true, true});
+      REQUIRE(p.set_service_lanes({1, 0}).is_ok());
+    }};
+    Summary s = check_against_reference("services", data_path("pcap/ndpi/skype.pcap"), tweak, h);
+    CHECK(s.chain_events[0].in > 0);
+    CHECK(lane_named(s, "native1").packets == s.chain_events[0].in);
+    CHECK(lane_named(s, "native0").packets == s.chain_events[1].in);
+    CHECK(s.services[0].lanes == std::vector<std::string>{lane_named(s, "native1").name});
+  }
+  SECTION("moved back and forth while running: equal to the reference, nothing lost or reordered") {
+    // A new placement each time another 64 packets came in (how many moves a run gets depends on the threads'
+    // turns: nothing here counts on one).
+    size_t moves = 0;
+    RunHooks h{.during = [&](Pipeline& p, const std::atomic<bool>& done) {
+      const std::vector<std::vector<int16_t>> places{{1, 0}, {0, 1}, {-1, -1}, {0, -1}};
+      for (uint64_t seen = 0; !done;) {
+        const uint64_t rx = p.snapshot().rx_packets;
+        if (rx < seen + 64) {
+          std::this_thread::yield();
+          continue;
+        }
+        seen = rx;
+        REQUIRE(p.set_service_lanes(places[moves++ % places.size()]).is_ok());
+      }
+    }};
+    Summary s = check_against_reference("services", data_path("pcap/ndpi/1kxun.pcap"), tweak, h);
+    INFO(moves << " placements while running");
+    CHECK(s.reorders == 0);
+    check_service_books(s, {{"udp", {0, 0}}, {"rest", {1, 1}}});
+  }
+  SECTION("bad placements are refused, naming the service") {
+    RunConfig c = pcap_config("ipv4", data_path("pcap/ndpi/skype.pcap"), tmp_path("services_bad_out.pcap"));
+    tweak(c);
+    c.service_lanes = {{}, {"native0"}};
+    auto ctx = prepare_run(c);
+    REQUIRE(ctx.is_ok());
+    Pipeline& p = *(*ctx)->pipeline;
+    CHECK(p.placeable_services() == std::vector<bool>{true, false});
+    CHECK_THAT(p.set_service_lanes({2}).message(), Catch::Contains("service[0]"));
+    CHECK_THAT(p.set_service_lanes({-1, 0}).message(), Catch::Contains("service[1].lanes"));
+    CHECK(p.set_service_lanes({1, -1}).is_ok());
+  }
 }
 
 TEST_CASE("placement per service with two workers: each worker places its services on its own lanes of the name") {

@@ -711,3 +711,121 @@ TEST_CASE("OnlineBalancer: bad parameters and setups are refused, naming the set
   CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {0, 0}, Setup{{0, 0}, {256, 256}}).is_ok());
   CHECK_FALSE(OnlineBalancer::create({}, {256, 256}, {0, 0}, Setup{{NAN, 1}, {256, 256}}).is_ok());
 }
+
+namespace {
+
+// Services placed on lanes (issue 15): service s is share[s] of the traffic and costs cost[l][s] seconds per Gbit on
+// lane l; lanes do not share cores (a GPU beside the CPU). A service placed on a lane sends it all its traffic; the
+// others split by the shares. The run is bounded by the lane that saturates first; figures ±noise.
+struct ServiceWorld {
+  std::vector<double> share;
+  std::vector<std::vector<double>> cost;  // [lane][service]
+  double noise = 0.05;
+  std::mt19937_64 rng{11};
+  uint64_t now = 0;
+
+  std::vector<double> load(const Setup& s) const {  // seconds per Gbit of the whole traffic, per lane
+    std::vector<double> out(cost.size(), 0.0);
+    for (size_t k = 0; k < share.size(); ++k)
+      for (size_t l = 0; l < cost.size(); ++l) {
+        const int16_t p = k < s.place.size() ? s.place[k] : -1;
+        const double f = p >= 0 ? (p == static_cast<int16_t>(l) ? 1.0 : 0.0) : s.weight[l];
+        out[l] += share[k] * f * cost[l][k];
+      }
+    return out;
+  }
+  double rate(const Setup& s) const {
+    const auto ld = load(s);
+    return 1 / *std::max_element(ld.begin(), ld.end());
+  }
+  QuantumFigures quantum(const Setup& s) {
+    std::uniform_real_distribution<double> u(1 - noise, 1 + noise);
+    const double g = rate(s) * u(rng);
+    now += kQuantumNs;
+    QuantumFigures q{.now_ns = now, .offered_bps = g * 1e9, .achieved_bps = g * 1e9, .power_w = 50};
+    const auto ld = load(s);
+    for (size_t l = 0; l < cost.size(); ++l) {
+      const double busy = std::min(1.0, g * ld[l]);
+      double bits = 0;  // what the lane delivered: its traffic
+      for (size_t k = 0; k < share.size(); ++k) {
+        const int16_t p = k < s.place.size() ? s.place[k] : -1;
+        bits += g * 1e9 * share[k] * (p >= 0 ? (p == static_cast<int16_t>(l) ? 1.0 : 0.0) : s.weight[l]);
+      }
+      q.lane_bps.push_back(bits);
+      q.lane_util.push_back(busy);
+    }
+    return q;
+  }
+};
+
+// Native (lane 0) does every service at 1 Gbit/s but the second (DPI) at 1/8; the device (lane 1) does the second at
+// 2 Gbit/s and the others at 0.5. Best of the shares alone: about 0.97 Gbit/s; with the DPI service on the device,
+// the rest shared: about 1.9.
+ServiceWorld dpi_on_device() { return {.share = {0.4, 0.3, 0.3}, .cost = {{1, 8, 1}, {2, 0.5, 2}}}; }
+
+OnlineBalancer make_placing(size_t lanes, std::vector<bool> placeable) {
+  auto b = OnlineBalancer::create({}, std::vector<uint32_t>(lanes, 256), std::vector<uint32_t>(lanes, 0), {},
+                                  std::move(placeable));
+  REQUIRE(b.is_ok());
+  return std::move(*b);
+}
+
+double best_shares(const ServiceWorld& w) {  // the best setup without placement, shares in steps of 1/64
+  double best = 0;
+  for (int a = 0; a <= 64; ++a) best = std::max(best, w.rate(Setup{{a / 64.f, 1 - a / 64.f}, {256, 256}, {-1, -1, -1}}));
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("OnlineBalancer: places a service on the lane that suits it, beyond the best shares for the whole mix") {
+  ServiceWorld w = dpi_on_device();
+  auto b = make_placing(2, {true, true, true});
+  REQUIRE(b.incumbent().place == std::vector<int16_t>{-1, -1, -1});
+  bool placed_event = false;
+  for (int i = 0; i < 1500; ++i) {
+    b.step(w.quantum(b.setup()));
+    placed_event |= b.event().find("place: ") == 0;
+  }
+  INFO(b.incumbent().describe());
+  CHECK(placed_event);
+  CHECK(b.incumbent().place[1] == 1);  // DPI on the device
+  CHECK(b.incumbent().describe().find(" p ") != std::string::npos);
+  const double shares = best_shares(w);
+  CHECK(shares < 1.0);
+  CHECK(w.rate(b.incumbent()) > 1.4 * shares);
+  CHECK(std::string(b.phase_name()) == "hold");
+}
+
+TEST_CASE("OnlineBalancer: a service the user placed (not placeable) is never placed; no placement where none pays") {
+  SECTION("not placeable") {
+    ServiceWorld w = dpi_on_device();
+    auto b = make_placing(2, {true, false, true});
+    for (int i = 0; i < 1500; ++i) {
+      b.step(w.quantum(b.setup()));
+      REQUIRE(b.setup().place[1] == -1);
+    }
+  }
+  SECTION("every service costs the same everywhere: the shares do it all") {
+    ServiceWorld w{.share = {0.4, 0.3, 0.3}, .cost = {{1, 1, 1}, {2, 2, 2}}};
+    auto b = make_placing(2, {true, true, true});
+    for (int i = 0; i < 1500; ++i) b.step(w.quantum(b.setup()));
+    INFO(b.incumbent().describe());
+    CHECK(w.rate(b.incumbent()) > 0.9 * best_shares(w));
+  }
+}
+
+TEST_CASE("OnlineBalancer: a lost lane's services go back among the shares") {
+  ServiceWorld w = dpi_on_device();
+  auto b = make_placing(2, {true, true, true});
+  for (int i = 0; i < 1500; ++i) b.step(w.quantum(b.setup()));
+  REQUIRE(b.incumbent().place[1] == 1);
+  b.lane_lost(1);
+  CHECK(b.incumbent().place[1] == -1);
+  CHECK(b.setup().place[1] == -1);
+  w.cost[1] = {1e9, 1e9, 1e9};  // lane 1 takes nothing more
+  for (int i = 0; i < 600; ++i) {
+    b.step(w.quantum(b.setup()));
+    REQUIRE_FALSE(b.setup().takes(1));
+  }
+}
