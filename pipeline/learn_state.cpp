@@ -60,6 +60,7 @@ std::optional<sched::Setup> best_saved_setup(const prof::ConfigTable& t, const s
         su.weight[i] = c->split[i];
         su.batch[i] = c->batch[i];
       }
+    su.place = c->place;  // OnlineBalancer::create keeps what fits this run's services and lanes
     best = std::move(su);
     best_score = s;
   }
@@ -70,9 +71,9 @@ bool record_measured(prof::ConfigTable& t, const std::vector<sched::MeasuredSetu
                      const std::string& traffic, size_t max_points) {
   bool changed = false;
   for (const auto& x : m) {
-    // The table's configurations have no placement: a setup with services placed is not one of them.
-    if (x.setup.weight.size() > static_cast<size_t>(sched::kMaxDevices) || x.setup.placed()) continue;
+    if (x.setup.weight.size() > static_cast<size_t>(sched::kMaxDevices)) continue;
     sched::Configuration c;
+    if (x.setup.placed()) c.place = x.setup.place;
     for (size_t i = 0; i < x.setup.weight.size(); ++i)
       if (x.setup.weight[i] > 0) {
         c.device_mask |= 1U << i;

@@ -35,8 +35,8 @@ std::optional<sched::Setup> best_saved_setup(const prof::ConfigTable& t, const s
                                              const std::string& traffic, size_t lanes, uint32_t batch);
 
 // Adds or replaces (same setup and traffic) the measured setups in `t`. Setups over more than sched::kMaxDevices
-// lanes are not kept, nor those that place a service (the table has no placement). Keeps at most `max_points`,
-// dropping the oldest. Returns whether anything changed.
+// lanes are not kept. A setup's placement of services is kept with it (Configuration::place). Keeps at most
+// `max_points`, dropping the oldest. Returns whether anything changed.
 bool record_measured(prof::ConfigTable& t, const std::vector<sched::MeasuredSetup>& m, sched::PowerSource source,
                      const std::string& traffic, size_t max_points = 1024);
 

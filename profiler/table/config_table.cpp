@@ -130,12 +130,20 @@ Result<FillReport> fill_store(const ConfigTable& t, sched::ConfigStore& store, c
                          "measured on {}",
                          traffic, t.points.size(), listed);
   }
+  size_t placed = 0;
   for (size_t i = 0; i < t.points.size(); ++i) {
     if (!all && traffic_of(t.points[i]) != traffic) continue;
+    if (!t.points[i].place.empty()) {  // learning mode's placement of services: the store's scheduler has none
+      ++placed;
+      continue;
+    }
     auto id = store.insert(t.points[i]);
     if (!id) return error(Code::kInvalidArgument, "points[{}]: {}", i, id.status().message());
     ++r.inserted;
   }
+  if (placed != 0)
+    r.note += fmt::format("{}{} points place services (learning mode's): not used here", r.note.empty() ? "" : "; ",
+                          placed);
   return r;
 }
 

@@ -70,12 +70,13 @@ Result<ConfigTable> load_table(const std::string& path, const Fingerprint& machi
 // What fill_store inserted.
 struct FillReport {
   size_t inserted = 0;  // points given to the store (a setup seen twice is one configuration, updated)
-  std::string note;     // "" or why all points were used, for the caller to log
+  std::string note;     // "" or why all points were used, and the points left out, for the caller to log
 };
 
 // Inserts the points measured on `traffic` into `store`; when `traffic` is empty, or the table has no point
 // measured on it, every point (then `note` names the traffic asked for and those in the table; a setup measured
-// on several traffics is then one configuration, updated by the later point as ConfigStore::insert does).
+// on several traffics is then one configuration, updated by the later point as ConfigStore::insert does). Points
+// that place services (learning mode's, Configuration::place) are not inserted: `note` counts them.
 // Errors: kInvalidArgument naming the first point the store refuses.
 Result<FillReport> fill_store(const ConfigTable& t, sched::ConfigStore& store, const std::string& traffic = "");
 

@@ -240,11 +240,15 @@ std::vector<Setup> OnlineBalancer::candidates() const {
   } else if (phase_ == Phase::kPlace && place_svc_ < inc_.place.size()) {
     // The service on each other live lane alone, the lanes that deliver most per busy second first: at the shares
     // as they are, and with that lane's share halved (it takes the service's load now; the shift passes after a win
-    // tune the rest). Back among the shares where it is placed.
+    // tune the rest). Back among the shares where it is placed. Not what changes nothing: a lane that has every
+    // share takes the service's flows already (a candidate equal to the incumbent never loses clearly, so its block
+    // ran to the end: 0.5 s a service here).
     const size_t s = place_svc_;
+    const int16_t at = inc_.place[s];
+    auto only = [&](size_t i) { return inc_.weight[i] > 0.999f; };
     std::vector<size_t> lanes;
     for (size_t i = 0; i < n; ++i)
-      if (alive_[i] && inc_.place[s] != static_cast<int16_t>(i)) lanes.push_back(i);
+      if (alive_[i] && at != static_cast<int16_t>(i) && !(at < 0 && only(i))) lanes.push_back(i);
     std::stable_sort(lanes.begin(), lanes.end(), [&](size_t a, size_t b) { return rank(a) > rank(b); });
     for (size_t i : lanes) {
       Setup c = inc_;
@@ -256,7 +260,7 @@ std::vector<Setup> OnlineBalancer::candidates() const {
         out.push_back(c);
       }
     }
-    if (inc_.place[s] >= 0) {
+    if (at >= 0 && !only(static_cast<size_t>(at))) {
       Setup c = inc_;
       c.place[s] = -1;
       out.push_back(c);

@@ -56,7 +56,7 @@ bool Configuration::same_setup(const Configuration& o) const {
     if (batch[d] != o.batch[d]) return false;
     if (std::llround(split[d] * 1e4) != std::llround(o.split[d] * 1e4)) return false;
   }
-  return true;
+  return place == o.place;
 }
 
 std::string Configuration::describe() const {
@@ -72,7 +72,9 @@ std::string Configuration::describe() const {
     b += std::to_string(batch[d]);
     s += fmt::format("{:.2f}", split[d]);
   }
-  return fmt::format("dev{{{}}} b=[{}] s=[{}]", devs, b, s);
+  std::string p;
+  for (size_t i = 0; i < place.size(); ++i) p += (i ? "," : "") + (place[i] < 0 ? std::string("-") : std::to_string(place[i]));
+  return fmt::format("dev{{{}}} b=[{}] s=[{}]{}", devs, b, s, place.empty() ? "" : " p=[" + p + "]");
 }
 
 Status validate(const Configuration& c) {
@@ -98,6 +100,10 @@ Status validate(const Configuration& c) {
     if (!std::isfinite(v) || v < 0) return error(Code::kInvalidArgument, "configuration: {} = {} is not >= 0", name, v);
   }
   if (c.samples == 0) return error(Code::kInvalidArgument, "configuration: samples = 0, at least 1");
+  for (size_t i = 0; i < c.place.size(); ++i)
+    if (c.place[i] < -1 || c.place[i] >= kMaxDevices)
+      return error(Code::kInvalidArgument, "configuration: place[{}] = {} is not a device id (0..{}) or -1", i,
+                   c.place[i], kMaxDevices - 1);
   return Status::ok();
 }
 
@@ -119,6 +125,7 @@ void to_json(nlohmann::json& j, const Configuration& c) {
                      {"power_spread_w", c.power_spread_w},
                      {"samples", c.samples}};
   if (!c.traffic.empty()) j["traffic"] = c.traffic;
+  if (!c.place.empty()) j["place"] = c.place;
 }
 
 void from_json(const nlohmann::json& j, Configuration& c) {
@@ -143,6 +150,11 @@ void from_json(const nlohmann::json& j, Configuration& c) {
   c.power_spread_w = optional_number("power_spread_w");
   if (j.contains("samples")) c.samples = json_integer<uint32_t>(j.at("samples"));
   if (j.contains("traffic")) c.traffic = j.at("traffic").get<std::string>();
+  if (j.contains("place")) {
+    const auto& pj = j.at("place");
+    if (!pj.is_array()) throw nlohmann::json::type_error::create(302, "place: expected an array", &pj);
+    for (const auto& x : pj) c.place.push_back(json_integer<int16_t>(x));
+  }
 }
 
 }  // namespace hpr::sched

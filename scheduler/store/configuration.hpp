@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "hpr/median_spread.hpp"
 #include "hpr/status.hpp"
@@ -41,12 +42,15 @@ struct Configuration {
   double power_spread_w = 0;
   uint32_t samples = 1;  // samples behind the medians (1 after a live update)
   std::string traffic;   // traffic it was measured on; "" in a table: the fingerprint's (the table's default)
+  // Learning mode's services placed (sched::Setup::place: per service, the device its flows all take; -1: by the
+  // split); empty: none. Only learning mode applies it: the --table scheduler does not use such points.
+  std::vector<int16_t> place;
 
   int device_count() const { return __builtin_popcount(device_mask); }
   bool uses(int device) const { return (device_mask >> device) & 1U; }
-  // Same devices, batch sizes and split (the identity of a configuration; measurements excluded).
+  // Same devices, batch sizes, split and placement (the identity of a configuration; measurements excluded).
   bool same_setup(const Configuration& o) const;
-  // "dev{0,2} b=[1024,4096] s=[0.30,0.70]"
+  // "dev{0,2} b=[1024,4096] s=[0.30,0.70]", and " p=[-,2]" with services placed
   std::string describe() const;
   // The measured figures: medians and spreads of `samples` samples of throughput, latency, p99 latency, power.
   void set_figures(const MedianSpread& thr, const MedianSpread& lat, const MedianSpread& p99, const MedianSpread& power,
@@ -61,8 +65,8 @@ struct Configuration {
 Status validate(const Configuration& c);
 
 void to_json(nlohmann::json& j, const Configuration& c);
-// The spreads, "samples" and "traffic" are optional (format-1 tables have none: spread 0, 1 sample, the table's
-// traffic); "traffic" is written only when set.
+// The spreads, "samples", "traffic" and "place" are optional (format-1 tables have none: spread 0, 1 sample, the table's
+// traffic); "traffic" and "place" are written only when set.
 void from_json(const nlohmann::json& j, Configuration& c);  // throws nlohmann::json::exception on bad types
 
 }  // namespace hpr::sched

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "pipeline/learn_state.hpp"
+#include "scheduler/store/config_store.hpp"
 
 using namespace hpr;
 namespace fs = std::filesystem;
@@ -125,4 +126,43 @@ TEST_CASE("load_learn_state: missing, kept, corrupt and foreign files") {
   size_t aside = 0;
   for (const auto& e : fs::directory_iterator(d.path)) aside += e.path().string().find(".set-aside-") != std::string::npos;
   CHECK(aside >= 1);
+}
+
+TEST_CASE("a placement of services is kept with its setup, read back, started from; the --table store leaves it out") {
+  TempDir d;
+  const std::string path = state_file(d.path.string(), "services:a,b,c");
+  prof::ConfigTable t;
+  t.fingerprint = machine("services:a,b,c");
+  sched::MeasuredSetup placed = measured({0.5f, 0.5f}, 9, 30);
+  placed.setup.place = {1, -1, -1};
+  sched::MeasuredSetup shares = measured({0.5f, 0.5f}, 6, 30);
+  shares.setup.place = {-1, -1, -1};  // no service placed: the plain setup
+  REQUIRE(record_measured(t, {placed, shares}, sched::PowerSource::kModel, "gen"));
+  REQUIRE(t.points.size() == 2);  // same shares and batches, another placement: another setup
+  CHECK(t.points[0].place == std::vector<int16_t>{1, -1, -1});
+  CHECK(t.points[1].place.empty());
+  CHECK_THAT(t.points[0].describe(), Catch::EndsWith(" p=[1,-,-]"));
+  REQUIRE(prof::save_table(path, t).is_ok());
+  auto kept = load_learn_state(path, machine("services:a,b,c"));
+  REQUIRE(kept.table.points.size() == 2);
+  CHECK(kept.table.points[0].place == std::vector<int16_t>{1, -1, -1});
+  auto s = best_saved_setup(kept.table, {}, "gen", 2, 128);
+  REQUIRE(s.has_value());
+  CHECK(s->place == std::vector<int16_t>{1, -1, -1});
+
+  sched::ConfigStore store(sched::StoreOptions{});
+  auto filled = prof::fill_store(kept.table, store, "gen");
+  REQUIRE(filled.is_ok());
+  CHECK(filled->inserted == 1);
+  CHECK_THAT(filled->note, Catch::Contains("1 points place services"));
+
+  sched::Configuration bad = t.points[0];
+  bad.place = {9};
+  CHECK_THAT(sched::validate(bad).message(), Catch::Contains("place[0] = 9"));
+  nlohmann::json j = t.points[0];
+  j["place"] = 1;
+  sched::Configuration c;
+  CHECK_THROWS(from_json(j, c));
+  j["place"] = {0, "x"};
+  CHECK_THROWS(from_json(j, c));
 }
