@@ -252,7 +252,7 @@ Status Pipeline::set_service_lanes(const std::vector<int16_t>& place) {
     if (place[s] < -1 || place[s] >= static_cast<int>(lanes_.size()))
       return error(Code::kInvalidArgument, "service[{}] placed on lane {}: {} lanes", s, place[s], lanes_.size());
     if (place[s] >= 0 && !svc_user_lanes_[s].empty())
-      return error(Code::kInvalidArgument, "service[{}] has lanes of the config's (service[{}].lanes)", s, s);
+      return error(Code::kInvalidArgument, "service[{}] is placed by the config (service[{}].lanes)", s, s);
   }
   std::lock_guard<std::mutex> g(weights_mu_);
   pending_place_ = place;

@@ -6,8 +6,8 @@ chains). Each case is `hpr run --packets 0 --duration D` on the generator (imix,
 OpenCL device (POCL_DEVICES) and one native lane, run to completion (the default on 2 cores):
   place A/B/C     --static, service i on lane A, B, C (`lanes = [...]` in its [[service]]): every combination of
                   --lanes over the services (2 lanes, 3 services: 8 placements)
-  learn           the default: the learner's lane shares for the whole mix, from nothing (--state-dir none); it
-                  places no service on its own
+  learn           the default, from nothing (--state-dir none): the learner's lane shares, and the services it
+                  places (its place phase, docs/scheduler.md)
   native only, in place   --devices none
 Rounds interleave the cases, rotated (one at a time: 2 cores). A case's rate is the mean of its status lines after
 --warm-s (received Mpps) and its energy per received packet over the whole run (the summary's, with its source:
