@@ -1,6 +1,7 @@
 #include "cli/run_extras.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -83,6 +84,14 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
       x->learn_batches_ = fmt::format(" and device batch sizes up to {}", other);
       if (any_discrete && discrete != other) x->learn_batches_ += fmt::format(" ({} on discrete GPUs)", discrete);
     }
+    std::vector<std::string> placed;  // the services its place phase may put on a lane of their own
+    const std::vector<bool> placeable = ctx.pipeline->placeable_services();
+    const std::vector<std::string> names = ctx.app->service_names();
+    for (size_t i = 0; i < placeable.size() && i < names.size(); ++i)
+      if (placeable[i]) placed.push_back(names[i]);
+    if (!placed.empty())
+      x->learn_batches_ += fmt::format(" and the lane{} of service{} {}", placed.size() > 1 ? "s" : "",
+                                       placed.size() > 1 ? "s" : "", fmt::join(placed, ", "));
     lo.csv_path = cfg.adapt_csv;
     std::string dir = cfg.adapt_state_dir.empty() ? default_state_dir() : cfg.adapt_state_dir;
     if (!dir.empty() && dir != "none") lo.state_path = state_file(dir, app);

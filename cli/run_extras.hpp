@@ -47,7 +47,8 @@ class RunExtras {
   std::unique_ptr<RunPower> power_;
   std::unique_ptr<AdaptiveControl> adapt_;
   std::unique_ptr<LearnControl> learn_;
-  std::string learn_batches_;  // the start line's " and device batch sizes up to N"
+  // The start line's " and device batch sizes up to N" and " and the lanes of services A, B" (what else it learns).
+  std::string learn_batches_;
   std::optional<QuantumCsv> static_csv_;  // static mode with --adapt-csv
   QuantumClock static_clock_;
   Summary prev_;

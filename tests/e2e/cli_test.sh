@@ -45,7 +45,9 @@ expect 3 "configuration file '$tmp/none.toml' does not exist" run -c "$tmp/none.
 # issue 15: a service placed on lanes of its own is on the start line; lanes that name no lane are refused.
 printf '[[service]]\nname = "udp"\nchain = "md5"\nproto = "udp"\nlanes = ["native1"]\n[[service]]\nname = "rest"\nchain = "md5"\n' >"$tmp/placed.toml"
 "$hpr" run -c "$tmp/placed.toml" --devices none --native 2 --duration 0.2 --state-dir none --ctl none >"$tmp/placed.log" 2>&1 &&
-  grep -q "^  services placed: udp on native1$" "$tmp/placed.log" && echo "ok: the start line names a service's lanes" ||
+  grep -q "^  services placed: udp on native1$" "$tmp/placed.log" &&
+  grep -q "^  learning: lane shares and the lane of service rest online" "$tmp/placed.log" &&
+  echo "ok: the start line names a service's lanes, and the service whose lane is learned" ||
   fail "services placed: $(head -c 600 "$tmp/placed.log")"
 expect 2 "service[0].lanes (udp): 'native1' is in no lane's name (the lanes: native0)" run -c "$tmp/placed.toml" --devices none --duration 0.2 --state-dir none --ctl none
 printf '[lanes]\nbatch = "big"\n' >"$tmp/bad.toml"
