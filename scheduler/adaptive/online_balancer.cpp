@@ -109,7 +109,7 @@ Result<OnlineBalancer> OnlineBalancer::create(const BalancerParams& p, std::vect
       return error(Code::kInvalidArgument, "learning: the saved setup gives no lane a share");
     for (size_t i = 0; i < n; ++i)
       if (b.batch_max_[i] != 0) s.batch[i] = std::clamp(s.batch[i], p.min_batch, b.batch_max_[i]);
-    // A placement is kept where it fits this run's services and lanes (a policy change keeps it; a saved setup has none).
+    // A placement (from a policy change or the state file) is kept where it fits this run's services and lanes.
     s.place.resize(b.placeable_.size(), -1);
     for (size_t k = 0; k < s.place.size(); ++k)
       if (!b.placeable_[k] || s.place[k] >= static_cast<int16_t>(n)) s.place[k] = -1;
