@@ -8,12 +8,14 @@ OpenCL device (POCL_DEVICES) and one native lane, run to completion (the default
                   --lanes over the services (2 lanes, 3 services: 8 placements)
   learn           the default, from nothing (--state-dir none): the learner's lane shares, and the services it
                   places (its place phase, docs/scheduler.md)
+  learn, saved state   the default from the state a learning run kept (a seeding run of --seconds before the
+                  rounds, into OUT/state; each round's run updates it): the search done, its figures re-checked
   native only, in place   --devices none
 Rounds interleave the cases, rotated (one at a time: 2 cores). A case's rate is the mean of its status lines after
 --warm-s (received Mpps) and its energy per received packet over the whole run (the summary's, with its source:
 model here). Reports per case the median over rounds and the spread (max-min over median), the best placement (by
 median Mpps), and learn ÷ that placement per round (both ran in the same round), median (min-max), in Mpps and in
-energy per packet.
+energy per packet; the same for learn from saved state.
 """
 import argparse, itertools, json, os, re, shlex, statistics, sys
 
@@ -49,11 +51,15 @@ def main():
     mix = open(a.services).read()
     names = re.findall(r'(?m)^name\s*=\s*"([^"]+)"', mix)
     lanes = a.lanes.split(",")
-    cases = {"learn": (["--state-dir", "none"], mix), "native only, in place": (["--devices", "none"], mix)}
+    state = os.path.join(a.out, "state")
+    cases = {"learn": (["--state-dir", "none"], mix), "learn, saved state": (["--state-dir", state], mix),
+             "native only, in place": (["--devices", "none"], mix)}
     for combo in itertools.product(lanes, repeat=len(names)):
         cases["place " + "/".join(combo)] = (["--static"], placed_toml(mix, names, combo))
     lvs.SERVICES["mix"] = ""  # the cases give the whole TOML (run() then passes no --app)
     res, nj, source = {}, {}, None
+    if lvs.run(a.hpr, "mix", a.seconds, a.warm_s, ["--state-dir", state] + shlex.split(a.run_args), mix) is None:
+        sys.exit("placement_sweep: the seeding learning run failed")
     for r in range(a.rounds):
         order = list(cases)
         order = order[r % len(order):] + order[:r % len(order)]
@@ -71,16 +77,20 @@ def main():
     table = {n: lvs.summarise(list(v.values())) for n, v in res.items()}
     placements = [n for n in table if n.startswith("place ")]
     best = max(placements, key=lambda n: table[n][0])
-    def per_round(d):  # learn ÷ the best placement, round by round: median, min, max
-        xs = [d["learn"][r] / d[best][r] for r in d.get("learn", {}) if d[best].get(r, 0) > 0]
+    def per_round(d, case="learn"):  # case ÷ the best placement, round by round: median, min, max
+        xs = [d[case][r] / d[best][r] for r in d.get(case, {}) if d[best].get(r, 0) > 0]
         return (statistics.median(xs), min(xs), max(xs)) if xs else (0, 0, 0)
     ratio = per_round(res)
     energy = per_round(nj) if best in nj else (0, 0, 0)
+    saved = per_round(res, "learn, saved state")
+    saved_energy = per_round(nj, "learn, saved state") if best in nj else (0, 0, 0)
     nj_med = {n: statistics.median(v.values()) for n, v in nj.items()}
     report = {"services": names, "lanes": lanes, "power_source": source,
               "cases": {n: {"mpps": m, "spread": s, "nj_per_packet": nj_med.get(n)} for n, (m, s) in table.items()},
               "best_placement": best, "learn_vs_best": {"median": ratio[0], "min": ratio[1], "max": ratio[2]},
-              "learn_vs_best_energy": {"median": energy[0], "min": energy[1], "max": energy[2]}}
+              "learn_vs_best_energy": {"median": energy[0], "min": energy[1], "max": energy[2]},
+              "saved_vs_best": {"median": saved[0], "min": saved[1], "max": saved[2]},
+              "saved_vs_best_energy": {"median": saved_energy[0], "min": saved_energy[1], "max": saved_energy[2]}}
     with open(os.path.join(a.out, "placement_sweep.json"), "w") as f:
         json.dump(report, f, indent=1)
     lines = [f"services {', '.join(names)} (placements: each on one of {', '.join(lanes)})", "",
@@ -89,8 +99,9 @@ def main():
     for n, (m, s) in sorted(table.items(), key=lambda kv: -kv[1][0]):
         e = f"{nj_med[n]:.0f}" if n in nj_med else ""
         lines.append(f"| {n}{' (best placement)' if n == best else ''} | {m:.3f} ({100 * s:.0f} %) | {e} |")
-    lines.append(f"| **learn ÷ best placement, per round** | **{ratio[0]:.2f}** ({ratio[1]:.2f}–{ratio[2]:.2f}) | "
-                 f"{energy[0]:.2f} ({energy[1]:.2f}–{energy[2]:.2f}) |")
+    for label, x, e in (("learn", ratio, energy), ("learn, saved state", saved, saved_energy)):
+        lines.append(f"| **{label} ÷ best placement, per round** | **{x[0]:.2f}** ({x[1]:.2f}–{x[2]:.2f}) | "
+                     f"{e[0]:.2f} ({e[1]:.2f}–{e[2]:.2f}) |")
     lvs.write_md(os.path.join(a.out, "placement_sweep.md"), lines)
 
 
