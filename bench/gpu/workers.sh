@@ -25,7 +25,8 @@
 #              2048", "learn"), the GPU alone, on the chain aes,dpi and its apps (GPU_LEARN_CHAINS), 3 rounds of
 #              GPU_LEARN_S (4) s, whole run and after GPU_LEARN_WARM (1) s; the first line is the ratios' base
 #     placement  bench/adapt/placement_sweep.py: each service of bench/adapt/services_mix.toml on native0 or the GPU
-#              (`[[service]] lanes`, 8 placements) against learning mode, 3 rounds of 4 s, hpr run's options
+#              (`[[service]] lanes`, 8 placements) against learning mode (which places services too; from nothing
+#              and from saved state), 3 rounds of 8 s measured after 3 s, hpr run's options
 #              GPU_CHAIN_ARGS as for chains
 #     learn-batch  variants with "static8192 --batch 8192 --timeout-us 2000" and "learn", 6 s runs, after 2 s
 # GPU_DEVICE (default H200): the --devices name substring of the GPU. OUT gets machine.txt, devices.txt and a .csv
@@ -101,7 +102,7 @@ for s in $steps; do
               --run-args "${GPU_CHAIN_ARGS:---batch 8192 --timeout-us 2000}" --rounds 3 --seconds 3 --out "$out/$s.csv"; rm -f "$out/routes_default.dat" ;;
     placement) HPR_DATA_DIR=$b/share/hpr/data python3 "$root/bench/adapt/placement_sweep.py" --hpr "$b/hpr" \
                  --lanes "native0,$gpu" --run-args "${GPU_CHAIN_ARGS:---batch 8192 --timeout-us 2000}" --rounds 3 \
-                 --seconds 4 --out "$out/$s" ;;
+                 --seconds 8 --warm-s 3 --out "$out/$s" ;;
     learn-batch|variants) w="$out/$s-bin"; mkdir -p "$w" "$out/$s-adapt"; set --
                if [ "$s" = learn-batch ]; then sec=${GPU_LEARN_S:-6} warm=2 def="static8192 --batch 8192 --timeout-us 2000
 learn"
