@@ -15,7 +15,8 @@ constexpr const char* kCommands[][2] = {
     {"drops", "packets dropped so far, by reason"},
     {"scheduler", "the scheduler's state: policy, setup, what it measured and kept (as at the last status tick)"},
     {"flows", "flows top [N]: the N flows (1..1000, default 10) with the most bytes: packets, lane, idle time"},
-    {"set", "set weight LANE W: a lane's share of new flows (static weights); set policy GOAL: the scheduler's goal"},
+    {"set", "set weight LANE W: a lane's share of new flows (static weights); set place SERVICE LANE|any: a "
+            "service's flows on one lane (not while learning); set policy GOAL: the scheduler's goal"},
     {"reload", "reload routes|rules|keys [FILE]: the app's tables from FILE (default: the file the run uses), "
                "built beside the running ones and swapped in at a batch boundary; a bad file leaves them in place"},
     {"stop", "end the run as SIGTERM does: rx stops, everything in flight drains, the summary is printed"},
@@ -95,7 +96,8 @@ ControlServer::Handler control_handler(Pipeline& p, Reloader& reloader, std::fun
 CLI::App* add_ctl_command(CLI::App& app) {
   auto* c = app.add_subcommand(
       "ctl", "Ask a running `hpr run` through its control socket: help, status, lanes, drops, scheduler, "
-             "flows top [N], set weight LANE W, set policy GOAL, reload routes|rules|keys [FILE], stop");
+             "flows top [N], set weight LANE W, set place SERVICE LANE|any, set policy GOAL, reload "
+             "routes|rules|keys [FILE], stop");
   c->add_option("command", g_words, "The command and its arguments")->required();
   c->add_option("--ctl", g_path, "Control socket (default: " + default_control_path() + ")");
   c->add_flag("--json", g_json, "Print the daemon's JSON reply as it is");

@@ -19,7 +19,8 @@ struct SchedulerHooks {
 };
 
 // The commands `hpr run` answers on its control socket, on `p` (which must outlive the server):
-//   help | status | lanes | drops | scheduler | flows top [N] | set weight LANE W | set policy GOAL
+//   help | status | lanes | drops | scheduler | flows top [N] | set weight LANE W | set place SERVICE LANE|any
+//   | set policy GOAL
 //   | reload routes|rules|keys [FILE] | stop
 // `scheduler` returns what `scheduler_text` gives: the run's copy of its scheduler's report, taken on the status
 // thread (the scheduler is not thread safe; the socket's thread never touches it). `reload` goes to `reloader`

@@ -1,5 +1,7 @@
-// hpr ctl set weight LANE W | set policy GOAL [TARGET_US]: what an operator may change in a running hpr.
+// hpr ctl set weight LANE W | set place SERVICE LANE|any | set policy GOAL [TARGET_US]: what an operator may change in
+// a running hpr.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -29,22 +31,11 @@ std::string fmt_weights(Pipeline& w) {
   return s;
 }
 
-// set weight LANE W. LANE: a lane's index as `hpr ctl lanes` lists them (every worker's lanes in turn), its full name
-// ("native1", "w1:native0"), or, with several workers, its name without the worker's "wN:" (that lane of every
-// worker).
-Result<nlohmann::json> set_weight(Pipeline& p, const SchedulerHooks& sched, const std::vector<std::string>& args) {
-  if (args.size() != 3) return error(Code::kInvalidArgument, "set weight: usage: set weight LANE W (W >= 0)");
-  if (!sched.weights_owner.empty())
-    return error(Code::kInvalidArgument,
-                 "set weight: the {} scheduler sets the lane weights in this run; start hpr run with --static for "
-                 "weights set by hand ([lanes.weights] at the start, hpr ctl set weight while it runs)",
-                 sched.weights_owner);
-  const std::string& lane = args[1];
-  const auto w = number(args[2]);
-  if (!w || *w < 0 || *w > 1e6)
-    return error(Code::kInvalidArgument, "set weight: W '{}' is not a number in 0..1e6", args[2]);
-  const std::vector<Pipeline*> ws = p.all_workers();
-  // Which lanes: (worker, lane index) pairs.
+// LANE: a lane's index as `hpr ctl lanes` lists them (every worker's lanes in turn), its full name ("native1",
+// "w1:native0"), or, with several workers, its name without the worker's "wN:" (that lane of every worker). The
+// (worker, lane index) pairs it names; none: an error naming `cmd` and the lanes there are.
+Result<std::vector<std::pair<size_t, size_t>>> match_lanes(const std::vector<Pipeline*>& ws, const std::string& lane,
+                                                           const char* cmd) {
   std::vector<std::pair<size_t, size_t>> hit;
   std::string names;
   size_t global = 0;
@@ -59,8 +50,26 @@ Result<nlohmann::json> set_weight(Pipeline& p, const SchedulerHooks& sched, cons
         hit.emplace_back(k, i);
     }
   if (hit.empty())
-    return error(Code::kInvalidArgument, "set weight: LANE '{}' is neither a lane's name nor its index (lanes: {})",
-                 lane, names);
+    return error(Code::kInvalidArgument, "{}: LANE '{}' is neither a lane's name nor its index (lanes: {})", cmd, lane,
+                 names);
+  return hit;
+}
+
+// set weight LANE W (LANE: match_lanes).
+Result<nlohmann::json> set_weight(Pipeline& p, const SchedulerHooks& sched, const std::vector<std::string>& args) {
+  if (args.size() != 3) return error(Code::kInvalidArgument, "set weight: usage: set weight LANE W (W >= 0)");
+  if (!sched.weights_owner.empty())
+    return error(Code::kInvalidArgument,
+                 "set weight: the {} scheduler sets the lane weights in this run; start hpr run with --static for "
+                 "weights set by hand ([lanes.weights] at the start, hpr ctl set weight while it runs)",
+                 sched.weights_owner);
+  const auto w = number(args[2]);
+  if (!w || *w < 0 || *w > 1e6)
+    return error(Code::kInvalidArgument, "set weight: W '{}' is not a number in 0..1e6", args[2]);
+  const std::vector<Pipeline*> ws = p.all_workers();
+  auto matched = match_lanes(ws, args[1], "set weight");
+  if (!matched) return matched.status();
+  const std::vector<std::pair<size_t, size_t>>& hit = *matched;
   // The new weights of each worker touched; refused when one would have no lane left for new flows.
   std::vector<std::vector<float>> next(ws.size());
   std::string was;
@@ -91,6 +100,54 @@ Result<nlohmann::json> set_weight(Pipeline& p, const SchedulerHooks& sched, cons
   return j;
 }
 
+// set place SERVICE LANE|any: every flow of a [[service]] (its name or index) on one lane (LANE: match_lanes; with
+// several workers, by its name without "wN:", that lane of every worker), or back where the config puts it (any: its
+// `lanes`, or every lane). Flows move as for a weight change. Not in learning mode, which places services itself.
+Result<nlohmann::json> set_place(Pipeline& p, const SchedulerHooks& sched, const std::vector<std::string>& args) {
+  if (args.size() != 3) return error(Code::kInvalidArgument, "set place: usage: set place SERVICE LANE|any");
+  if (sched.weights_owner == "learning")
+    return error(Code::kInvalidArgument,
+                 "set place: learning mode places the services in this run; start hpr run with --static (or --table) "
+                 "to place them by hand ([[service]] lanes at the start, hpr ctl set place while it runs)");
+  std::vector<std::string> services;
+  for (const auto& b : p.snapshot().services) services.push_back(b.name);
+  if (services.empty()) return error(Code::kInvalidArgument, "set place: this run has no [[service]] entries");
+  size_t svc = services.size();
+  for (size_t i = 0; i < services.size(); ++i)
+    if (args[1] == services[i] || args[1] == std::to_string(i)) svc = i;
+  if (svc == services.size())
+    return error(Code::kInvalidArgument, "set place: SERVICE '{}' is neither a service's name nor its index (services: {})",
+                 args[1], fmt::format("{}", fmt::join(services, ", ")));
+  const std::vector<Pipeline*> ws = p.all_workers();
+  std::vector<int> lane(ws.size(), -1);  // per worker: the lane, or -1 (any; or a worker not named)
+  std::vector<bool> touched(ws.size(), args[2] == "any");
+  std::vector<std::string> on;
+  if (args[2] != "any") {
+    auto matched = match_lanes(ws, args[2], "set place");
+    if (!matched) return matched.status();
+    for (auto [k, i] : *matched) {
+      lane[k] = static_cast<int>(i);
+      touched[k] = true;
+      on.push_back(ws[k]->lane_name(i));
+    }
+  }
+  for (size_t k = 0; k < ws.size(); ++k) {
+    if (!touched[k]) continue;
+    std::vector<int16_t> place = ws[k]->service_lanes();
+    if (place.size() <= svc) place.resize(svc + 1, -1);
+    place[svc] = static_cast<int16_t>(lane[k]);
+    if (Status st = ws[k]->set_service_lanes(place); !st.is_ok())
+      return error(Code::kInvalidArgument, "set place: {}", st.message());
+  }
+  const std::string where = on.empty() ? "where the config puts it" : fmt::format("{}", fmt::join(on, ", "));
+  return nlohmann::json{
+      {"service", services[svc]},
+      {"lanes", on},
+      {"text", fmt::format("place {} -> {} (its flows from the dispatcher's next burst; a flow moves only once nothing "
+                           "of it is in flight)\n",
+                           services[svc], where)}};
+}
+
 Result<nlohmann::json> set_policy(const SchedulerHooks& sched, const std::vector<std::string>& args) {
   if (args.size() < 2 || args.size() > 3)
     return error(Code::kInvalidArgument,
@@ -113,8 +170,9 @@ Result<nlohmann::json> set_policy(const SchedulerHooks& sched, const std::vector
 
 Result<nlohmann::json> ctl_set(Pipeline& p, const SchedulerHooks& sched, const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "weight") return set_weight(p, sched, args);
+  if (!args.empty() && args[0] == "place") return set_place(p, sched, args);
   if (!args.empty() && args[0] == "policy") return set_policy(sched, args);
-  return error(Code::kInvalidArgument, "set: usage: set weight LANE W | set policy GOAL");
+  return error(Code::kInvalidArgument, "set: usage: set weight LANE W | set place SERVICE LANE|any | set policy GOAL");
 }
 
 }  // namespace hpr::cli

@@ -256,8 +256,14 @@ Status Pipeline::set_service_lanes(const std::vector<int16_t>& place) {
   }
   std::lock_guard<std::mutex> g(weights_mu_);
   pending_place_ = place;
+  place_given_ = place;
   weights_dirty_.store(true, std::memory_order_release);
   return Status::ok();
+}
+
+std::vector<int16_t> Pipeline::service_lanes() {
+  std::lock_guard<std::mutex> g(weights_mu_);
+  return place_given_;
 }
 
 void Pipeline::adopt_placement(const std::vector<int16_t>& place) {

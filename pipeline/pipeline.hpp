@@ -211,6 +211,8 @@ class Pipeline {
   // move under the rule of a weight change (only when nothing of theirs is in flight, or held): never a reorder.
   // Errors: kInvalidArgument for a lane out of range, a service the user placed, more services than the books hold.
   Status set_service_lanes(const std::vector<int16_t>& place);
+  // The placement last given to set_service_lanes (empty before any), any thread.
+  std::vector<int16_t> service_lanes();
   const balance::BalancerStats& balancer_stats() const { return balancer_->stats(); }
   // Called once per status interval with the live snapshot (console line, Prometheus).
   void on_status(std::function<void(const Summary&, double interval_s)> f) { on_status_ = std::move(f); }
@@ -440,6 +442,7 @@ class Pipeline {
   std::mutex weights_mu_;
   std::vector<float> pending_weights_;
   std::optional<std::vector<int16_t>> pending_place_;  // set_service_lanes (weights_mu_, weights_dirty_)
+  std::vector<int16_t> place_given_;                   // the last one given (weights_mu_)
   std::atomic<bool> weights_dirty_{false};
   // flows top (flows_top.cpp): a request the dispatcher answers at the top of its loop (answer_top).
   void answer_top(uint64_t now);

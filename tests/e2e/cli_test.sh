@@ -301,7 +301,8 @@ for _ in $(seq 50); do "$hpr" ctl --ctl "$ctl" scheduler 2>&1 | grep -q "learnin
   fail "hpr ctl scheduler after set policy energy: $(cat "$tmp/ctl.out")"
 expect 1 "set policy: policy 'fastest' is not one of energy, latency, throughput, latency-target" ctl --ctl "$ctl" set policy fastest
 expect 1 "set policy latency-target: no p99 target" ctl --ctl "$ctl" set policy latency-target
-expect 1 "set: usage: set weight LANE W | set policy GOAL" ctl --ctl "$ctl" set colour blue
+expect 1 "set: usage: set weight LANE W | set place SERVICE LANE|any | set policy GOAL" ctl --ctl "$ctl" set colour blue
+expect 1 "set place: learning mode places the services in this run" ctl --ctl "$ctl" set place udp native0
 expect 3 "control.socket (--ctl) $ctl: another hpr answers on it" run --devices none --packets 10 -q --ctl "$ctl"
 "$hpr" ctl --ctl "$ctl" stop >/dev/null || fail "hpr ctl stop exited $?"
 wait $ctl_pid && grep -q "balanced" "$tmp/ctl.log" && [[ ! -e "$ctl" ]] && echo "ok: hpr ctl stop ends the run, balanced, socket removed" ||

@@ -1,6 +1,7 @@
 // hpr ctl's commands with arguments (cli/ctl_flows.cpp, cli/ctl_set.cpp) called as the control socket's thread calls
 // them, on a pipeline built as `hpr run` builds it: every bad argument answered with an error naming it, flows top
-// answered by the dispatchers of a running pipeline (one worker and two), lane weights set by name and index.
+// answered by the dispatchers of a running pipeline (one worker and two), lane weights set by name and index, a
+// service placed on a lane and back.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
@@ -68,7 +69,8 @@ TEST_CASE("hpr ctl: bad arguments get an error naming them") {
   for (const char* n : {"0", "1001", "x", "-1", "3.5", ""})
     CHECK_THAT(err("flows", {"top", n}), Catch::Contains("N '"));
   CHECK_THAT(err("flows", {"top", "3"}), Catch::Contains("has not started"));
-  CHECK_THAT(err("set", {}), Catch::Contains("usage: set weight LANE W | set policy GOAL"));
+  CHECK_THAT(err("set", {}), Catch::Contains("usage: set weight LANE W | set place SERVICE LANE|any | set policy GOAL"));
+  CHECK_THAT(err("set", {"place", "x", "native0"}), Catch::Contains("no [[service]] entries"));
   CHECK_THAT(err("set", {"weight", "native0"}), Catch::Contains("usage: set weight LANE W"));
   CHECK_THAT(err("set", {"weight", "bogus", "1"}),
              Catch::Contains("LANE 'bogus'") && Catch::Contains("native0, native1"));
@@ -133,4 +135,43 @@ TEST_CASE("hpr ctl flows top: the dispatchers of a running pipeline answer; afte
   Summary s = run.stop();
   check_books(s);
   CHECK_THAT(message(h("flows", {"top"})), Catch::Contains("stopping"));
+}
+
+TEST_CASE("hpr ctl set place: a service's flows on one lane of a running pipeline, and back; bad ones refused") {
+  RunConfig c = generator_config(1);
+  kernels::AppOptions::ServiceSpec udp{"udp", "ipv4", {}}, rest{"rest", "ipv4", {}};
+  udp.match.proto = 17;
+  c.app_opts.services = {udp, rest};
+  c.service_lanes = {{}, {"native0"}};
+  auto ctx = prepare_run(c);
+  REQUIRE(ctx.is_ok());
+  Pipeline& p = *(*ctx)->pipeline;
+  const Commands h{p, {}};
+  auto err = [&](std::vector<std::string> args) { return message(h("set", args)); };
+  CHECK_THAT(err({"place", "udp"}), Catch::Contains("usage: set place SERVICE LANE|any"));
+  CHECK_THAT(err({"place", "dns", "native1"}), Catch::Contains("SERVICE 'dns'") && Catch::Contains("udp, rest"));
+  CHECK_THAT(err({"place", "udp", "native7"}), Catch::Contains("set place: LANE 'native7'"));
+  CHECK_THAT(err({"place", "rest", "native1"}), Catch::Contains("service[1] is placed by the config (service[1].lanes)"));
+  cli::SchedulerHooks learning{"learning", {}};
+  CHECK_THAT(message(Commands{p, learning}("set", {"place", "udp", "native1"})),
+             Catch::Contains("learning mode places the services"));
+  Running r(p);
+  auto placed_now = [&](const std::vector<std::string>& want) {  // the dispatcher adopts it at its next burst
+    for (int i = 0; i < 500 && p.snapshot().services.at(0).lanes != want; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return p.snapshot().services.at(0).lanes == want;
+  };
+  auto a = h("set", {"place", "udp", "native1"});
+  REQUIRE(a.is_ok());
+  CHECK((*a)["lanes"] == nlohmann::json::array({"native1"}));
+  CHECK_THAT((*a)["text"].get<std::string>(), Catch::StartsWith("place udp -> native1"));
+  CHECK(p.service_lanes() == std::vector<int16_t>{1});
+  CHECK(placed_now({"native1"}));
+  auto b = h("set", {"place", "0", "any"});  // by index; back to the config's (every lane)
+  REQUIRE(b.is_ok());
+  CHECK_THAT((*b)["text"].get<std::string>(), Catch::StartsWith("place udp -> where the config puts it"));
+  CHECK(p.service_lanes() == std::vector<int16_t>{-1});
+  CHECK(placed_now({}));
+  Summary s = r.stop();
+  check_books(s);
 }
