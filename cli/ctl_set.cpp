@@ -116,8 +116,9 @@ Result<nlohmann::json> set_place(Pipeline& p, const SchedulerHooks& sched, const
   for (size_t i = 0; i < services.size(); ++i)
     if (args[1] == services[i] || args[1] == std::to_string(i)) svc = i;
   if (svc == services.size())
-    return error(Code::kInvalidArgument, "set place: SERVICE '{}' is neither a service's name nor its index (services: {})",
-                 args[1], fmt::format("{}", fmt::join(services, ", ")));
+    return error(Code::kInvalidArgument,
+                 "set place: SERVICE '{}' is neither a service's name nor its index (services: {})", args[1],
+                 fmt::join(services, ", "));
   const std::vector<Pipeline*> ws = p.all_workers();
   std::vector<int> lane(ws.size(), -1);  // per worker: the lane, or -1 (any; or a worker not named)
   std::vector<bool> touched(ws.size(), args[2] == "any");

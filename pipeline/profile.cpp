@@ -93,7 +93,8 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
   Pipeline& p = *c.pipeline;
   auto grid = profile_grid(p.lane_count(), o);
   if (!grid) return grid.status();
-  const auto blocks = o.interleave_grid ? std::vector<std::pair<size_t, size_t>>{{0, grid->size()}} : profile_blocks(*grid);
+  const auto blocks =
+      o.interleave_grid ? std::vector<std::pair<size_t, size_t>>{{0, grid->size()}} : profile_blocks(*grid);
   prof::Fingerprint fp = machine_fingerprint(c.devices, rc.native_lanes, rc.app, traffic_description(rc.input));
   auto writer = prof::TableWriter::create(o.out_path, fp);
   if (!writer) return writer.status();

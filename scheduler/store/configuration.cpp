@@ -73,7 +73,8 @@ std::string Configuration::describe() const {
     s += fmt::format("{:.2f}", split[d]);
   }
   std::string p;
-  for (size_t i = 0; i < place.size(); ++i) p += (i ? "," : "") + (place[i] < 0 ? std::string("-") : std::to_string(place[i]));
+  for (size_t i = 0; i < place.size(); ++i)
+    p += (i ? "," : "") + (place[i] < 0 ? std::string("-") : std::to_string(place[i]));
   return fmt::format("dev{{{}}} b=[{}] s=[{}]{}", devs, b, s, place.empty() ? "" : " p=[" + p + "]");
 }
 

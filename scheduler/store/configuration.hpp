@@ -65,8 +65,8 @@ struct Configuration {
 Status validate(const Configuration& c);
 
 void to_json(nlohmann::json& j, const Configuration& c);
-// The spreads, "samples", "traffic" and "place" are optional (format-1 tables have none: spread 0, 1 sample, the table's
-// traffic); "traffic" and "place" are written only when set.
+// The spreads, "samples", "traffic" and "place" are optional (format-1 tables have none: spread 0, 1 sample, the
+// table's traffic); "traffic" and "place" are written only when set.
 void from_json(const nlohmann::json& j, Configuration& c);  // throws nlohmann::json::exception on bad types
 
 }  // namespace hpr::sched

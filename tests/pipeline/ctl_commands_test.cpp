@@ -69,7 +69,8 @@ TEST_CASE("hpr ctl: bad arguments get an error naming them") {
   for (const char* n : {"0", "1001", "x", "-1", "3.5", ""})
     CHECK_THAT(err("flows", {"top", n}), Catch::Contains("N '"));
   CHECK_THAT(err("flows", {"top", "3"}), Catch::Contains("has not started"));
-  CHECK_THAT(err("set", {}), Catch::Contains("usage: set weight LANE W | set place SERVICE LANE|any | set policy GOAL"));
+  CHECK_THAT(err("set", {}),
+             Catch::Contains("usage: set weight LANE W | set place SERVICE LANE|any | set policy GOAL"));
   CHECK_THAT(err("set", {"place", "x", "native0"}), Catch::Contains("no [[service]] entries"));
   CHECK_THAT(err("set", {"weight", "native0"}), Catch::Contains("usage: set weight LANE W"));
   CHECK_THAT(err("set", {"weight", "bogus", "1"}),
@@ -151,7 +152,8 @@ TEST_CASE("hpr ctl set place: a service's flows on one lane of a running pipelin
   CHECK_THAT(err({"place", "udp"}), Catch::Contains("usage: set place SERVICE LANE|any"));
   CHECK_THAT(err({"place", "dns", "native1"}), Catch::Contains("SERVICE 'dns'") && Catch::Contains("udp, rest"));
   CHECK_THAT(err({"place", "udp", "native7"}), Catch::Contains("set place: LANE 'native7'"));
-  CHECK_THAT(err({"place", "rest", "native1"}), Catch::Contains("service[1] is placed by the config (service[1].lanes)"));
+  CHECK_THAT(err({"place", "rest", "native1"}),
+             Catch::Contains("service[1] is placed by the config (service[1].lanes)"));
   cli::SchedulerHooks learning{"learning", {}};
   CHECK_THAT(message(Commands{p, learning}("set", {"place", "udp", "native1"})),
              Catch::Contains("learning mode places the services"));

@@ -226,7 +226,8 @@ TEST_CASE("placement per service: when a service's only lane fails, its flows go
   CHECK(lane_named(s, "native0").packets > s.chain_events[1].in);  // the rest's, and udp's after the failure
 }
 
-TEST_CASE("placement by the learner (Pipeline::set_service_lanes): a service's flows on one lane, moved while running") {
+TEST_CASE(
+    "placement by the learner (Pipeline::set_service_lanes): a service's flows on one lane, moved while running") {
   // Two native lane threads (packets in flight between the dispatcher and the lanes while a service moves).
   auto tweak = [](RunConfig& c) {
     c.app = "ipv4";

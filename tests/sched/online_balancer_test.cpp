@@ -772,7 +772,8 @@ OnlineBalancer make_placing(size_t lanes, std::vector<bool> placeable) {
 
 double best_shares(const ServiceWorld& w) {  // the best setup without placement, shares in steps of 1/64
   double best = 0;
-  for (int a = 0; a <= 64; ++a) best = std::max(best, w.rate(Setup{{a / 64.f, 1 - a / 64.f}, {256, 256}, {-1, -1, -1}}));
+  for (int a = 0; a <= 64; ++a)
+    best = std::max(best, w.rate(Setup{{a / 64.f, 1 - a / 64.f}, {256, 256}, {-1, -1, -1}}));
   return best;
 }
 
