@@ -77,20 +77,17 @@ def main():
     table = {n: lvs.summarise(list(v.values())) for n, v in res.items()}
     placements = [n for n in table if n.startswith("place ")]
     best = max(placements, key=lambda n: table[n][0])
-    def per_round(d, case="learn"):  # case ÷ the best placement, round by round: median, min, max
-        xs = [d[case][r] / d[best][r] for r in d.get(case, {}) if d[best].get(r, 0) > 0]
+    def per_round(d, case):  # case ÷ the best placement, round by round: median, min, max (0s: no round)
+        xs = [d[case][r] / d[best][r] for r in d.get(case, {}) if d.get(best, {}).get(r, 0) > 0]
         return (statistics.median(xs), min(xs), max(xs)) if xs else (0, 0, 0)
-    ratio = per_round(res)
-    energy = per_round(nj) if best in nj else (0, 0, 0)
-    saved = per_round(res, "learn, saved state")
-    saved_energy = per_round(nj, "learn, saved state") if best in nj else (0, 0, 0)
+    mmm = lambda t: dict(zip(("median", "min", "max"), t))  # noqa: E731
+    ratio, energy = per_round(res, "learn"), per_round(nj, "learn")
+    saved, saved_energy = per_round(res, "learn, saved state"), per_round(nj, "learn, saved state")
     nj_med = {n: statistics.median(v.values()) for n, v in nj.items()}
     report = {"services": names, "lanes": lanes, "power_source": source,
               "cases": {n: {"mpps": m, "spread": s, "nj_per_packet": nj_med.get(n)} for n, (m, s) in table.items()},
-              "best_placement": best, "learn_vs_best": {"median": ratio[0], "min": ratio[1], "max": ratio[2]},
-              "learn_vs_best_energy": {"median": energy[0], "min": energy[1], "max": energy[2]},
-              "saved_vs_best": {"median": saved[0], "min": saved[1], "max": saved[2]},
-              "saved_vs_best_energy": {"median": saved_energy[0], "min": saved_energy[1], "max": saved_energy[2]}}
+              "best_placement": best, "learn_vs_best": mmm(ratio), "learn_vs_best_energy": mmm(energy),
+              "saved_vs_best": mmm(saved), "saved_vs_best_energy": mmm(saved_energy)}
     with open(os.path.join(a.out, "placement_sweep.json"), "w") as f:
         json.dump(report, f, indent=1)
     lines = [f"services {', '.join(names)} (placements: each on one of {', '.join(lanes)})", "",
