@@ -17,7 +17,7 @@ namespace {
 ProfileOptions g_prof;
 std::string g_prof_config, g_prof_in, g_prof_devices, g_prof_sizes;
 bool g_prof_quiet = false;
-std::string g_prof_interleave = "block";  // --interleave
+std::string g_prof_interleave = "auto";  // --interleave
 CLI::App* g_prof_cmd = nullptr;
 std::atomic<Pipeline*> g_prof_pipeline{nullptr};
 std::atomic<bool> g_prof_stop{false};  // a signal before the pipeline exists (PoCL builds) is kept for it
@@ -74,8 +74,9 @@ CLI::App* add_profile_command(CLI::App& app) {
                 "median) of throughput and power is within this")
       ->capture_default_str();
   p->add_option("--interleave", g_prof_interleave,
-                "block: rounds over the batch sizes of one device set and split at a time; grid: rounds over the whole "
-                "grid (a load that comes and goes hits every point alike; the table is written at the end)")
+                "grid: rounds over the whole grid (a load that comes and goes hits every point alike; the table is "
+                "written at the end, a stop keeps all points or none); block: rounds over the batch sizes of one device "
+                "set and split at a time (each finished block is kept); auto: grid, or block with --budget-s")
       ->capture_default_str();
   p->add_option("--rapl-root", g_prof.power.rapl_root, "powercap sysfs root for RAPL")->capture_default_str();
   p->add_flag("-q,--quiet", g_prof_quiet, "No progress bar");
@@ -127,21 +128,27 @@ int run_profile_command() {
   // The structure `hpr run` gets by default on this host (run to completion on 2 cores or fewer), so that the
   // table describes what the runs it serves will do.
   const char* rtc = auto_run_to_completion(o.run, std::thread::hardware_concurrency());
-  if (g_prof_interleave != "block" && g_prof_interleave != "grid") {
-    fmt::print(stderr, "hpr profile: --interleave: want block or grid, not '{}'\n", g_prof_interleave);
+  if (g_prof_interleave != "auto" && g_prof_interleave != "block" && g_prof_interleave != "grid") {
+    fmt::print(stderr, "hpr profile: --interleave: want auto, block or grid, not '{}'\n", g_prof_interleave);
     return 2;
   }
-  o.interleave_grid = g_prof_interleave == "grid";
+  // auto: rounds over the whole grid rank points alike on a loaded machine (docs/scheduler.md, "Do two profiles rank
+  // points alike?"), but a grid keeps all its points or none, so a budget that ends it early would keep nothing.
+  const bool automatic = g_prof_interleave == "auto";
+  o.interleave_grid = g_prof_interleave == "grid" || (automatic && o.budget_s <= 0);
+  const char* why = !automatic           ? ""
+                    : o.interleave_grid ? " (auto: no --budget-s)"
+                                        : " (auto: --budget-s may end a grid before any point has its samples)";
   if (Status v = validate(o.sampling); !v.is_ok()) {
     fmt::print(stderr, "hpr profile: {}\n", v.message());
     return 2;
   }
   spdlog::set_level(spdlog::level::warn);
   fmt::print("hpr profile: app {} | traffic {} | batches {}..{} | quantum {} ms | splits 1/{} | {}..{} samples per "
-             "point, spread {}, rounds over {}{} -> {}\n",
+             "point, spread {}, rounds over {}{}{} -> {}\n",
              o.run.app, traffic_description(o.run.input), o.min_batch, o.max_batch, o.quantum_ms, o.split_steps,
              o.sampling.min_samples, o.sampling.max_samples, o.sampling.spread_delta,
-             o.interleave_grid ? "the whole grid" : "each block",
+             o.interleave_grid ? "the whole grid" : "each block", why,
              rtc != nullptr ? fmt::format(" | run to completion ({})", rtc) : std::string(), o.out_path);
   std::signal(SIGINT, on_profile_signal);
   std::signal(SIGTERM, on_profile_signal);
@@ -171,6 +178,10 @@ int run_profile_command() {
              r->seconds, r->budget_hit ? " (time budget reached)" : "", r->power_source, o.out_path,
              r->complete ? "complete" : "incomplete: what was measured is kept");
   fmt::print("  {}\n", r->power_description);
+  if (o.interleave_grid && !r->complete && r->measured == 0)
+    fmt::print("hpr profile: stopped before every point had {} samples: rounds over the whole grid keep all points or "
+               "none; --interleave block keeps each block it finishes\n",
+               o.sampling.min_samples);
   fmt::print("hpr profile: {} samples; samples per point: median {}, max {}; {} of {} points not within spread {} "
              "(throughput or power)\n",
              r->samples, r->samples_median, r->samples_max, r->not_within, r->measured, o.sampling.spread_delta);

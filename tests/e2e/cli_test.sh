@@ -162,8 +162,17 @@ expect 2 "is a directory" run --table "$tmp" --devices none -q --packets 10
 expect 2 "--min-samples 0: at least 1" profile --min-samples 0 --devices none -q -o "$tmp/p.json"
 expect 2 "--max-samples 2: below --min-samples 3" profile --max-samples 2 --devices none -q -o "$tmp/p.json"
 expect 2 "--spread -0.5: a relative spread >= 0" profile --spread -0.5 --devices none -q -o "$tmp/p.json"
-expect 2 "--interleave: want block or grid, not 'rows'" profile --interleave rows --devices none -q -o "$tmp/p.json"
+expect 2 "--interleave: want auto, block or grid, not 'rows'" profile --interleave rows --devices none -q -o "$tmp/p.json"
 expect 2 "--min-samples" profile --min-samples x --devices none -q -o "$tmp/p.json"
+# --interleave auto (the default): rounds over the whole grid, over each block where a budget may end the profile.
+for budget in 0 5; do
+  want="rounds over the whole grid (auto: no --budget-s)"
+  [[ $budget == 0 ]] || want="rounds over each block (auto: --budget-s may end a grid"
+  "$hpr" profile --devices none --native 1 --min-batch 64 --max-batch 64 --min-samples 1 --max-samples 1 \
+    --quantum-ms 20 --budget-s $budget -q -o "$tmp/p.json" >"$tmp/out" 2>&1
+  if grep -qF -- "$want" "$tmp/out"; then echo "ok: profile --budget-s $budget: $want"
+  else fail "profile --budget-s $budget: no '$want': $(cat "$tmp/out")"; fi
+done
 
 # Learning mode keeps what it learned (issue 13): a second run starts from the saved setup; a corrupt state file is
 # set aside and the run learns afresh; an unwritable state dir is a warning, not a failure.

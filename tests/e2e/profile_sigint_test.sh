@@ -32,6 +32,8 @@ rc=$?
 cat "$dir/log"
 [[ $rc == 0 ]] || { echo "FAIL: hpr profile exited $rc after SIGINT"; exit 1; }
 grep -q "incomplete: what was measured is kept" "$dir/log" || { echo "FAIL: no 'incomplete' line"; exit 1; }
+# The default rounds go over the whole grid (no --budget-s), which keeps all points or none: the log says so.
+grep -q "rounds over the whole grid keep all points or none" "$dir/log" || { echo "FAIL: no 'all or none' line"; exit 1; }
 python3 - "$table" <<'PY' || exit 1
 import json, sys
 t = json.load(open(sys.argv[1]))
