@@ -830,3 +830,23 @@ TEST_CASE("OnlineBalancer: a lost lane's services go back among the shares") {
     REQUIRE_FALSE(b.setup().takes(1));
   }
 }
+
+TEST_CASE("OnlineBalancer: the hold's re-checks place a service on a lane that became good for it") {
+  // The device is hopeless for everything at first: the native lane takes all. Then it does DPI at 2 Gbit/s (its
+  // other tenant left, say), the rest as badly as before: the native lane delivers what it did, so no drift starts a
+  // search, and a share moved to the device still loses; only a re-check's place pass finds the placement.
+  ServiceWorld w{.share = {0.4, 0.3, 0.3}, .cost = {{1, 8, 1}, {200, 64, 200}}};
+  const int seed = GENERATE(1, 2, 3, 4, 5, 6, 7, 8);
+  w.rng.seed(seed);
+  auto b = make_placing(2, {true, true, true});
+  for (int i = 0; i < 1500; ++i) b.step(w.quantum(b.setup()));
+  INFO(b.incumbent().describe());
+  REQUIRE(b.incumbent().place[1] == -1);
+  REQUIRE(b.incumbent().weight[1] < 0.1f);
+  REQUIRE(std::string(b.phase_name()) == "hold");
+  const uint64_t restarts = b.restarts();
+  w.cost[1][1] = 0.5;
+  for (int i = 0; i < 2000; ++i) b.step(w.quantum(b.setup()));  // 80 s: re-checks after up to 32 s of hold
+  INFO(b.incumbent().describe() << ", searches again: " << b.restarts() - restarts);
+  CHECK(b.incumbent().place[1] == 1);
+}
