@@ -51,24 +51,15 @@ IntervalStats interval_stats(const Summary& prev, const Summary& cur) {
   st.rx_pps = static_cast<double>(rx_p) / dt;
   st.tx_pps = static_cast<double>(tx_p) / dt;
   st.lost_packets = lost_p + missed_p;
-  std::vector<uint64_t> d(cur.latency_buckets.size(), 0);
-  for (size_t i = 0; i < d.size(); ++i)
-    d[i] = cur.latency_buckets[i] - (i < prev.latency_buckets.size() ? prev.latency_buckets[i] : 0);
+  const std::vector<uint64_t> d = latency_between(prev, cur);
   st.latency_p50_ns = LogLinear::percentile(d, 50);
   st.latency_p99_ns = LogLinear::percentile(d, 99);
   for (size_t i = 0; i < cur.lanes.size(); ++i) {
-    const auto& c = cur.lanes[i];
-    double busy_c = c.utilisation * cur.seconds, busy_p = 0;
-    uint64_t pk_p = 0, bt_p = 0;
-    if (i < prev.lanes.size()) {
-      busy_p = prev.lanes[i].utilisation * prev.seconds;
-      pk_p = prev.lanes[i].packets;
-      bt_p = prev.lanes[i].batches;
-    }
-    st.lane_batches.push_back(c.batches - bt_p);
-    st.lane_util.push_back(std::clamp((busy_c - busy_p) / dt, 0.0, 1.0));
-    st.lane_packets.push_back(c.packets - pk_p);
-    st.lane_bps.push_back(static_cast<double>(c.packets - pk_p) * bits_per_pkt / dt);
+    const LaneInterval l = lane_between(prev, cur, i);
+    st.lane_batches.push_back(l.batches);
+    st.lane_util.push_back(l.util);
+    st.lane_packets.push_back(l.packets);
+    st.lane_bps.push_back(static_cast<double>(l.packets) * bits_per_pkt / dt);
   }
   st.dispatch_util = std::clamp((cur.dispatch_busy_s - prev.dispatch_busy_s) / dt, 0.0, 1.0);
   st.egress_util = std::clamp((cur.egress_busy_s - prev.egress_busy_s) / dt, 0.0, 1.0);

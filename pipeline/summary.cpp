@@ -255,12 +255,39 @@ std::string Summary::to_text() const {
   return s;
 }
 
+std::vector<uint64_t> latency_between(const Summary& prev, const Summary& now) {
+  std::vector<uint64_t> d(now.latency_buckets.size(), 0);
+  for (size_t i = 0; i < d.size(); ++i)
+    d[i] = now.latency_buckets[i] - (i < prev.latency_buckets.size() ? prev.latency_buckets[i] : 0);
+  return d;
+}
+
+LaneInterval lane_between(const Summary& prev, const Summary& now, size_t i) {
+  const LaneSummary& c = now.lanes[i];
+  LaneInterval out{.packets = c.packets, .batches = c.batches};
+  double busy = c.utilisation * now.seconds;
+  if (i < prev.lanes.size()) {
+    out.packets -= prev.lanes[i].packets;
+    out.batches -= prev.lanes[i].batches;
+    busy -= prev.lanes[i].utilisation * prev.seconds;
+  }
+  const double dt = now.seconds - prev.seconds;
+  out.util = dt > 0 ? std::clamp(busy / dt, 0.0, 1.0) : 0.0;
+  return out;
+}
+
 std::string status_line(const Summary& prev, const Summary& s) {
   double dt = s.seconds - prev.seconds;
   if (!(dt > 0)) dt = 1e-9;
   std::string lanes;
-  for (const auto& l : s.lanes)
-    lanes += fmt::format(" {}:b{:.0f}/u{:.0f}%", l.name.substr(0, 12), l.mean_batch, l.utilisation * 100);
+  for (size_t i = 0; i < s.lanes.size(); ++i) {
+    const LaneInterval l = lane_between(prev, s, i);
+    const std::string batch = l.batches > 0 ? fmt::format("{:.0f}", static_cast<double>(l.packets) /
+                                                                        static_cast<double>(l.batches))
+                                            : "-";
+    lanes += fmt::format(" {}:b{}/u{:.0f}%", s.lanes[i].name.substr(0, 12), batch, l.util * 100);
+  }
+  const std::vector<uint64_t> lat = latency_between(prev, s);
   std::string shaped =
       s.shaping ? fmt::format(" | shaper heap {} waiting {} resched/s {:.0f}", s.shaper_heap, s.shaper_waiting,
                               static_cast<double>(s.shaper_reschedules - prev.shaper_reschedules) / dt)
@@ -269,8 +296,8 @@ std::string status_line(const Summary& prev, const Summary& s) {
       "[{:6.1f}s] in {:7.3f} Mpps out {:7.3f} Mpps | drops {} | p50 {:.0f} us p99 {:.0f} us | power {:.1f} W ({}) |{}{}",
       s.seconds, static_cast<double>(s.rx_packets - prev.rx_packets) / dt / 1e6,
       static_cast<double>(s.tx_packets - prev.tx_packets) / dt / 1e6, s.dropped,
-      static_cast<double>(s.latency_p50_ns) / 1e3, static_cast<double>(s.latency_p99_ns) / 1e3, s.power_w,
-      s.power_source, lanes, shaped);
+      static_cast<double>(LogLinear::percentile(lat, 50)) / 1e3, static_cast<double>(LogLinear::percentile(lat, 99)) / 1e3,
+      s.power_w, s.power_source, lanes, shaped);
 }
 
 }  // namespace hpr

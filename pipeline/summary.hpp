@@ -100,8 +100,18 @@ struct Summary {
   Summary lanes_by_index(size_t per_worker) const;
 };
 
-// "[  3.0s] in 1.234 Mpps out ... | drops N | p50 .. us p99 .. us | power ..": rates over the interval
-// from `prev` to `now`.
+// What happened between two snapshots of one run (`prev` the earlier): the rx-to-tx latency buckets of the
+// interval's packets, and lane i's packets, batches and busy share over it (lanes index-aligned; a lane that `prev`
+// lacks counts from 0).
+std::vector<uint64_t> latency_between(const Summary& prev, const Summary& now);
+struct LaneInterval {
+  uint64_t packets = 0, batches = 0;
+  double util = 0;  // busy share of the interval, 0..1
+};
+LaneInterval lane_between(const Summary& prev, const Summary& now, size_t i);
+
+// "[  3.0s] in 1.234 Mpps out ... | drops N | p50 .. us p99 .. us | power .. | lane:b../u..%": everything over the
+// interval from `prev` to `now` (rates, latency, each lane's mean batch and busy share) except the drops, a total.
 std::string status_line(const Summary& prev, const Summary& now);
 
 }  // namespace hpr
