@@ -59,6 +59,7 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
   x->policy_ = cfg.adapt_policy;
   auto pol = sched::parse_policy(cfg.adapt_policy);
   if (!pol) return error(Code::kInvalidArgument, "--policy: {}", pol.status().message());
+  x->in_force_ = *pol;
   const std::string traffic = traffic_description(cfg.input);
   const std::string app(ctx.app->name());  // the app, the chain, or services:NAMES
   const auto fp = machine_fingerprint(ctx.devices, cfg.native_lanes, app, traffic);
@@ -133,6 +134,7 @@ bool RunExtras::on_status(Summary& s) {
   s.energy_j = ps.energy_j;
   s.power_source = ps.source;
   take_policy();
+  fall_back(ps);
   if (adapt_) adapt_->on_quantum(s, ps, now);
   if (learn_) learn_->on_quantum(s, ps, now);
   if (static_csv_)
@@ -183,8 +185,33 @@ void RunExtras::take_policy() {
     pending_policy_.reset();
   }
   if (!p) return;
-  Status st = adapt_ ? adapt_->set_policy(*p, target_ns) : learn_ ? learn_->set_policy(*p, target_ns) : Status::ok();
+  fallback_.forget();  // the user's goal from now on
+  Status st = set_policy(*p, target_ns, "hpr ctl set policy");
   if (!st.is_ok()) spdlog::warn("hpr ctl set policy {}: not applied: {}", sched::policy_name(*p), st.message());
+}
+
+Status RunExtras::set_policy(sched::Policy p, double target_ns, std::string_view why) {
+  if (!adapt_ && !learn_) return Status::ok();
+  Status st = adapt_ ? adapt_->set_policy(p, target_ns, why) : learn_->set_policy(p, target_ns, why);
+  if (st.is_ok()) in_force_ = p;
+  return st;
+}
+
+void RunExtras::fall_back(const PowerSample& ps) {
+  if (!adapt_ && !learn_) return;
+  auto change = fallback_.next(ps, in_force_);
+  if (!change) return;
+  if (fallback_.active())
+    spdlog::warn("{}", change->why);
+  else
+    spdlog::info("{}", change->why);
+  Status st = set_policy(change->policy, 0, fallback_.active() ? "a power meter is silent" : "power meters answer again");
+  if (!st.is_ok()) {
+    spdlog::warn("policy {}: not applied: {}", sched::policy_name(change->policy), st.message());
+    return;
+  }
+  std::lock_guard<std::mutex> g(policy_mu_);
+  policy_ = sched::policy_name(change->policy);
 }
 
 void RunExtras::finish(Summary& s) {

@@ -43,6 +43,9 @@ class RunExtras {
 
  private:
   void take_policy();  // on_status: a goal hpr ctl asked for
+  // on_status: the energy policy gives way to throughput while a power meter is silent (PowerFallback).
+  void fall_back(const PowerSample& ps);
+  Status set_policy(sched::Policy p, double target_ns, std::string_view why);
   RunConfig cfg_;
   std::unique_ptr<RunPower> power_;
   std::unique_ptr<AdaptiveControl> adapt_;
@@ -59,6 +62,8 @@ class RunExtras {
   std::string policy_;                   // the goal in force or asked for last
   std::optional<sched::Policy> pending_policy_;
   double pending_target_ns_ = 0;
+  sched::Policy in_force_ = sched::Policy::kThroughputCritical;  // the scheduler's goal (status thread)
+  PowerFallback fallback_;
 };
 
 }  // namespace hpr::cli

@@ -171,14 +171,14 @@ Status AdaptiveControl::finish() {
   return st;
 }
 
-Status AdaptiveControl::set_policy(sched::Policy p, double latency_target_ns) {
+Status AdaptiveControl::set_policy(sched::Policy p, double latency_target_ns, std::string_view why) {
   sched::AdaptiveParams params = sched_->params();
   params.policy = p;
   if (latency_target_ns > 0) params.latency_target_ns = latency_target_ns;
   auto s = sched::AdaptiveScheduler::create(params, {store_.get()});
   if (!s) return s.status();
-  log_.push_back(fmt::format("policy {} -> {} (hpr ctl set policy): a first decision under it follows",
-                             sched::policy_name(opt_.params.policy), sched::policy_name(p)));
+  log_.push_back(fmt::format("policy {} -> {} ({}): a first decision under it follows",
+                             sched::policy_name(opt_.params.policy), sched::policy_name(p), why));
   spdlog::info("adapt {}", log_.back());
   sched_ = std::make_unique<sched::AdaptiveScheduler>(std::move(*s));
   opt_.params.policy = p;

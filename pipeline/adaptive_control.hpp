@@ -114,7 +114,7 @@ class AdaptiveControl {
   // same table (its updates kept), so its next quantum is a first decision under that goal (the Step 3 search starts
   // over; its device-switch and table-update counts restart). Errors: validate(AdaptiveParams), e.g. latency-target
   // without a target.
-  Status set_policy(sched::Policy p, double latency_target_ns);
+  Status set_policy(sched::Policy p, double latency_target_ns, std::string_view why = "hpr ctl set policy");
   uint64_t switches() const { return switches_; }
   uint64_t decisions() const { return decisions_; }
   const std::vector<RateStepRecord>& rate_steps() const { return steps_; }

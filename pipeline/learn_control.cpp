@@ -63,15 +63,15 @@ Result<std::unique_ptr<LearnControl>> LearnControl::create(const LearnOptions& o
   return c;
 }
 
-Status LearnControl::set_policy(sched::Policy p, double latency_target_ns) {
+Status LearnControl::set_policy(sched::Policy p, double latency_target_ns, std::string_view why) {
   sched::BalancerParams params = opt_.params;
   params.policy = p;
   if (latency_target_ns > 0) params.latency_target_ns = latency_target_ns;
   const sched::Setup from = bal_->incumbent();
   auto b = sched::OnlineBalancer::create(params, from.batch, opt_.batch_max, from, placeable_);
   if (!b) return b.status();
-  const std::string line = fmt::format("policy {} -> {} (hpr ctl set policy): the search starts over from {}",
-                                       sched::policy_name(opt_.params.policy), sched::policy_name(p), from.describe());
+  const std::string line = fmt::format("policy {} -> {} ({}): the search starts over from {}",
+                                       sched::policy_name(opt_.params.policy), sched::policy_name(p), why, from.describe());
   spdlog::info("learn {}", line);
   log_.push_back(line);
   if (log_.size() > kLogKept) {

@@ -50,7 +50,7 @@ class LearnControl {
   // hpr ctl set policy (on the thread that calls on_quantum): the balancer is made again with the new goal, starting
   // from the setup found so far (scores of the old goal do not compare with the new one's, so its search starts over
   // from there). Errors: validate(BalancerParams), e.g. latency-target without a target.
-  Status set_policy(sched::Policy p, double latency_target_ns);
+  Status set_policy(sched::Policy p, double latency_target_ns, std::string_view why = "hpr ctl set policy");
   // End of the run: the state is saved (a failure is a warning: the run goes on without persistence), the CSV is
   // renamed into place. Errors: kIoError naming the CSV.
   Status finish();

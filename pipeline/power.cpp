@@ -1,6 +1,7 @@
 #include "pipeline/power.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "pipeline/power_groups.hpp"
@@ -130,6 +131,7 @@ std::unique_ptr<RunPower> RunPower::create(const PowerConfig& cfg, const std::ve
 
 PowerSample RunPower::sample(const std::vector<double>& lane_util, uint64_t now_ns) {
   double joules = 0;
+  std::vector<std::string> silent;
   for (auto& m : meters_) {
     if (m.meter->source() == sched::PowerSource::kModel) {
       double u = group_utilisation(m.lanes, m.share, lane_util);
@@ -141,6 +143,7 @@ PowerSample RunPower::sample(const std::vector<double>& lane_util, uint64_t now_
       // No energy for this interval; what the meter counts meanwhile is taken from its last good
       // reading once it answers again, so nothing is lost unless the counter wraps more than once.
       ++failed_reads_;
+      silent.push_back(m.meter->name());
       if (!m.failing)
         spdlog::warn("power meter {} stopped answering: {}; the run goes on, its energy is counted from the last "
                      "good reading when it answers again", m.meter->name(), r.status().message());
@@ -157,7 +160,22 @@ PowerSample RunPower::sample(const std::vector<double>& lane_util, uint64_t now_
   energy_j_ += joules;
   if (dt > 0) last_w_ = joules / dt;
   last_ns_ = std::max(last_ns_, now_ns);
-  return {last_w_, energy_j_, source_};
+  return {last_w_, energy_j_, source_, std::move(silent)};
+}
+
+std::optional<PowerFallback::Change> PowerFallback::next(const PowerSample& s, sched::Policy in_force) {
+  if (!s.silent.empty()) {
+    answered_ = 0;
+    if (from_ || in_force != sched::Policy::kEnergyCritical) return std::nullopt;
+    from_ = in_force;
+    return Change{sched::Policy::kThroughputCritical,
+                  fmt::format("power meter {} stopped answering: policy {} -> throughput until it answers again",
+                              fmt::join(s.silent, ", "), sched::policy_name(in_force))};
+  }
+  if (!from_ || ++answered_ < 2) return std::nullopt;
+  const sched::Policy back = *from_;
+  from_.reset();
+  return Change{back, fmt::format("power meters answer again: policy throughput -> {}", sched::policy_name(back))};
 }
 
 uint64_t RunPower::min_window_ns() const {

@@ -16,10 +16,12 @@
 // control thread only; not thread safe.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "profiler/power/power_meter.hpp"
+#include "scheduler/store/config_store.hpp"
 
 namespace hpr {
 
@@ -46,6 +48,9 @@ struct PowerSample {
   double watts = 0;     // average over the interval since the previous sample
   double energy_j = 0;  // since start
   std::string source;   // "model" | "rapl" | "nvml" | "mixed: ..."
+  // Meters that did not answer this time: the watts lack their share (what they count meanwhile comes in with their
+  // next good reading).
+  std::vector<std::string> silent;
 };
 
 class RunPower {
@@ -87,6 +92,26 @@ class RunPower {
   std::vector<std::string> notes_;
   uint64_t last_ns_ = 0, start_ns_ = 0;
   double energy_j_ = 0, last_w_ = 0;
+};
+
+// The energy policy ranks setups by their power: while a meter does not answer, the run's scheduler works under the
+// throughput policy, and goes back once every meter has answered two samples in a row (the first good reading after
+// a silence carries all that the meter counted during it). Fed every sample with the policy in force.
+class PowerFallback {
+ public:
+  struct Change {
+    sched::Policy policy;
+    std::string why;  // "power meter rapl:package-0 stopped answering: ..." (for the log)
+  };
+  // nullopt: nothing to change.
+  std::optional<Change> next(const PowerSample& s, sched::Policy in_force);
+  // A policy chosen since (hpr ctl set policy): nothing to go back to.
+  void forget() { from_.reset(); }
+  bool active() const { return from_.has_value(); }
+
+ private:
+  std::optional<sched::Policy> from_;  // the policy given up for throughput
+  uint32_t answered_ = 0;              // samples in a row with every meter answering
 };
 
 // Lane descriptions of a prepared run: its OpenCL devices in order, then `native_lanes` native lanes (with several

@@ -441,6 +441,56 @@ TEST_CASE("run power: RAPL package for CPU lanes on a fake powercap tree, model 
   fs::remove_all(root);
 }
 
+TEST_CASE("a power meter that stops: named in the samples; the energy policy gives way to throughput until it answers") {
+  fs::path root = tmp("powercap-silent");
+  fs::create_directories(root / "intel-rapl:0");
+  std::ofstream(root / "intel-rapl:0" / "name") << "package-0\n";
+  std::ofstream(root / "intel-rapl:0" / "energy_uj") << "1000000\n";
+  std::ofstream(root / "intel-rapl:0" / "max_energy_range_uj") << "262143328850\n";
+  auto rp = RunPower::create({.rapl_root = root.string()}, {{"native0", "cpu", "host"}}, 0);
+  REQUIRE(rp->source() == "rapl");
+  auto energy = [&](const char* text) { std::ofstream(root / "intel-rapl:0" / "energy_uj") << text; };
+  energy("2000000\n");
+  PowerSample ok = rp->sample({1.0}, 1'000'000'000);
+  CHECK(ok.silent.empty());
+  CHECK(ok.watts == Approx(1));
+  energy("not a number\n");  // the counter stops answering (same file, as a driver that fails would leave it)
+  PowerSample silent = rp->sample({1.0}, 2'000'000'000);
+  REQUIRE(silent.silent.size() == 1);
+  CHECK(silent.silent[0].find("package-0") != std::string::npos);
+  CHECK(silent.watts == 0);  // nothing read: no share of the meter in this sample
+
+  PowerFallback fb;
+  using sched::Policy;
+  // Under the throughput or latency policies a silent meter changes nothing.
+  CHECK_FALSE(fb.next(silent, Policy::kThroughputCritical));
+  CHECK_FALSE(fb.next(silent, Policy::kLatencyCritical));
+  // Under the energy policy: throughput, said once, for as long as the meter is silent.
+  auto c = fb.next(silent, Policy::kEnergyCritical);
+  REQUIRE(c);
+  CHECK(c->policy == Policy::kThroughputCritical);
+  CHECK(c->why.find("package-0 stopped answering: policy energy -> throughput") != std::string::npos);
+  CHECK(fb.active());
+  CHECK_FALSE(fb.next(silent, Policy::kThroughputCritical));
+  // It answers again: the first good reading carries the whole silence's energy, so one more sample before energy.
+  energy("5000000\n");
+  PowerSample back = rp->sample({1.0}, 3'000'000'000);
+  CHECK(back.silent.empty());
+  CHECK(back.energy_j == Approx(4));  // nothing lost: 1 J, then 3 J in the reading after the silence
+  CHECK_FALSE(fb.next(back, Policy::kThroughputCritical));
+  auto again = fb.next(ok, Policy::kThroughputCritical);
+  REQUIRE(again);
+  CHECK(again->policy == Policy::kEnergyCritical);
+  CHECK(again->why.find("answer again: policy throughput -> energy") != std::string::npos);
+  CHECK_FALSE(fb.active());
+  // A policy chosen during the silence (hpr ctl set policy) is kept: nothing to go back to.
+  REQUIRE(fb.next(silent, Policy::kEnergyCritical));
+  fb.forget();
+  CHECK_FALSE(fb.next(ok, Policy::kLatencyCritical));
+  CHECK_FALSE(fb.next(ok, Policy::kLatencyCritical));
+  fs::remove_all(root);
+}
+
 TEST_CASE("rate steps parse and refuse bad items") {
   auto s = parse_rate_steps("0.5:1000,2:30000");
   REQUIRE(s.is_ok());

@@ -119,6 +119,30 @@ then
 fi
 grep -q "books       received = transmitted + dropped: balanced" "$tmp/run.log" || fail "summary after SIGTERM lacks balanced books"
 
+# A power meter that stops under the energy policy (issue 13): throughput until it answers again, said both ways.
+# A fake powercap tree stands in for RAPL; its counter is made unreadable, then readable again, mid-run.
+mkdir -p "$tmp/rapl/intel-rapl:0"
+echo package-0 >"$tmp/rapl/intel-rapl:0/name"
+echo 262143328850 >"$tmp/rapl/intel-rapl:0/max_energy_range_uj"
+echo 1000000 >"$tmp/rapl/intel-rapl:0/energy_uj"
+"$hpr" run --packets 0 --devices none --native 2 --routes "$tmp/routes.txt" --policy energy --state-dir none --ctl none \
+  --rapl-root "$tmp/rapl" -q >"$tmp/silent.log" 2>&1 &
+pid=$!
+wait_for() { for _ in $(seq 1 600); do grep -q "$1" "$tmp/silent.log" && return 0; sleep 0.1; done; return 1; }
+wait_for "^hpr run: app" && sleep 1 && echo "not a number" >"$tmp/rapl/intel-rapl:0/energy_uj" &&
+  wait_for "stopped answering: policy energy -> throughput until it answers again" &&
+  echo 9000000 >"$tmp/rapl/intel-rapl:0/energy_uj" && wait_for "power meters answer again: policy throughput -> energy"
+found=$?
+kill -INT $pid
+wait $pid
+code=$?
+if [[ $found -eq 0 && $code -eq 0 ]] && grep -q "policy energy -> throughput (a power meter is silent)" "$tmp/silent.log" &&
+   grep -q "source: rapl" "$tmp/silent.log"; then
+  echo "ok: a silent power meter: energy -> throughput -> energy"
+else
+  fail "a silent power meter (exit $code): $(tail -c 1500 "$tmp/silent.log")"
+fi
+
 # Devices as JSON: the two PoCL devices of POCL_DEVICES="pthread basic".
 "$hpr" devices --json >"$tmp/devices.json" || fail "hpr devices --json exited $?"
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("ok: devices:", [x["name"] for x in d]); sys.exit(0 if len(d) >= 2 and all("kind" in x and "compute_units" in x for x in d) else 1)' \
