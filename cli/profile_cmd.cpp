@@ -73,10 +73,11 @@ CLI::App* add_profile_command(CLI::App& app) {
                 "Sample until each point's relative spread (half-width of the median's 87.5 % confidence interval / "
                 "median) of throughput and power is within this")
       ->capture_default_str();
-  p->add_option("--interleave", g_prof_interleave,
-                "grid: rounds over the whole grid (a load that comes and goes hits every point alike; the table is "
-                "written at the end, a stop keeps all points or none); block: rounds over the batch sizes of one device "
-                "set and split at a time (each finished block is kept); auto: grid, or block with --budget-s")
+  p->add_option(
+       "--interleave", g_prof_interleave,
+       "grid: rounds over the whole grid (a load that comes and goes hits every point alike; the table is "
+       "written at the end, a stop keeps all points or none); block: rounds over the batch sizes of one device "
+       "set and split at a time (each finished block is kept); auto: grid, or block with --budget-s")
       ->capture_default_str();
   p->add_option("--rapl-root", g_prof.power.rapl_root, "powercap sysfs root for RAPL")->capture_default_str();
   p->add_flag("-q,--quiet", g_prof_quiet, "No progress bar");
@@ -136,7 +137,7 @@ int run_profile_command() {
   // points alike?"), but a grid keeps all its points or none, so a budget that ends it early would keep nothing.
   const bool automatic = g_prof_interleave == "auto";
   o.interleave_grid = g_prof_interleave == "grid" || (automatic && o.budget_s <= 0);
-  const char* why = !automatic           ? ""
+  const char* why = !automatic          ? ""
                     : o.interleave_grid ? " (auto: no --budget-s)"
                                         : " (auto: --budget-s may end a grid before any point has its samples)";
   if (Status v = validate(o.sampling); !v.is_ok()) {
@@ -144,12 +145,13 @@ int run_profile_command() {
     return 2;
   }
   spdlog::set_level(spdlog::level::warn);
-  fmt::print("hpr profile: app {} | traffic {} | batches {}..{} | quantum {} ms | splits 1/{} | {}..{} samples per "
-             "point, spread {}, rounds over {}{}{} -> {}\n",
-             o.run.app, traffic_description(o.run.input), o.min_batch, o.max_batch, o.quantum_ms, o.split_steps,
-             o.sampling.min_samples, o.sampling.max_samples, o.sampling.spread_delta,
-             o.interleave_grid ? "the whole grid" : "each block", why,
-             rtc != nullptr ? fmt::format(" | run to completion ({})", rtc) : std::string(), o.out_path);
+  fmt::print(
+      "hpr profile: app {} | traffic {} | batches {}..{} | quantum {} ms | splits 1/{} | {}..{} samples per "
+      "point, spread {}, rounds over {}{}{} -> {}\n",
+      o.run.app, traffic_description(o.run.input), o.min_batch, o.max_batch, o.quantum_ms, o.split_steps,
+      o.sampling.min_samples, o.sampling.max_samples, o.sampling.spread_delta,
+      o.interleave_grid ? "the whole grid" : "each block", why,
+      rtc != nullptr ? fmt::format(" | run to completion ({})", rtc) : std::string(), o.out_path);
   std::signal(SIGINT, on_profile_signal);
   std::signal(SIGTERM, on_profile_signal);
   auto r = run_profile(
@@ -179,9 +181,10 @@ int run_profile_command() {
              r->complete ? "complete" : "incomplete: what was measured is kept");
   fmt::print("  {}\n", r->power_description);
   if (o.interleave_grid && !r->complete && r->measured == 0)
-    fmt::print("hpr profile: stopped before every point had {} samples: rounds over the whole grid keep all points or "
-               "none; --interleave block keeps each block it finishes\n",
-               o.sampling.min_samples);
+    fmt::print(
+        "hpr profile: stopped before every point had {} samples: rounds over the whole grid keep all points or "
+        "none; --interleave block keeps each block it finishes\n",
+        o.sampling.min_samples);
   fmt::print("hpr profile: {} samples; samples per point: median {}, max {}; {} of {} points not within spread {} "
              "(throughput or power)\n",
              r->samples, r->samples_median, r->samples_max, r->not_within, r->measured, o.sampling.spread_delta);

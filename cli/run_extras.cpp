@@ -205,7 +205,8 @@ void RunExtras::fall_back(const PowerSample& ps) {
     spdlog::warn("{}", change->why);
   else
     spdlog::info("{}", change->why);
-  Status st = set_policy(change->policy, 0, fallback_.active() ? "a power meter is silent" : "power meters answer again");
+  Status st =
+      set_policy(change->policy, 0, fallback_.active() ? "a power meter is silent" : "power meters answer again");
   if (!st.is_ok()) {
     spdlog::warn("policy {}: not applied: {}", sched::policy_name(change->policy), st.message());
     return;

@@ -70,8 +70,9 @@ Status LearnControl::set_policy(sched::Policy p, double latency_target_ns, std::
   const sched::Setup from = bal_->incumbent();
   auto b = sched::OnlineBalancer::create(params, from.batch, opt_.batch_max, from, placeable_);
   if (!b) return b.status();
-  const std::string line = fmt::format("policy {} -> {} ({}): the search starts over from {}",
-                                       sched::policy_name(opt_.params.policy), sched::policy_name(p), why, from.describe());
+  const std::string line =
+      fmt::format("policy {} -> {} ({}): the search starts over from {}", sched::policy_name(opt_.params.policy),
+                  sched::policy_name(p), why, from.describe());
   spdlog::info("learn {}", line);
   log_.push_back(line);
   if (log_.size() > kLogKept) {

@@ -282,9 +282,8 @@ std::string status_line(const Summary& prev, const Summary& s) {
   std::string lanes;
   for (size_t i = 0; i < s.lanes.size(); ++i) {
     const LaneInterval l = lane_between(prev, s, i);
-    const std::string batch = l.batches > 0 ? fmt::format("{:.0f}", static_cast<double>(l.packets) /
-                                                                        static_cast<double>(l.batches))
-                                            : "-";
+    const std::string batch =
+        l.batches > 0 ? fmt::format("{:.0f}", static_cast<double>(l.packets) / static_cast<double>(l.batches)) : "-";
     lanes += fmt::format(" {}:b{}/u{:.0f}%", s.lanes[i].name.substr(0, 12), batch, l.util * 100);
   }
   const std::vector<uint64_t> lat = latency_between(prev, s);
@@ -293,11 +292,12 @@ std::string status_line(const Summary& prev, const Summary& s) {
                               static_cast<double>(s.shaper_reschedules - prev.shaper_reschedules) / dt)
                 : "";
   return fmt::format(
-      "[{:6.1f}s] in {:7.3f} Mpps out {:7.3f} Mpps | drops {} | p50 {:.0f} us p99 {:.0f} us | power {:.1f} W ({}) |{}{}",
+      "[{:6.1f}s] in {:7.3f} Mpps out {:7.3f} Mpps | drops {} | p50 {:.0f} us p99 {:.0f} us | power {:.1f} W ({}) "
+      "|{}{}",
       s.seconds, static_cast<double>(s.rx_packets - prev.rx_packets) / dt / 1e6,
       static_cast<double>(s.tx_packets - prev.tx_packets) / dt / 1e6, s.dropped,
-      static_cast<double>(LogLinear::percentile(lat, 50)) / 1e3, static_cast<double>(LogLinear::percentile(lat, 99)) / 1e3,
-      s.power_w, s.power_source, lanes, shaped);
+      static_cast<double>(LogLinear::percentile(lat, 50)) / 1e3,
+      static_cast<double>(LogLinear::percentile(lat, 99)) / 1e3, s.power_w, s.power_source, lanes, shaped);
 }
 
 }  // namespace hpr

@@ -441,7 +441,8 @@ TEST_CASE("run power: RAPL package for CPU lanes on a fake powercap tree, model 
   fs::remove_all(root);
 }
 
-TEST_CASE("a power meter that stops: named in the samples; the energy policy gives way to throughput until it answers") {
+TEST_CASE(
+    "a power meter that stops: named in the samples; the energy policy gives way to throughput until it answers") {
   fs::path root = tmp("powercap-silent");
   fs::create_directories(root / "intel-rapl:0");
   std::ofstream(root / "intel-rapl:0" / "name") << "package-0\n";

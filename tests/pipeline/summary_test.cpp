@@ -1,9 +1,10 @@
 // The status line (pipeline/summary.hpp): every figure over the interval between two snapshots, not since the start,
 // so that a lane that went idle reads idle at once and the latency is that of the interval's packets.
+#include "pipeline/summary.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "hpr/histogram.hpp"
-#include "pipeline/summary.hpp"
 
 using namespace hpr;
 
@@ -49,9 +50,9 @@ TEST_CASE("status line: rates, latency and each lane's batch and busy share over
 
   const std::string line = status_line(prev, now);
   INFO(line);
-  CHECK(line.find("in   0.000 Mpps") != std::string::npos);  // 100 packets in 1 s
+  CHECK(line.find("in   0.000 Mpps") != std::string::npos);      // 100 packets in 1 s
   CHECK(line.find("p50 10 us p99 10 us") != std::string::npos);  // not the first second's 1 ms
-  CHECK(line.find(" a:b1/u10%") != std::string::npos);          // not b10 (since the start) nor u30 %
-  CHECK(line.find(" b:b-/u0%") != std::string::npos);           // no batch in the interval
-  CHECK(line.find(" c:b10/u10%") != std::string::npos);         // new: from zero (0.05 of 2 s, all in this second)
+  CHECK(line.find(" a:b1/u10%") != std::string::npos);           // not b10 (since the start) nor u30 %
+  CHECK(line.find(" b:b-/u0%") != std::string::npos);            // no batch in the interval
+  CHECK(line.find(" c:b10/u10%") != std::string::npos);          // new: from zero (0.05 of 2 s, all in this second)
 }
