@@ -44,6 +44,8 @@ Status validate(const BalancerParams& p) {
     return error(Code::kInvalidArgument, "learning: need 0 < hold_s <= max_hold_s");
   if (!(p.saved_hold_s > 0 && p.probe_s > 0))
     return error(Code::kInvalidArgument, "learning: saved_hold_s and probe_s must be > 0");
+  if (!(p.place_recheck_hold_s >= 0))
+    return error(Code::kInvalidArgument, "learning: place_recheck_hold_s must be >= 0");
   if (!(p.clear_loss >= 0 && p.clear_loss < 1))
     return error(Code::kInvalidArgument, "learning: clear_loss must be in [0, 1)");
   if (p.drift_quanta < 1 || p.rate_window < 1)
@@ -371,14 +373,15 @@ void OnlineBalancer::after(Phase ph) {
       if (!local_shift_ && !recheck_) return start_phase(after_local());
       // Nor the re-check's shift pass, for the same reason as the mix block: its moves make mixes. A lane whose cost
       // changed shows as drift or a moved rate (both search again from solo) or, fallen, in its probe.
-      if (recheck_ && alone_best_) return start_phase(after_local());
+      if (recheck_ && alone_best_) return start_phase(recheck_place_ ? after_local() : Phase::kHold);
       step_ = p_.first_step;  // a re-check too: 1/16 towards a lane that recovered gains too little to show
       return start_phase(Phase::kShift);
     case Phase::kProbe:
     case Phase::kCheck:
       return start_phase(Phase::kHold);
     case Phase::kShift:
-      if (recheck_) return start_phase(after_local());  // one pass, then one of place (a win searches again)
+      if (recheck_)  // one pass, then one of place after a long hold (a win searches again from solo)
+        return start_phase(recheck_place_ ? after_local() : Phase::kHold);
       if (!won_in_pass_) step_ /= 2;
       return start_phase(step_ >= p_.min_step - 1e-9 ? Phase::kShift : after_local());
     case Phase::kPlace:  // after a win the shares are tuned again (shift), then another pass
@@ -665,6 +668,7 @@ void OnlineBalancer::hold_sample(double s, const QuantumFigures& q) {
   if (rate_moved()) return;
   if (drifted(s, q, p_.drift_quanta)) return restart(s, q);
   if (now_ns_ >= hold_until_ns_) {
+    recheck_place_ = hold_s_ >= p_.place_recheck_hold_s;
     hold_s_ = std::min(std::max(2 * hold_s_, p_.hold_s), p_.max_hold_s);  // after saved_hold_s: hold_s
     recheck_ = true;
     start_phase(Phase::kBatch);

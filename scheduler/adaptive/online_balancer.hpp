@@ -30,8 +30,9 @@
 //                     live lane (its flows only there, whatever the shares), at the shares as they are and with that
 //                     lane's share halved (it takes the service's load now), or back among the shares; a pass over
 //                     every service; after a win the shift passes tune the shares, then another pass. After shift
-//                     (or batch where shift is skipped); not in the hold's re-checks (a drift searches again from
-//                     solo, whose candidates place no service).
+//                     (or batch where shift is skipped), and in a re-check after a hold of place_recheck_hold_s or
+//                     more (a drift searches again from solo, whose candidates place no service; a lane that became
+//                     good for one service shows in no drift).
 //             hold    run the incumbent; after `hold_s` (saved_hold_s the first time from a saved setup; doubling
 //                     while nothing better is found, up to max_hold_s) a re-check: the batch pass and one shift
 //                     pass at first_step (at min_step a lane that recovered gains too little to show beyond the
@@ -85,6 +86,10 @@ struct BalancerParams {
   // The first hold of a run started from a saved setup (at most hold_s; then hold_s, doubling): figures saved under
   // a disturbance are re-checked soon, not after a whole hold.
   double saved_hold_s = 1;
+  // A re-check runs a place pass only after a hold at least this long: the pass tries every service on every other
+  // lane (1.9 s of losing candidates on 2 cores with three services), so after short holds it would cost a large part
+  // of the run (a 12 s run from saved state: 0.80x the rate without it); from 16 s on, at most about a tenth.
+  double place_recheck_hold_s = 16;
   // A lane whose own rate fell (drift) and that has no share is tried alone after probe_s in hold, then after twice
   // that, … up to max_hold_s, until it has a share again: where lanes share cores, a small move towards a lane that
   // recovered loses (it takes cores from the others), so only a visit alone shows the recovery.
@@ -247,6 +252,7 @@ class OnlineBalancer {
   std::vector<double> up_;  // consecutive incumbent samples above its figures
   uint64_t hold_until_ns_ = 0, now_ns_ = 0;
   double hold_s_ = 4;
+  bool recheck_place_ = false;  // this re-check ends with a place pass (its hold lasted place_recheck_hold_s)
   std::deque<double> offered_;
   double ref_offered_ = 0;  // the offered rate (median) when the incumbent's figures were taken
   double recent_offered(size_t n) const;  // median of the last n quanta's offered rates

@@ -703,6 +703,9 @@ TEST_CASE("OnlineBalancer: bad parameters and setups are refused, naming the set
   p.saved_hold_s = 0;
   CHECK(OnlineBalancer::create(p, {256}, {0}).status().message().find("saved_hold_s") != std::string::npos);
   p = {};
+  p.place_recheck_hold_s = -1;
+  CHECK(OnlineBalancer::create(p, {256}, {0}).status().message().find("place_recheck_hold_s") != std::string::npos);
+  p = {};
   p.policy = Policy::kLatencyTarget;
   CHECK(OnlineBalancer::create(p, {256}, {0}).status().message().find("latency target") != std::string::npos);
   CHECK_FALSE(OnlineBalancer::create({}, {}, {}).is_ok());
@@ -763,8 +766,8 @@ struct ServiceWorld {
 // the rest shared: about 1.9.
 ServiceWorld dpi_on_device() { return {.share = {0.4, 0.3, 0.3}, .cost = {{1, 8, 1}, {2, 0.5, 2}}}; }
 
-OnlineBalancer make_placing(size_t lanes, std::vector<bool> placeable) {
-  auto b = OnlineBalancer::create({}, std::vector<uint32_t>(lanes, 256), std::vector<uint32_t>(lanes, 0), {},
+OnlineBalancer make_placing(size_t lanes, std::vector<bool> placeable, BalancerParams p = {}) {
+  auto b = OnlineBalancer::create(p, std::vector<uint32_t>(lanes, 256), std::vector<uint32_t>(lanes, 0), {},
                                   std::move(placeable));
   REQUIRE(b.is_ok());
   return std::move(*b);
@@ -795,7 +798,8 @@ TEST_CASE("OnlineBalancer: places a service on the lane that suits it, beyond th
   const double shares = best_shares(w);
   CHECK(shares < 1.0);
   CHECK(w.rate(b.incumbent()) > 1.4 * shares);
-  CHECK(std::string(b.phase_name()) == "hold");
+  const std::string phase = b.phase_name();  // settled: holding, or in a re-check (its place pass after a long hold)
+  CHECK((phase == "hold" || phase == "batch" || phase == "shift" || phase == "place"));
 }
 
 TEST_CASE("OnlineBalancer: a service the user placed (not placeable) is never placed; no placement where none pays") {
@@ -838,7 +842,11 @@ TEST_CASE("OnlineBalancer: the hold's re-checks place a service on a lane that b
   ServiceWorld w{.share = {0.4, 0.3, 0.3}, .cost = {{1, 8, 1}, {200, 64, 200}}};
   const int seed = GENERATE(1, 2, 3, 4, 5, 6, 7, 8);
   w.rng.seed(seed);
-  auto b = make_placing(2, {true, true, true});
+  // Only re-checks after holds of place_recheck_hold_s (16 s) or more place: with it beyond every hold, none does.
+  BalancerParams p;
+  const bool long_holds_place = GENERATE(true, false);
+  if (!long_holds_place) p.place_recheck_hold_s = 1e9;
+  auto b = make_placing(2, {true, true, true}, p);
   for (int i = 0; i < 1500; ++i) b.step(w.quantum(b.setup()));
   INFO(b.incumbent().describe());
   REQUIRE(b.incumbent().place[1] == -1);
@@ -846,7 +854,7 @@ TEST_CASE("OnlineBalancer: the hold's re-checks place a service on a lane that b
   REQUIRE(std::string(b.phase_name()) == "hold");
   const uint64_t restarts = b.restarts();
   w.cost[1][1] = 0.5;
-  for (int i = 0; i < 2000; ++i) b.step(w.quantum(b.setup()));  // 80 s: re-checks after up to 32 s of hold
+  for (int i = 0; i < 2000; ++i) b.step(w.quantum(b.setup()));  // 80 s: re-checks after up to 64 s of hold
   INFO(b.incumbent().describe() << ", searches again: " << b.restarts() - restarts);
-  CHECK(b.incumbent().place[1] == 1);
+  CHECK(b.incumbent().place[1] == (long_holds_place ? 1 : -1));
 }
