@@ -37,7 +37,8 @@
 //                     while nothing better is found, up to max_hold_s) a re-check: the batch pass and one shift
 //                     pass at first_step (at min_step a lane that recovered gains too little to show beyond the
 //                     noise; a losing pass ends early on a clear loss; none where the energy policy skipped the mix
-//                     block: its moves make mixes); a win there means the machine or the
+//                     block: its moves make mixes), then after a hold of place_recheck_hold_s or more one place
+//                     pass; a win there means the machine or the
 //                     traffic changed (a lane recovered): the search starts over from solo.
 //             probe   in hold, each lane whose own rate fell and that has no share, alone (after probe_s, doubling):
 //                     a win searches again from solo.
