@@ -373,15 +373,14 @@ void OnlineBalancer::after(Phase ph) {
       if (!local_shift_ && !recheck_) return start_phase(after_local());
       // Nor the re-check's shift pass, for the same reason as the mix block: its moves make mixes. A lane whose cost
       // changed shows as drift or a moved rate (both search again from solo) or, fallen, in its probe.
-      if (recheck_ && alone_best_) return start_phase(recheck_place_ ? after_local() : Phase::kHold);
+      if (recheck_ && alone_best_) return start_phase(after_recheck());
       step_ = p_.first_step;  // a re-check too: 1/16 towards a lane that recovered gains too little to show
       return start_phase(Phase::kShift);
     case Phase::kProbe:
     case Phase::kCheck:
       return start_phase(Phase::kHold);
     case Phase::kShift:
-      if (recheck_)  // one pass, then one of place after a long hold (a win searches again from solo)
-        return start_phase(recheck_place_ ? after_local() : Phase::kHold);
+      if (recheck_) return start_phase(after_recheck());  // one pass, place after a long hold (a win: search again)
       if (!won_in_pass_) step_ /= 2;
       return start_phase(step_ >= p_.min_step - 1e-9 ? Phase::kShift : after_local());
     case Phase::kPlace:  // after a win the shares are tuned again (shift), then another pass

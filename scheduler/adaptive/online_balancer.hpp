@@ -179,6 +179,7 @@ class OnlineBalancer {
   bool every_lane_alone_carried() const;
   bool next_block();  // false: the phase has no candidate left (place: no service left)
   Phase after_local() const;  // after the batch and shift passes: place (a service to place) or hold
+  Phase after_recheck() const { return recheck_place_ ? after_local() : Phase::kHold; }  // a re-check's last pass
   std::vector<Setup> candidates() const;
   void run(const Setup& s);
   bool block_done() const;

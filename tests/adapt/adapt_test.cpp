@@ -28,6 +28,16 @@ std::string tmp(const std::string& name) {
   return (fs::temp_directory_path() / fmt::format("hpr_adapt_{}_{}", r, name)).string();
 }
 
+// A powercap tree with one RAPL package zone whose counter reads 1 J (what RunPower's RAPL meter needs).
+fs::path fake_powercap(const std::string& name) {
+  fs::path root = tmp(name);
+  fs::create_directories(root / "intel-rapl:0");
+  std::ofstream(root / "intel-rapl:0" / "name") << "package-0\n";
+  std::ofstream(root / "intel-rapl:0" / "energy_uj") << "1000000\n";
+  std::ofstream(root / "intel-rapl:0" / "max_energy_range_uj") << "262143328850\n";
+  return root;
+}
+
 std::string small_routes() {
   std::string p = tmp("routes.txt");
   std::ofstream(p) << "0.0.0.0/0 1\n10.0.0.0/8 2\n192.168.0.0/16 3\n";
@@ -414,11 +424,7 @@ TEST_CASE("adaptive run switches lanes on a rate step with zero reorders and bal
 }
 
 TEST_CASE("run power: RAPL package for CPU lanes on a fake powercap tree, model for the rest, mixed source named") {
-  fs::path root = tmp("powercap");
-  fs::create_directories(root / "intel-rapl:0");
-  std::ofstream(root / "intel-rapl:0" / "name") << "package-0\n";
-  std::ofstream(root / "intel-rapl:0" / "energy_uj") << "1000000\n";
-  std::ofstream(root / "intel-rapl:0" / "max_energy_range_uj") << "262143328850\n";
+  fs::path root = fake_powercap("powercap");
   std::vector<PowerLane> lanes = {{"cl0:gpu", "igpu", "Intel"}, {"native0", "cpu", "host"}};
   auto rp = RunPower::create({.rapl_root = root.string(), .use_nvml = false}, lanes, 1'000'000'000);
   CHECK(rp->source() == "mixed: rapl+model");
@@ -443,11 +449,7 @@ TEST_CASE("run power: RAPL package for CPU lanes on a fake powercap tree, model 
 
 TEST_CASE(
     "a power meter that stops: named in the samples; the energy policy gives way to throughput until it answers") {
-  fs::path root = tmp("powercap-silent");
-  fs::create_directories(root / "intel-rapl:0");
-  std::ofstream(root / "intel-rapl:0" / "name") << "package-0\n";
-  std::ofstream(root / "intel-rapl:0" / "energy_uj") << "1000000\n";
-  std::ofstream(root / "intel-rapl:0" / "max_energy_range_uj") << "262143328850\n";
+  fs::path root = fake_powercap("powercap-silent");
   auto rp = RunPower::create({.rapl_root = root.string()}, {{"native0", "cpu", "host"}}, 0);
   REQUIRE(rp->source() == "rapl");
   auto energy = [&](const char* text) { std::ofstream(root / "intel-rapl:0" / "energy_uj") << text; };
