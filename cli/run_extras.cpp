@@ -46,7 +46,10 @@ void adjust_run_config(RunConfig& cfg) {
 Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunContext& ctx) {
   auto x = std::make_unique<RunExtras>();
   x->cfg_ = cfg;
-  x->power_ = RunPower::create(cfg.power, add_host_threads(power_lanes(ctx.devices, cfg.native_lanes, cfg.workers)), monotonic_ns());
+  x->power_ = RunPower::create(
+      cfg.power,
+      add_host_threads(power_lanes(ctx.devices, cfg.native_lanes, cfg.workers), cfg.workers, cfg.run_to_completion),
+      monotonic_ns());
   const bool learning = learning_mode(cfg);
   if (!learning && cfg.adapt_table.empty()) {
     if (!cfg.adapt_csv.empty()) {
@@ -128,7 +131,7 @@ bool RunExtras::on_status(Summary& s) {
   }
   IntervalStats st = interval_stats(prev_, s);
   uint64_t now = monotonic_ns();
-  PowerSample ps = power_->sample(power_util(st), now);
+  PowerSample ps = power_->sample(power_util(st, cfg_.workers), now);
   prev_ = s;
   s.power_w = ps.watts;
   s.energy_j = ps.energy_j;
@@ -217,7 +220,7 @@ void RunExtras::fall_back(const PowerSample& ps) {
 
 void RunExtras::finish(Summary& s) {
   IntervalStats st = interval_stats(prev_, s);
-  PowerSample ps = power_->sample(power_util(st), monotonic_ns());
+  PowerSample ps = power_->sample(power_util(st, cfg_.workers), monotonic_ns());
   s.energy_j = ps.energy_j;
   s.power_w = s.seconds > 0 ? ps.energy_j / s.seconds : 0;  // mean over the run
   s.power_source = ps.source;

@@ -61,15 +61,16 @@ IntervalStats interval_stats(const Summary& prev, const Summary& cur) {
     st.lane_packets.push_back(l.packets);
     st.lane_bps.push_back(static_cast<double>(l.packets) * bits_per_pkt / dt);
   }
-  st.dispatch_util = std::clamp((cur.dispatch_busy_s - prev.dispatch_busy_s) / dt, 0.0, 1.0);
-  st.egress_util = std::clamp((cur.egress_busy_s - prev.egress_busy_s) / dt, 0.0, 1.0);
+  st.dispatch_util = std::max((cur.dispatch_busy_s - prev.dispatch_busy_s) / dt, 0.0);
+  st.egress_util = std::max((cur.egress_busy_s - prev.egress_busy_s) / dt, 0.0);
   return st;
 }
 
-std::vector<double> power_util(const IntervalStats& st) {
+std::vector<double> power_util(const IntervalStats& st, uint32_t workers) {
+  const double per = std::max(workers, 1u);  // add_host_threads: the workers' parts as one lane of `workers` cores
   std::vector<double> u = st.lane_util;
-  u.push_back(st.dispatch_util);
-  u.push_back(st.egress_util);
+  u.push_back(std::min(st.dispatch_util / per, 1.0));
+  u.push_back(std::min(st.egress_util / per, 1.0));
   return u;
 }
 

@@ -44,14 +44,16 @@ struct IntervalStats {
   double rx_pps = 0, tx_pps = 0;
   uint64_t latency_p50_ns = 0, latency_p99_ns = 0;  // rx to tx (histogram bucket midpoints, within ±3.2 %)
   std::vector<double> lane_util;                    // busy fraction of the interval
-  double dispatch_util = 0, egress_util = 0;        // the host threads' busy fraction beyond the lanes'
+  // The host threads' busy time beyond the lanes', per second: summed over workers (up to the worker count).
+  double dispatch_util = 0, egress_util = 0;
   std::vector<double> lane_bps;                     // lane packets × mean tx frame bits / interval
   std::vector<uint64_t> lane_packets;
   std::vector<uint64_t> lane_batches;
 };
 IntervalStats interval_stats(const Summary& prev, const Summary& cur);
-// What RunPower::sample takes: lane_util, then the host threads' (the order of add_host_threads).
-std::vector<double> power_util(const IntervalStats& st);
+// What RunPower::sample takes: lane_util, then the host threads' (the order of add_host_threads), those of `workers`
+// workers (the sum of their busy shares) as the share of their `workers` cores.
+std::vector<double> power_util(const IntervalStats& st, uint32_t workers = 1);
 
 // The interval since the previous snapshot, for a control loop called every quantum (adaptive and learning mode).
 class QuantumClock {

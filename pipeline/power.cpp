@@ -28,9 +28,14 @@ std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint3
   return out;
 }
 
-std::vector<PowerLane> add_host_threads(std::vector<PowerLane> lanes) {
-  lanes.push_back(PowerLane{.name = "host:dispatch", .kind = "cpu", .vendor = "host", .cores = 1, .device = "host"});
-  lanes.push_back(PowerLane{.name = "host:egress", .kind = "cpu", .vendor = "host", .cores = 1, .device = "host"});
+std::vector<PowerLane> add_host_threads(std::vector<PowerLane> lanes, uint32_t workers, bool run_to_completion) {
+  workers = std::max(workers, 1u);
+  const bool rtc = run_to_completion || workers > 1;
+  const std::string on = !rtc ? "" : workers > 1 ? "the workers' threads" : "the worker's thread";
+  const uint32_t cores = rtc ? workers : 1;
+  for (const char* name : {"host:dispatch", "host:egress"})
+    lanes.push_back(
+        PowerLane{.name = name, .kind = "cpu", .vendor = "host", .cores = cores, .device = "host", .on = on});
   return lanes;
 }
 

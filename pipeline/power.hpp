@@ -42,6 +42,9 @@ struct PowerLane {
   uint32_t cores = 1;
   // Other lanes: lanes with the same device share one model (and one NVML meter); empty: the lane's name.
   std::string device;
+  // CPU work that runs on other threads' time (run to completion: the dispatcher's and egress' part of each
+  // worker's thread): whose, for the model's note instead of the cores ("the worker's thread"); empty: its own.
+  std::string on;
 };
 
 struct PowerSample {
@@ -118,9 +121,12 @@ class PowerFallback {
 // workers, those of each worker in turn, named as the summary names them: w0:native0, w1:native0, ...).
 struct DeviceInfo;
 std::vector<PowerLane> power_lanes(const std::vector<DeviceInfo>& devices, uint32_t native_lanes, uint32_t workers = 1);
-// Appends the pipeline's host threads as CPU "lanes" of one core each, after the lanes: host:dispatch (rx,
-// classification, enqueue) and host:egress (order check, tx). Their work costs power as a lane's does (a native
-// lane's packets spend most of their host time there); power_util() gives their utilisation in this order.
-std::vector<PowerLane> add_host_threads(std::vector<PowerLane> lanes);
+// Appends the pipeline's host work as CPU "lanes", after the lanes: host:dispatch (rx, classification, enqueue) and
+// host:egress (order check, tx). Their work costs power as a lane's does (a native lane's packets spend most of their
+// host time there); power_util() gives their utilisation in this order. Threaded (one worker): a thread each, one
+// core. Run to completion (every run of several workers): parts of the `workers` workers' threads, which their
+// lanes share, so up to `workers` cores, and the note names the threads instead of a core count.
+std::vector<PowerLane> add_host_threads(std::vector<PowerLane> lanes, uint32_t workers = 1,
+                                        bool run_to_completion = false);
 
 }  // namespace hpr

@@ -14,7 +14,10 @@ std::string lane_list(const std::vector<PowerLane>& lanes, const std::vector<siz
   std::string s;
   for (size_t k = 0; k < idx.size(); ++k) {
     s += (k ? ", " : "") + lanes[idx[k]].name;
-    if (!cores.empty()) s += fmt::format(" ({} core{})", cores[k], cores[k] == 1 ? "" : "s");
+    if (!lanes[idx[k]].on.empty())
+      s += fmt::format(" (on {})", lanes[idx[k]].on);
+    else if (!cores.empty())
+      s += fmt::format(" ({} core{})", cores[k], cores[k] == 1 ? "" : "s");
   }
   return s;
 }

@@ -98,7 +98,8 @@ Result<ProfileResult> run_profile(const ProfileOptions& o, const std::function<v
   prof::Fingerprint fp = machine_fingerprint(c.devices, rc.native_lanes, rc.app, traffic_description(rc.input));
   auto writer = prof::TableWriter::create(o.out_path, fp);
   if (!writer) return writer.status();
-  auto power = RunPower::create(o.power, add_host_threads(power_lanes(c.devices, rc.native_lanes)), monotonic_ns());
+  auto power = RunPower::create(
+      o.power, add_host_threads(power_lanes(c.devices, rc.native_lanes), 1, rc.run_to_completion), monotonic_ns());
 
   ProfileResult res;
   res.planned = grid->size();

@@ -162,12 +162,36 @@ TEST_CASE("run power: the host threads (dispatch, egress) are CPU lanes of the h
   CHECK(rp->sample(power_util(st), kSec).watts == Approx(6 + 52 * 0.5));
 }
 
+TEST_CASE("run power: run to completion, the host work is part of the worker's thread") {
+  auto rp = RunPower::create(model_only(), add_host_threads(power_lanes({}, 1), 1, true), 0);
+  CHECK(has_note(*rp,
+                 "native0 (1 core), host:dispatch (on the worker's thread), host:egress (on the worker's thread) "
+                 "share one host-CPU model"));
+  IntervalStats st;
+  st.lane_util = {0.5};
+  st.dispatch_util = 0.3;
+  st.egress_util = 0.2;
+  CHECK(power_util(st) == std::vector<double>{0.5, 0.3, 0.2});
+  CHECK(rp->sample(power_util(st), kSec).watts == Approx(6 + 52 * 0.5));  // one thread, always busy: 1 core of 2
+}
+
 TEST_CASE("run power: with workers, each worker's native lane in the summary's order and names") {
-  auto lanes = add_host_threads(power_lanes({}, 1, 2));
+  auto lanes = add_host_threads(power_lanes({}, 1, 2), 2);
   REQUIRE(lanes.size() == 4);
   CHECK(lanes[0].name == "w0:native0");
   CHECK(lanes[1].name == "w1:native0");
   CHECK(lanes[2].name == "host:dispatch");
-  auto rp = RunPower::create(model_only(), lanes, 0);
-  CHECK(has_note(*rp, "w0:native0 (1 core), w1:native0 (1 core), host:dispatch"));
+  CHECK(lanes[2].cores == 2);
+  auto rp = RunPower::create(model_only(4), lanes, 0);
+  CHECK(has_note(*rp,
+                 "w0:native0 (1 core), w1:native0 (1 core), host:dispatch (on the workers' threads), "
+                 "host:egress (on the workers' threads) share"));
+  // The workers' dispatch and egress time is summed over the workers: 1.2 s a second of two workers' dispatching is
+  // 0.6 of their two cores, not a share clamped to one core.
+  IntervalStats st;
+  st.lane_util = {0.2, 0.2};
+  st.dispatch_util = 1.2;
+  st.egress_util = 0.4;
+  CHECK(power_util(st, 2) == std::vector<double>{0.2, 0.2, 0.6, 0.2});
+  CHECK(rp->sample(power_util(st, 2), kSec).watts == Approx(6 + 52 * (0.2 + 0.2 + 1.2 + 0.4) / 4));
 }
