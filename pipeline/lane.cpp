@@ -21,6 +21,8 @@ Lane::Lane(LaneConfig cfg, const kernels::App& app, std::unique_ptr<Executor> ex
   app_books_ = app.chain_length() > 1;
   largest_slice_ = kernels::align_slice(max_slice_);
   done_.reserve(static_cast<size_t>(max_batch_) * (exec_->slots() + 1));
+  exec_->set_batch_fn([this](std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& a,
+                             uint32_t k) { account(pk, v, a, k); });
 }
 
 Lane::~Lane() { join(); }

@@ -52,6 +52,9 @@ class Executor {
   // kernel cannot be made from the new program, or the new app's batch layout differs (the executor keeps the old).
   virtual Status adopt(std::shared_ptr<const AppVersion> v, size_t lane) = 0;
   virtual uint32_t outstanding() const = 0;
+  // The lane's accounting, for an executor that finishes batches on other threads and calls it there (a device
+  // shared by the workers, shared_device.hpp) instead of reap's `on_batch`. Others ignore it.
+  virtual void set_batch_fn(BatchFn /*fn*/) {}
   // After a failure: every outstanding batch's references, oldest first, their packets untouched by the app.
   virtual void take_outstanding(std::vector<Packet*>& out) = 0;
 };

@@ -6,8 +6,9 @@
 #include <cstring>
 
 #include "hpr/clock.hpp"
-#include "pipeline/pipeline_internal.hpp"
 #include "kernels/service/service_app.hpp"
+#include "pipeline/pipeline_internal.hpp"
+#include "pipeline/shared_device.hpp"
 #include "runtime/balance_glue.hpp"
 #include "runtime/ports/dpdk_port.hpp"
 
@@ -50,7 +51,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
     if (spec.kind == LaneSpec::Kind::kNative) {
       ex = make_native_executor(*app, ec);
     } else {
-      auto e = make_cl_executor(*app, spec.program, spec.host_unified, ec);
+      auto e = spec.shared ? spec.shared->client(*app, spec.program, spec.host_unified, ec)
+                           : make_cl_executor(*app, spec.program, spec.host_unified, ec);
       if (!e) {
         // A device whose queues or buffers cannot be created is left out; the other lanes go on.
         spdlog::warn("lane {} left out: {}", spec.lane.name, e.status().message());

@@ -56,10 +56,14 @@ void top_flows_sort(std::vector<TopFlow>& heap);
 // "tcp 10.0.0.1:80 <-> 10.0.0.2:5555", "udp [2001:db8::1]:53 <-> [2001:db8::2]:4000", "proto 47 10.0.0.1 <-> 10.0.0.2".
 std::string flow_key_text(const FlowKey& k);
 
+class SharedDevice;
 struct LaneSpec {
   enum class Kind { kNative, kOpenCL } kind = Kind::kNative;
   std::shared_ptr<kernels::AppProgram> program;  // OpenCL: the app built for the device
   bool host_unified = true;                      // OpenCL: map instead of copy
+  // OpenCL with workers: the device's executor, shared by every worker's lane on it (shared_device.hpp); null: the
+  // lane's own.
+  std::shared_ptr<SharedDevice> shared;
   LaneConfig lane;
   uint32_t in_flight = 2;
 };

@@ -1,4 +1,6 @@
 // Assembling a run from a RunConfig: the app, the devices that get a lane, the ports, the pipeline.
+#include <arpa/inet.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -7,15 +9,13 @@
 #include <optional>
 #include <random>
 
-#include <arpa/inet.h>
-#include <fmt/ranges.h>
-
 #include "hpr/cores.hpp"
 #include "hpr/data_dir.hpp"
 #include "kernels/ipv4/ipv4_app.hpp"
 #include "pipeline/device_check.hpp"
 #include "pipeline/fault_injection.hpp"
 #include "pipeline/run_config.hpp"
+#include "pipeline/shared_device.hpp"
 #include "runtime/ports/dpdk_port.hpp"
 #include "runtime/ports/file_ports.hpp"
 #include "runtime/ports/generator.hpp"
@@ -437,6 +437,11 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     s.lane = lane_cfg(fmt::format("cl{}:{}", d.index, d.name), d.kind == DeviceKind::kDiscreteGpu);
     weigh(s.lane, d.compute_units);
     s.in_flight = c.in_flight;
+    // Workers share one executor on the device (shared_device.hpp) where the app allows it and the lane injects no
+    // fault of its own (a failing or slow lane is one worker's).
+    if (workers > 1 && c.share_devices && SharedDevice::can_share(*ctx->app) && s.lane.fail_after_batches == 0 &&
+        s.lane.slow_batch_ns == 0)
+      s.shared = std::make_shared<SharedDevice>(workers);
     pc.lanes.push_back(std::move(s));
     ctx->devices.push_back(d);
   }

@@ -57,11 +57,13 @@ TEST_CASE("two workers write one result log: every digest and alert of a native 
 TEST_CASE("two workers, each with a lane on every PoCL device and a native lane: output as the native reference") {
   if (cores_here().size() < 2) return;
   const char* app = GENERATE("ipv4", "md5");  // aes: the test below
-  INFO(app);
-  Summary s = check_against_reference(app, data_path("pcap/ndpi/skype.pcap"), [](RunConfig& c) {
+  const bool share = GENERATE(true, false);   // lanes.share_devices: one executor per device, or one per lane
+  INFO(app << (share ? ", the device's executor shared" : ", an executor per lane"));
+  Summary s = check_against_reference(app, data_path("pcap/ndpi/skype.pcap"), [&](RunConfig& c) {
     c.workers = 2;
     c.devices = {"all"};
     c.native_lanes = 1;
+    c.share_devices = share;
   });
   CHECK(s.rx_buffers_in_use == 0);
   // Each worker has its own lane on each device, named after the worker; the device lanes carried packets.
@@ -70,9 +72,11 @@ TEST_CASE("two workers, each with a lane on every PoCL device and a native lane:
   REQUIRE(per >= 2);
   uint64_t on_devices = 0;
   for (size_t i = 0; i < s.lanes.size(); ++i) {
-    INFO(s.lanes[i].name);
+    INFO(s.lanes[i].name << ": " << s.lanes[i].executor);
     CHECK(s.lanes[i].name.starts_with(i < per ? "w0:" : "w1:"));
-    if (s.lanes[i].name.find(":cl") != std::string::npos) on_devices += s.lanes[i].packets;
+    const bool device = s.lanes[i].name.find(":cl") != std::string::npos;
+    if (device) on_devices += s.lanes[i].packets;
+    CHECK((s.lanes[i].executor.find("shared by 2 workers") != std::string::npos) == (device && share));
   }
   CHECK(on_devices > 0);
   CHECK(s.lanes[per - 1].name == "w0:native0");
@@ -81,6 +85,36 @@ TEST_CASE("two workers, each with a lane on every PoCL device and a native lane:
   REQUIRE(f.lanes.size() == per);
   CHECK(f.lanes[per - 1].name == "native0");
   CHECK(f.lanes[per - 1].packets == s.lanes[per - 1].packets + s.lanes[2 * per - 1].packets);
+}
+
+TEST_CASE(
+    "a shared device that fails: every worker's lane on it leaves, its packets re-routed, output as the reference") {
+  if (cores_here().size() < 2) return;
+  // One executor on `pthread` for both workers: its 6th launch fails, and both workers' lanes on it fail with it.
+  // Each takes back its own batches that were not done and re-routes them (to its native lane). 20,000 packets: the
+  // input cannot end before the device fails.
+  struct FaultEnv {
+    FaultEnv() { setenv("HPR_FAULT_CL", "enqueue:6@pthread", 1); }
+    ~FaultEnv() { unsetenv("HPR_FAULT_CL"); }
+  } fault;
+  const std::string gen = generated_capture("workers_shared_fail.pcap", 29, {"cmd.exe"}, 20000);
+  const char* app = GENERATE("ipv4", "md5");
+  INFO(app);
+  Summary s = check_against_reference(app, gen, [](RunConfig& c) {
+    c.workers = 2;
+    c.devices = {"pthread"};
+    c.native_lanes = 1;
+    c.batch = 16;
+  });
+  CHECK(s.lane_failures == 2);
+  REQUIRE(s.lanes.size() == 4);
+  for (size_t i : {0, 2}) {
+    INFO(s.lanes[i].name);
+    CHECK(s.lanes[i].executor.find("shared by 2 workers") != std::string::npos);
+    CHECK(s.lanes[i].failure.find("clEnqueueNDRangeKernel") != std::string::npos);
+  }
+  CHECK(s.lanes[1].packets > 0);
+  CHECK(s.lanes[3].packets > 0);
 }
 
 TEST_CASE("two workers shape by flow, each its own flows: books balanced, packets delayed, nothing left waiting") {
