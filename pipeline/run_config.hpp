@@ -104,8 +104,9 @@ struct RunConfig {
   uint32_t workers = 1;
   bool workers_auto = true;
   std::vector<std::string> cores;    // the workers' cores in order; empty: the cores this process may run on
-  // The workers' lanes on one OpenCL device share its executor (pipeline/shared_device.hpp) where the app allows.
-  bool share_devices = true;
+  // The workers' lanes on one OpenCL device share its executor (pipeline/shared_device.hpp) where the app allows:
+  // on | off | auto (GPUs and accelerators: on; CPU devices, which run on the workers' own cores: off).
+  std::string share_devices = "auto";
   std::string rx_spread = "auto";    // auto | hash | queues (settings.cpp ports.rx_spread)
   // A full lane queue makes the dispatcher wait (the input port's ring fills; a DPDK port then counts
   // its misses) instead of dropping the packet as queue_full. Off: drop and count.

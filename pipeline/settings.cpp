@@ -598,11 +598,11 @@ std::vector<Setting> make_settings() {
       list_setting("lanes.cores", "--cores",
                    "Cores of the workers, in order (comma-separated; default: the cores this process may run on)", true,
                    HPR_REF(std::vector<std::string>, cores)),
-      bool_setting("lanes.share_devices", "--share-devices",
-                   "on (default): with workers, the workers' lanes on one OpenCL device share its executor, so one "
-                   "launch carries what every worker sent while the device was busy (IPv4, DPI, MD5 alone); off: "
-                   "an executor per worker",
-                   HPR_REF(bool, share_devices)),
+      choice_setting("lanes.share_devices", "--share-devices",
+                     "Workers' lanes on one OpenCL device: on: share its executor, so one launch carries what every "
+                     "worker sent while the device was busy (IPv4, DPI, MD5 alone); off: an executor per worker "
+                     "lane; auto (default): on for GPUs and accelerators, off for CPU devices",
+                     {"auto", "on", "off"}, HPR_REF(std::string, share_devices)),
       uint_setting("lanes.batch", "--batch", "Batch size per lane (packets, 1..65536)", 1, 65536,
                    HPR_SET(uint32_t, batch)),
       uint_setting("lanes.timeout_us", "--timeout-us",

@@ -38,16 +38,13 @@ class SharedClient final : public Executor {
 
   Result<bool> reap(bool wait, std::vector<Packet*>& done, const BatchFn&) override {
     if (parts_.empty()) return false;
+    // A part another worker reaped is taken without the lock: nothing touches it once it is done.
+    if (take_done(done)) return true;
     std::unique_lock<std::mutex> lk(dev_->mu_, std::defer_lock);
     if (wait) lk.lock();
     else if (!lk.try_lock()) return false;  // another worker is at the device: its pump serves this one too
     for (bool waited = false;; waited = true) {
-      SharedDevice::Part& p = parts_.front();
-      if (p.done) {
-        done.insert(done.end(), p.refs.begin(), p.refs.end());
-        parts_.pop_front();
-        return true;
-      }
+      if (take_done(done)) return true;
       if (!dev_->failed_.is_ok()) return dev_->failed_;  // only once the parts done before the failure are taken
       if (waited && !wait) return false;
       (void)dev_->pump(waited);  // a failure is in failed_; what it reaped before it is done
@@ -74,6 +71,14 @@ class SharedClient final : public Executor {
   }
 
  private:
+  bool take_done(std::vector<Packet*>& done) {
+    SharedDevice::Part& p = parts_.front();
+    if (!p.done.load(std::memory_order_acquire)) return false;
+    done.insert(done.end(), p.refs.begin(), p.refs.end());
+    parts_.pop_front();
+    return true;
+  }
+
   friend class SharedDevice;
   std::shared_ptr<SharedDevice> dev_;
   const uint32_t id_;
@@ -92,11 +97,16 @@ Result<std::unique_ptr<Executor>> SharedDevice::client(const kernels::App& app,
                                                        const ExecutorConfig& cfg) {
   std::lock_guard<std::mutex> g(mu_);
   if (!real_) {
-    auto e = make_cl_executor(app, std::move(prog), host_unified, cfg);
+    // The device's batch holds what every worker's lane may close, up to kMaxMerged packets (a lane's own largest
+    // batch if that is more): with a lane's size two lanes' full batches could not go in one launch, and the W lanes'
+    // batches would take the device's `in_flight` slots one by one.
+    ExecutorConfig dc = cfg;
+    dc.max_batch = std::max(cfg.max_batch, std::min(cfg.max_batch * workers_, kMaxMerged));
+    auto e = make_cl_executor(app, std::move(prog), host_unified, dc);
     if (!e) return e.status();
     real_ = std::move(*e);
     describe_ = fmt::format("{}, shared by {} workers", real_->describe(), workers_);
-    max_batch_ = cfg.max_batch;
+    max_batch_ = dc.max_batch;
     max_slice_ = app.max_slice_bytes();
     result_bytes_ = app.result_bytes();
     capacity_ = kernels::slice_capacity(app, max_batch_);
@@ -119,7 +129,7 @@ Status SharedDevice::pump(bool wait) {
       return failed_;
     }
     if (!*r) break;
-    for (Part* p : launched_.front()) p->done = true;
+    for (Part* p : launched_.front()) p->done.store(true, std::memory_order_release);
     launched_.pop_front();
   }
   while (!pending_.empty() && real_->outstanding() < real_->slots()) HPR_RETURN_IF_ERROR(launch());

@@ -18,6 +18,7 @@
 //
 // For apps without per-flow state and one app per packet (IPv4, DPI, MD5 alone): AES keys are indexed by each
 // worker's flow ids, and a chain's later apps run on a subset of each batch. Those keep a device lane per worker.
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -46,7 +47,8 @@ class SharedDevice : public std::enable_shared_from_this<SharedDevice> {
     uint32_t client = 0;
     std::vector<Packet*> refs;
     size_t bytes = 0;  // upper bound of its gathered slice bytes
-    bool done = false;
+    // Set (release) under the lock by the worker that reaped it; its owner may read it (acquire) without the lock.
+    std::atomic<bool> done{false};
   };
   // Under mu_: reaps the device's completed batches (wait: at least one), then launches what waits while slots are
   // free. A device error fails the device for every client.
@@ -55,6 +57,7 @@ class SharedDevice : public std::enable_shared_from_this<SharedDevice> {
   void fail(const Status& st);
   void account(std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& app, uint32_t k);
 
+  static constexpr uint32_t kMaxMerged = 65536;  // packets in one launch (Settings: lanes.batch's largest)
   const uint32_t workers_;
   std::mutex mu_;
   std::unique_ptr<Executor> real_;

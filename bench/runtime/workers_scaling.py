@@ -13,8 +13,6 @@ frames each worker would get from symmetric RSS). Each round runs, in turn (neve
   hpr-W-dev    (case "dev") W workers, each with a lane on the --dev-devices OpenCL devices (default all; PoCL's
                POCL_DEVICES default "pthread basic") and a native lane, learning mode (the default: it weighs the lanes
                by what the run delivers), from nothing (--state-dir none)
-  hpr-W-mixS   (--mix S) W workers, static weights: the --dev-devices lanes S, the native lane 1-S; with --own also
-               hpr-W-mixS-own, the same with an executor per worker lane (--share-devices off)
   hpr-W-devsaved (case "devsaved") the same, starting from what a run of it learned before: one run of --seconds
                before the rounds (not counted) seeds a state folder of its own, and every round starts from it (and
                saves what it learns, as a restarted daemon does); with --alt-hpr also hpr-W-devsaved-alt, the same
@@ -83,8 +81,6 @@ def main():
     ap.add_argument("--dev-devices", default="all", help="hpr --devices of case dev (default all)")
     ap.add_argument("--mix", default="", help="device shares, comma-separated: a case mixS per share S, static "
                     "weights native 1-S and the --dev-devices device S (a sweep for the best static split)")
-    ap.add_argument("--own", action="store_true", help="with --mix: also each mix case with an executor per worker "
-                    "lane (--share-devices off, case mixS-own) beside the shared device, and their ratio per round")
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "runtime", "workers_scaling.csv"))
     a = ap.parse_args()
     hpr = a.hpr or os.path.join(a.build, "cli", "hpr")
@@ -136,9 +132,6 @@ def main():
             w = ["--static", "--weight", f"native={1 - share:g}", "--weight", f"{a.dev_devices}={share:g}"]
             cases[f"hpr-{n}-mix{share:g}"] = lambda n=n, rx=rx, w=w: hpr_n(hpr, parts[n], n, rx, a.seconds,
                                                                           a.dev_devices, a.app, extra=w)
-            if a.own:
-                cases[f"hpr-{n}-mix{share:g}-own"] = lambda n=n, rx=rx, w=w: hpr_n(
-                    hpr, parts[n], n, rx, a.seconds, a.dev_devices, a.app, extra=w + ["--share-devices", "off"])
         if "em" in wanted:
             cases[f"l3fwd-em-{n}"] = lambda n=n: l3fwd_n(l3fwd, parts[n], a.seconds, rules, "em")
         if "lpm" in wanted:
@@ -189,14 +182,10 @@ def main():
                 if "-dev" in x and rs:
                     extra += f"  per round {statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f})"
                 print(f"{label:<24} {med[x] / med[y]:.2f}{extra}")
-        mixes = [k for k in med if k.startswith(f"hpr-{n}-mix") and not k.endswith("-own")]
+        mixes = [k for k in med if k.startswith(f"hpr-{n}-mix")]
         for k in mixes:
             if f"hpr-{n}" in med:
                 print(f"{k + ' / hpr-' + str(n):<24} {med[k] / med[f'hpr-{n}']:.2f}")
-            rs = [by_round[(r, k)] / by_round[(r, k + "-own")] for r in range(a.rounds)
-                  if (r, k) in by_round and (r, k + "-own") in by_round]
-            if rs:  # --own: the shared device over an executor per worker lane, per round
-                print(f"{k + ' / -own':<24} per round {statistics.median(rs):.2f} ({min(rs):.2f}-{max(rs):.2f})")
         if mixes and f"hpr-{n}-dev" in med:
             best = max(mixes, key=lambda k: med[k])
             print(f"hpr-{n}-dev / {best} (best static) {med[f'hpr-{n}-dev'] / med[best]:.2f}")

@@ -57,13 +57,13 @@ TEST_CASE("two workers write one result log: every digest and alert of a native 
 TEST_CASE("two workers, each with a lane on every PoCL device and a native lane: output as the native reference") {
   if (cores_here().size() < 2) return;
   const char* app = GENERATE("ipv4", "md5");  // aes: the test below
-  const bool share = GENERATE(true, false);   // lanes.share_devices: one executor per device, or one per lane
+  const bool share = GENERATE(true, false);   // lanes.share_devices on, or auto (CPU devices: an executor per lane)
   INFO(app << (share ? ", the device's executor shared" : ", an executor per lane"));
   Summary s = check_against_reference(app, data_path("pcap/ndpi/skype.pcap"), [&](RunConfig& c) {
     c.workers = 2;
     c.devices = {"all"};
     c.native_lanes = 1;
-    c.share_devices = share;
+    c.share_devices = share ? "on" : "auto";
   });
   CHECK(s.rx_buffers_in_use == 0);
   // Each worker has its own lane on each device, named after the worker; the device lanes carried packets.
@@ -105,6 +105,7 @@ TEST_CASE(
     c.devices = {"pthread"};
     c.native_lanes = 1;
     c.batch = 16;
+    c.share_devices = "on";
   });
   CHECK(s.lane_failures == 2);
   REQUIRE(s.lanes.size() == 4);
