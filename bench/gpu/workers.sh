@@ -14,6 +14,8 @@
 #              workers_scaling.py's --cases, default hpr,dev,devonly)
 #     md5-mix  md5 on 1 and 16 workers: native only, both (learning), and at 16 static splits with 5, 10 and 20 % on
 #              the GPU (the best static split), 3 rounds of 4 s
+#     shared   md5 on 16 workers, 10 % of the flows on the GPU, --static: the workers sharing the GPU's executor
+#              against an executor per worker lane, 3 interleaved rounds of 4 s (bench/runtime/shared_device_ab.sh)
 #     md5-learn  one learning run of md5 on 16 workers, 8 s: its summary (the decisions) and --adapt-csv
 #     chain-check  hpr selftest on the GPU: each app and the chains ipv4,aes ipv4,dpi dpi,md5 aes,md5 ipv4,dpi,md5,
 #              each device's output against the native chain byte for byte (32,768 packets, batch 8,192)
@@ -91,6 +93,7 @@ for s in $steps; do
                 --out "$out/$s.csv" ;;
     md5-mix) ws --app md5 --workers 16 --cases hpr,dev --mix 0.05,0.1,0.2 --dev-devices "$gpu" --rounds 3 \
                 --seconds 4 --out "$out/$s.csv" ;;
+    shared) WORKERS=16 HPR=$b/hpr bash "$root/bench/runtime/shared_device_ab.sh" 3 md5 "$gpu" 0.1 ;;
     md5-learn) mkdir -p "$out/learn"
                "$b/hpr" run --app md5 --in dpdk:net_pcap0 --out dpdk:net_null0 --vdev "net_pcap0,$(
                  for i in $(seq 0 15); do printf 'rx_pcap=%s,' "$root/out/runtime/workers/mix_16_$i.pcap"; done
@@ -125,7 +128,7 @@ EOV
                  --chains "${GPU_LEARN_CHAINS:-aes,dpi}" --rounds 3 --seconds "$sec" --warm-s "$warm" --out "$out/$s.csv"
                tar czf "$out/$s-adapt.tgz" -C "$out" "$s-adapt"  # one file: a device call brings back few
                rm -rf "$w" "$out/$s-adapt" "$out/routes_default.dat" ;;
-    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5 md5-mix md5-learn chain-check chains placement learn-batch variants)" ;;
+    *) echo "workers.sh: unknown step $s (scaling lpm ipv4-dev dpi md5 md5-mix shared md5-learn chain-check chains placement learn-batch variants)" ;;
   esac > "$out/$s.txt" 2>&1
   echo "$s rc=$? at $(( $(date +%s) - t0 )) s" >> "$out/machine.txt"
 done
