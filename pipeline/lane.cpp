@@ -21,8 +21,10 @@ Lane::Lane(LaneConfig cfg, const kernels::App& app, std::unique_ptr<Executor> ex
   app_books_ = app.chain_length() > 1;
   largest_slice_ = kernels::align_slice(max_slice_);
   done_.reserve(static_cast<size_t>(max_batch_) * (exec_->slots() + 1));
-  exec_->set_batch_fn([this](std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& a,
-                             uint32_t k) { account(pk, v, a, k); });
+  account_fn_ = [this](std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& a, uint32_t k) {
+    account(pk, v, a, k);
+  };
+  exec_->set_batch_fn(account_fn_);
 }
 
 Lane::~Lane() { join(); }
@@ -77,8 +79,7 @@ void Lane::account(std::span<const Packet> pk, const kernels::BatchView& v, cons
 // Pushes completed packets to egress; waits (yields) while egress is behind: back-pressure.
 bool Lane::reap(bool wait) {
   done_.clear();
-  auto r = exec_->reap(wait, done_, [this](std::span<const Packet> pk, const kernels::BatchView& v,
-                                           const kernels::App& app, uint32_t k) { account(pk, v, app, k); });
+  auto r = exec_->reap(wait, done_, account_fn_);
   if (!r) {
     fail(r.status());
     return false;

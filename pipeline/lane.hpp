@@ -88,6 +88,8 @@ struct LaneConfig {
   // under load the queue is never empty and batches fill). Devices keep timeout batching: a launch
   // costs them far more than a packet.
   bool run_what_arrived = false;
+  // Fault injection on this lane alone (a failing or slow lane): it keeps the lane path and an executor of its own.
+  bool injects_faults() const { return fail_after_batches != 0 || slow_batch_ns != 0; }
 };
 
 // Fault injection: whether a slow lane is slow `t` ns after its first poll ([faults] slow_from_s, slow_until_s;
@@ -196,6 +198,7 @@ class Lane {
     batch_bytes_ = 0;
   }
   std::vector<Packet*> done_;
+  Executor::BatchFn account_fn_;  // account(), for the executor's reap (and set_batch_fn)
   std::vector<Packet*> orphans_;
   std::string failure_;
   LaneStats stats_;

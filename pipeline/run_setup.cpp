@@ -441,8 +441,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     // fault of its own (a failing or slow lane is one worker's). auto: not on a CPU device, whose batches cost
     // little to launch and run on the workers' own cores (measured: docs/pipeline.md).
     const bool share = c.share_devices == "on" || (c.share_devices == "auto" && d.kind != DeviceKind::kCpu);
-    if (workers > 1 && share && SharedDevice::can_share(*ctx->app) && s.lane.fail_after_batches == 0 &&
-        s.lane.slow_batch_ns == 0)
+    if (workers > 1 && share && SharedDevice::can_share(*ctx->app) && !s.lane.injects_faults())
       s.shared = std::make_shared<SharedDevice>(workers);
     pc.lanes.push_back(std::move(s));
     ctx->devices.push_back(d);

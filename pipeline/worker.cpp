@@ -21,7 +21,7 @@ namespace hpr {
 
 bool Pipeline::worker_eligible(const LaneSpec& l) {
   // A lane with fault injection keeps the lane path: its failure handling is what is being tested.
-  return l.kind == LaneSpec::Kind::kNative && l.lane.fail_after_batches == 0 && l.lane.slow_batch_ns == 0;
+  return l.kind == LaneSpec::Kind::kNative && !l.lane.injects_faults();
 }
 
 bool Pipeline::use_worker_path(const PipelineConfig& cfg) {

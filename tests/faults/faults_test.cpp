@@ -29,12 +29,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct EnvVar {
-  const char* name;
-  EnvVar(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~EnvVar() { unsetenv(name); }
-};
-
 RunConfig gen_config(uint64_t packets) {
   RunConfig c = base_config();
   c.input = {.kind = "generator", .gen_packets = packets, .gen_flows = 2000, .gen_zipf = 1.0, .gen_sizes = "imix", .gen_seed = 9};

@@ -13,12 +13,6 @@ using namespace hpr::test;
 
 namespace {
 
-struct EnvVar {
-  const char* name;
-  EnvVar(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~EnvVar() { unsetenv(name); }
-};
-
 // Real captures with TTL-expired packets (ICMP from the host), packets without a route, IPv6, and payloads that the
 // ET rules match.
 const char* kCaptures[] = {"pcap/ndpi/1kxun.pcap", "pcap/ndpi/skype.pcap", "pcap/ndpi/webex.pcap",

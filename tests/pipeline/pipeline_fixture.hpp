@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -44,6 +45,13 @@ inline std::string small_routes() {
 
 // The cores this process may run on (tests of several workers need 2; a container may offer 1, or not core 0).
 inline std::vector<int> cores_here() { return allowed_cores(); }
+
+// Sets an environment variable (HPR_FAULT_CL, ...) for a scope.
+struct EnvVar {
+  const char* name;
+  EnvVar(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~EnvVar() { unsetenv(name); }
+};
 
 inline RunConfig base_config() {
   RunConfig c;

@@ -93,10 +93,7 @@ TEST_CASE(
   // One executor on `pthread` for both workers: its 6th launch fails, and both workers' lanes on it fail with it.
   // Each takes back its own batches that were not done and re-routes them (to its native lane). 20,000 packets: the
   // input cannot end before the device fails.
-  struct FaultEnv {
-    FaultEnv() { setenv("HPR_FAULT_CL", "enqueue:6@pthread", 1); }
-    ~FaultEnv() { unsetenv("HPR_FAULT_CL"); }
-  } fault;
+  EnvVar fault("HPR_FAULT_CL", "enqueue:6@pthread");
   const std::string gen = generated_capture("workers_shared_fail.pcap", 29, {"cmd.exe"}, 20000);
   const char* app = GENERATE("ipv4", "md5");
   INFO(app);
