@@ -28,6 +28,10 @@ class SharedClient final : public Executor {
     std::lock_guard<std::mutex> g(dev_->mu_);
     SharedDevice::Part& p = parts_.emplace_back();
     p.client = id_;
+    if (!spare_.empty()) {  // a done part's vector: no allocation per batch
+      p.refs = std::move(spare_.back());
+      spare_.pop_back();
+    }
     p.refs.assign(refs, refs + n);
     for (const Packet* r : p.refs) p.bytes += kernels::slice_bound(dev_->max_slice_, *r);
     if (!dev_->failed_.is_ok()) return Status::ok();
@@ -75,6 +79,7 @@ class SharedClient final : public Executor {
     SharedDevice::Part& p = parts_.front();
     if (!p.done.load(std::memory_order_acquire)) return false;
     done.insert(done.end(), p.refs.begin(), p.refs.end());
+    spare_.push_back(std::move(p.refs));
     parts_.pop_front();
     return true;
   }
@@ -83,6 +88,7 @@ class SharedClient final : public Executor {
   std::shared_ptr<SharedDevice> dev_;
   const uint32_t id_;
   std::deque<SharedDevice::Part> parts_;  // a deque: the device holds pointers to its parts
+  std::vector<std::vector<Packet*>> spare_;  // done parts' reference vectors, for the next submits (owner's thread)
   BatchFn fn_;
 };
 
@@ -130,6 +136,7 @@ Status SharedDevice::pump(bool wait) {
     }
     if (!*r) break;
     for (Part* p : launched_.front()) p->done.store(true, std::memory_order_release);
+    spare_launches_.push_back(std::move(launched_.front()));
     launched_.pop_front();
   }
   while (!pending_.empty() && real_->outstanding() < real_->slots()) HPR_RETURN_IF_ERROR(launch());
@@ -139,6 +146,11 @@ Status SharedDevice::pump(bool wait) {
 // The oldest waiting parts that fit the device's batch (always the first: it fits a lane's batch, the same size).
 Status SharedDevice::launch() {
   std::vector<Part*> parts;
+  if (!spare_launches_.empty()) {
+    parts = std::move(spare_launches_.back());
+    spare_launches_.pop_back();
+    parts.clear();
+  }
   refs_.clear();
   size_t bytes = 0;
   while (!pending_.empty()) {

@@ -71,6 +71,7 @@ class SharedDevice : public std::enable_shared_from_this<SharedDevice> {
   std::vector<class SharedClient*> clients_;
   std::deque<Part*> pending_;                // submitted, not launched, in submission order
   std::deque<std::vector<Part*>> launched_;  // the device's batches in flight, oldest first: their parts in order
+  std::vector<std::vector<Part*>> spare_launches_;  // reaped batches' part lists, for the next launches
   std::vector<Packet*> refs_, reaped_;
 };
 
