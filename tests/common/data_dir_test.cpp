@@ -1,12 +1,12 @@
-#include <catch2/catch.hpp>
+#include "hpr/data_dir.hpp"
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <string>
 
-#include "hpr/data_dir.hpp"
+#include "tests/common/env_var.hpp"
 
 using namespace hpr;
 namespace fs = std::filesystem;
@@ -24,17 +24,6 @@ fs::path fake_checkout(const char* name, bool filled) {
   return d;
 }
 
-// Sets or unsets $HPR_DATA_DIR for one scope (ctest sets it for every test).
-struct EnvGuard {
-  std::optional<std::string> old;
-  explicit EnvGuard(const char* value) {
-    if (const char* v = std::getenv("HPR_DATA_DIR")) old = v;
-    if (value) ::setenv("HPR_DATA_DIR", value, 1); else ::unsetenv("HPR_DATA_DIR");
-  }
-  ~EnvGuard() {
-    if (old) ::setenv("HPR_DATA_DIR", old->c_str(), 1); else ::unsetenv("HPR_DATA_DIR");
-  }
-};
 }  // namespace
 
 TEST_CASE("data dir: $HPR_DATA_DIR wins over a filled checkout and the default") {
@@ -62,12 +51,12 @@ TEST_CASE("data dir: the checkout's data/ is used when it holds the data, else t
 
 TEST_CASE("data dir: data_dir() and data_path() read $HPR_DATA_DIR at run time") {
   {
-    EnvGuard env("/tmp/hpr-data-elsewhere");
+    test::EnvVar env("HPR_DATA_DIR", "/tmp/hpr-data-elsewhere");
     CHECK(data_dir() == "/tmp/hpr-data-elsewhere");
     CHECK(data_path("pcap/ndpi") == "/tmp/hpr-data-elsewhere/pcap/ndpi");
   }
   {
-    EnvGuard env(nullptr);
+    test::EnvVar env("HPR_DATA_DIR", nullptr);
     CHECK(data_dir() == find_data_dir(nullptr, HPR_DATA_DIR_CHECKOUT, HPR_DATA_DIR_DEFAULT));  // no share/ beside build/
     CHECK_FALSE(data_dir().empty());
   }

@@ -12,6 +12,7 @@
 #include "kernels/aes/key_derive.hpp"
 #include "kernels/aes/key_source.hpp"
 #include "kernels/registry.hpp"
+#include "tests/common/env_var.hpp"
 #include "tests/common/log_capture.hpp"
 
 using namespace hpr;
@@ -35,12 +36,6 @@ std::string write_tmp(const std::string& name, const std::string& text) {
   std::ofstream(p, std::ios::binary) << text;
   return p;
 }
-
-struct EnvVar {
-  const char* name;
-  EnvVar(const char* n, const std::string& v) : name(n) { setenv(n, v.c_str(), 1); }
-  ~EnvVar() { unsetenv(name); }
-};
 
 // The fragments of a secret long enough to identify it.
 void check_not_echoed(const std::string& message, const std::string& secret) {
@@ -155,7 +150,7 @@ TEST_CASE("aes keys: HPR_MASTER_KEY is read only when no setting is given") {
   auto direct = make_keys({.master_key = kGood, .key_epoch = kEpoch}, kCap);
   REQUIRE(direct);
   {
-    EnvVar env(kMasterKeyEnv, kGood);
+    test::EnvVar env(kMasterKeyEnv, kGood);
     hpr::test::LogCapture log;
     AppOptions opt;
     opt.key_capacity = kCap;
@@ -172,7 +167,7 @@ TEST_CASE("aes keys: HPR_MASTER_KEY is read only when no setting is given") {
   {
     // A setting wins; the environment is then not used, and that is logged.
     const std::string other = "ffeeddccbbaa99887766554433221100";
-    EnvVar env(kMasterKeyEnv, other);
+    test::EnvVar env(kMasterKeyEnv, other);
     hpr::test::LogCapture log;
     auto t = make_keys({.master_key = kGood, .env_master_key = other, .key_epoch = kEpoch}, kCap);
     REQUIRE(t);
@@ -182,7 +177,7 @@ TEST_CASE("aes keys: HPR_MASTER_KEY is read only when no setting is given") {
     check_not_echoed(log.text(), other);
   }
   {
-    EnvVar env(kMasterKeyEnv, kSecret);
+    test::EnvVar env(kMasterKeyEnv, kSecret);
     AppOptions opt;
     opt.key_capacity = kCap;
     auto a = make_app("aes", opt);

@@ -1,14 +1,15 @@
 // The device check (pipeline/device_check.hpp, issue 14): the sample of real traffic it runs on, every app on every
 // OpenCL device equal to the native reference byte for byte, a device with wrong results named with the first
 // differing packet, and hpr run's check of an app with per-flow state (aes) leaving the run's keys untouched.
-#include <catch2/catch.hpp>
+#include "pipeline/device_check.hpp"
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 
 #include "hpr/data_dir.hpp"
 #include "kernels/aes/aes_app.hpp"
-#include "pipeline/device_check.hpp"
 #include "runtime/frame_pools.hpp"
+#include "tests/common/env_var.hpp"
 #include "tests/crypto/crypto_util.hpp"
 
 using namespace hpr;
@@ -22,11 +23,6 @@ kernels::AppOptions test_options() {
   ao.iv_counter_start = 0;
   return ao;
 }
-
-struct FaultEnv {
-  explicit FaultEnv(const char* v) { setenv("HPR_FAULT_CL", v, 1); }
-  ~FaultEnv() { unsetenv("HPR_FAULT_CL"); }
-};
 
 }  // namespace
 
@@ -78,12 +74,13 @@ TEST_CASE("device check: a device that computes wrong results is named with the 
   auto prog = kernels::AppProgram::create(**app, devs[0]);
   REQUIRE(prog);
   {
-    FaultEnv f("corrupt:2");  // from the second batch of 64 on: packet 65 is the first wrong one
+    test::EnvVar f("HPR_FAULT_CL", "corrupt:2");  // from the second batch of 64 on: packet 65 is the first wrong one
     CHECK_THAT(check_device(**app, *prog, true, s, 64),
                Catch::StartsWith("computes wrong results: packet 65 of 256 (") && Catch::Contains("result byte 0 of 16"));
   }
   {
-    FaultEnv f("enqueue:1");  // a failing call is the run's lanes' business: the check does not meet it
+    test::EnvVar f("HPR_FAULT_CL",
+                   "enqueue:1");  // a failing call is the run's lanes' business: the check does not meet it
     CHECK(check_device(**app, *prog, true, s, 64).empty());
   }
 }

@@ -23,6 +23,7 @@
 #include "runtime/flow.hpp"
 #include "runtime/parser.hpp"
 #include "runtime/pcap_file.hpp"
+#include "tests/common/env_var.hpp"
 
 namespace hpr::test {
 
@@ -47,12 +48,6 @@ inline std::string small_routes() {
 inline std::vector<int> cores_here() { return allowed_cores(); }
 
 // Sets an environment variable (HPR_FAULT_CL, ...) for a scope.
-struct EnvVar {
-  const char* name;
-  EnvVar(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
-  ~EnvVar() { unsetenv(name); }
-};
-
 inline RunConfig base_config() {
   RunConfig c;
   c.status_interval_s = 0;
