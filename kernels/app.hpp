@@ -123,6 +123,9 @@ class App {
   // Apply results to the packets after the batch returns (desc[i] belongs to pkts[i]).
   // Sets Packet::drop / out_port; never allocates.
   virtual void finish(std::span<Packet> pkts, const BatchView& batch) const = 0;
+  // True when finish changes nothing (md5, dpi: their results stay results): on a device the chain's next app may run
+  // right after this one's kernel, without a round trip to the host for this finish first (pipeline/cl_executor.cpp).
+  virtual bool finish_changes_nothing() const { return false; }
 
   // What run_in_place reports after each app has finished its packets: its index k (one app: 0; a chain's apps in
   // order; services: chain_app), the app, the packets it ran (a service's: a copy of its packets) as its finish left

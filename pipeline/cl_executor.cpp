@@ -41,8 +41,9 @@ class ClExecutor final : public Executor {
     cl::Buffer pkts_buf, pkts_stage;  // pkts_stage: discrete only
     uint8_t* pkts_host = nullptr;
     std::vector<Stage> st;  // one per app the batch runs
-    uint32_t k = 0;         // the app whose kernel is in flight
+    uint32_t k = 0;         // the app whose kernel is in flight (the last of those launched)
     uint32_t first = 0, last = 0;  // the first and last app with rows in this batch
+    uint32_t fin = 0;              // the first app whose finish has not run
     // Several stages: kernels::gather_chain's shifts; the batch's packets as the apps so far left them (cur); each
     // stage's rows as its finish left them (after[k], for on_batch). `pkts` stays as submitted (services: with the
     // service each packet matched), so that a failure hands the packets back untouched by the apps.
@@ -179,6 +180,7 @@ class ClExecutor final : public Executor {
         s.pkts_bytes = kernels::gather_chain(*s.app, pk, s.shift.data(), s.pkts_host, pkts_bytes_);
         plan(s);
         kernels::stage_descs(s.app->chain_app(s.k), s.cur, s.shift.data(), rows(s, s.k));
+        return launch_run(s, older_than(count_ - 1));
       }
       return launch(s);
     } catch (const cl::Error& err) {
@@ -200,7 +202,7 @@ class ClExecutor final : public Executor {
           s.done.wait();
         }
         if (s.k == s.last) break;
-        HPR_RETURN_IF_ERROR(next_app(s));
+        HPR_RETURN_IF_ERROR(next_app(s, stages_));
         HPR_RETURN_IF_ERROR(advance_later());
       }
       std::span<Packet> pk(s.pkts.data(), s.n);
@@ -218,7 +220,7 @@ class ClExecutor final : public Executor {
         kernels::StageRows r[kernels::kMaxAppSlots];
         for (uint32_t k = 0; k < stages_; ++k) r[k] = rows(s, k);
         kernels::scatter_chain(app, s.cur, s.pkts_host, s.shift.data(), {r, stages_});
-        finish_stage(s, s.last);
+        finish_through(s, s.last);
         std::copy(s.cur.begin(), s.cur.end(), pk.begin());
         for (uint32_t k = 0; k < stages_; ++k)  // (an app that ran on no rows reports nothing, as run_in_place)
           if (s.st[k].n > 0) on_batch(s.after[k], view(s, k), app.chain_app(k), k);
@@ -302,6 +304,7 @@ class ClExecutor final : public Executor {
     }
     if (s.k == stages_) s.k = 0;
     s.first = s.k;
+    s.fin = s.k;
   }
 
   // Whether stage k's kernel runs in slot s's batch: it has rows, or it is the first (a batch without rows runs it on
@@ -389,27 +392,56 @@ class ClExecutor final : public Executor {
     return Status::ok();
   }
 
-  // App s.k has run on slot s (not its last): its finish, then the next stage's kernel on the bytes the apps before it
-  // left on the device. cl::Error is thrown.
-  Status next_app(ClSlot& s) {
-    finish_stage(s, s.k);
+  // The finishes not run yet of the apps up to k that ran in slot s, in order.
+  void finish_through(ClSlot& s, uint32_t k) {
+    for (; s.fin <= k; ++s.fin)
+      if (runs(s, s.fin)) finish_stage(s, s.fin);
+  }
+
+  // App s.k's kernel, then, while the app that was launched last changes nothing in its finish (App::
+  // finish_changes_nothing: md5, dpi) and every older batch has started the next app (`older`, as advance_later), the
+  // next app's kernel at once, behind it on the slot's in-order queue: its descriptors do not wait for a finish, so
+  // the device runs the two without a round trip to the host between them. The finishes run later, in order
+  // (finish_through). cl::Error is thrown.
+  Status launch_run(ClSlot& s, uint32_t older) {
+    for (;;) {
+      HPR_RETURN_IF_ERROR(launch(s));
+      if (s.k == s.last || !s.app->chain_app(s.k).finish_changes_nothing()) return Status::ok();
+      const uint32_t next = next_stage(s, s.k);
+      if (older < next) return Status::ok();
+      s.k = next;
+      kernels::stage_descs(s.app->chain_app(s.k), s.cur, s.shift.data(), rows(s, s.k));
+    }
+  }
+
+  // App s.k has run on slot s (not its last): the finishes so far, then the next stage's kernel on the bytes the apps
+  // before it left on the device. cl::Error is thrown.
+  Status next_app(ClSlot& s, uint32_t older) {
+    finish_through(s, s.k);
     s.k = next_stage(s, s.k);
     kernels::stage_descs(s.app->chain_app(s.k), s.cur, s.shift.data(), rows(s, s.k));
-    return launch(s);
+    return launch_run(s, older);
+  }
+
+  // The earliest app batch s has yet to pass (one at its last app: none, stages_).
+  uint32_t pending(const ClSlot& s) const { return s.k == s.last ? stages_ : s.k; }
+  // The earliest app that one of the i oldest batches has yet to pass.
+  uint32_t older_than(uint32_t i) const {
+    uint32_t older = stages_;
+    for (uint32_t j = 0; j < i; ++j) older = std::min(older, pending(*slots_[(head_ + j) % slots_.size()]));
+    return older;
   }
 
   // The batches after the oldest move on to their next app as soon as their kernel is done, so that the device does
   // not wait for the host to reap the oldest batch first. Each app still sees the batches in order: a batch's app k+1
   // starts only after every older batch's has. cl::Error is thrown.
   Status advance_later() {
-    // The earliest app an older batch has yet to pass (one at its last app: none, stages_).
-    auto pending = [&](const ClSlot& s) { return s.k == s.last ? stages_ : s.k; };
     uint32_t older = pending(*slots_[head_]);
     for (uint32_t i = 1; i < count_; ++i) {
       ClSlot& s = *slots_[(head_ + i) % slots_.size()];
       if (s.k < s.last && older >= next_stage(s, s.k) &&
           s.done.getInfo<CL_EVENT_COMMAND_EXECUTION_STATUS>() == CL_COMPLETE)
-        HPR_RETURN_IF_ERROR(next_app(s));
+        HPR_RETURN_IF_ERROR(next_app(s, older));
       older = std::min(older, pending(s));
     }
     return Status::ok();

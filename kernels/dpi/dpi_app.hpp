@@ -81,6 +81,7 @@ class DpiApp final : public kernels::App {
                                                                     const cl::CommandQueue& queue) const override;
   void run_native(const kernels::BatchView& batch) const override;
   void finish(std::span<Packet> pkts, const kernels::BatchView& batch) const override;
+  bool finish_changes_nothing() const override { return true; }
 
   // Alert log: one line per packet with at least one match: "<prefix> dpi matches=<n> ids=<a>,<b>,...".
   void append_log(std::span<const Packet> pkts, const kernels::BatchView& batch,

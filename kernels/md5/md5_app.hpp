@@ -68,6 +68,7 @@ class Md5App final : public App {
   void run_native(const BatchView& batch) const override { md5_batch(batch, options_.impl); }
   // Nothing to apply: digests stay in `out` for the caller (dedup store, logs).
   void finish(std::span<Packet> pkts, const BatchView& batch) const override;
+  bool finish_changes_nothing() const override { return true; }
   // One line per packet not dropped: "<prefix(i)> md5 <32 hex digits>\n".
   void append_log(std::span<const Packet> pkts, const BatchView& batch,
                   const std::function<std::string(uint32_t)>& prefix, std::string& out) const override;
