@@ -95,7 +95,7 @@ class SharedClient final : public Executor {
 SharedDevice::~SharedDevice() = default;
 
 bool SharedDevice::can_share(const kernels::App& app) {
-  return !app.keeps_flow_state() && app.chain_length() == 1 && app.service_count() == 1;
+  return !app.keeps_flow_state() && app.service_count() == 1;
 }
 
 Result<std::unique_ptr<Executor>> SharedDevice::client(const kernels::App& app,
@@ -114,7 +114,6 @@ Result<std::unique_ptr<Executor>> SharedDevice::client(const kernels::App& app,
     describe_ = fmt::format("{}, shared by {} workers", real_->describe(), workers_);
     max_batch_ = dc.max_batch;
     max_slice_ = app.max_slice_bytes();
-    result_bytes_ = app.result_bytes();
     capacity_ = kernels::slice_capacity(app, max_batch_);
     refs_.reserve(max_batch_);
     reaped_.reserve(max_batch_);
@@ -187,7 +186,7 @@ void SharedDevice::account(std::span<const Packet> pk, const kernels::BatchView&
       kernels::BatchView sub = v;
       sub.desc = v.desc + off;
       sub.n = n;
-      sub.out = v.out + size_t{off} * result_bytes_;
+      sub.out = v.out + size_t{off} * app.result_bytes();  // app: the chain's app k
       if (v.slices != nullptr) sub.slices = v.slices + off;
       c->fn_(pk.subspan(off, n), sub, app, k);
     }

@@ -16,8 +16,10 @@
 // accounting (events, result log) runs on the thread that reaped, through the owner lane's account function
 // (Executor::set_batch_fn), under the device's lock.
 //
-// For apps without per-flow state and one app per packet (IPv4, DPI, MD5 alone): AES keys are indexed by each
-// worker's flow ids, and a chain's later apps run on a subset of each batch. Those keep a device lane per worker.
+// For apps and chains without per-flow state (IPv4, DPI, MD5, and chains of them: each app of a chain runs on every
+// packet of the batch, so each worker's part is a run of rows in every app's descriptors and results). AES keys are
+// indexed by each worker's flow ids, and [[service]] runs each app on its service's packets only (rows that are not
+// a run per worker): those keep a device lane per worker.
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -64,7 +66,6 @@ class SharedDevice : public std::enable_shared_from_this<SharedDevice> {
   std::string describe_;
   uint32_t max_batch_ = 0;
   uint32_t max_slice_ = 0;
-  uint32_t result_bytes_ = 0;
   size_t capacity_ = 0;  // slice bytes of the device's batch buffer
   uint64_t generation_ = 0;
   Status failed_ = Status::ok();

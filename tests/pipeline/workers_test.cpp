@@ -56,7 +56,7 @@ TEST_CASE("two workers write one result log: every digest and alert of a native 
 
 TEST_CASE("two workers, each with a lane on every PoCL device and a native lane: output as the native reference") {
   if (cores_here().size() < 2) return;
-  const char* app = GENERATE("ipv4", "md5");  // aes: the test below
+  const char* app = GENERATE("ipv4", "md5", "ipv4,dpi,md5");  // aes: the test below; a chain shares a device too
   const bool share = GENERATE(true, false);   // lanes.share_devices on, or auto (CPU devices: an executor per lane)
   INFO(app << (share ? ", the device's executor shared" : ", an executor per lane"));
   Summary s = check_against_reference(app, data_path("pcap/ndpi/skype.pcap"), [&](RunConfig& c) {
@@ -95,7 +95,7 @@ TEST_CASE(
   // input cannot end before the device fails.
   EnvVar fault("HPR_FAULT_CL", "enqueue:6@pthread");
   const std::string gen = generated_capture("workers_shared_fail.pcap", 29, {"cmd.exe"}, 20000);
-  const char* app = GENERATE("ipv4", "md5");
+  const char* app = GENERATE("ipv4", "md5", "dpi,md5");
   INFO(app);
   Summary s = check_against_reference(app, gen, [](RunConfig& c) {
     c.workers = 2;
