@@ -600,7 +600,7 @@ std::vector<Setting> make_settings() {
                    HPR_REF(std::vector<std::string>, cores)),
       choice_setting("lanes.share_devices", "--share-devices",
                      "Workers' lanes on one OpenCL device: on: share its executor, so one launch carries what every "
-                     "worker sent while the device was busy (IPv4, DPI, MD5 alone); off: an executor per worker "
+                     "worker sent while the device was busy (IPv4, DPI, MD5, chains of them); off: an executor per worker "
                      "lane; auto (default): on for GPUs and accelerators, off for CPU devices",
                      {"auto", "on", "off"}, HPR_REF(std::string, share_devices)),
       uint_setting("lanes.batch", "--batch", "Batch size per lane (packets, 1..65536)", 1, 65536,
