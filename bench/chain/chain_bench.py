@@ -16,7 +16,8 @@ For each chain A,B it reports, over the rounds (median and min-max of the per-ro
   chain / serial   the chain's rate against 1 / (1/rate_A + 1/rate_B), what the two apps cost one after the other
                    on one core with nothing shared: above 1, the chain costs less than its apps (one receive, one
                    classification, one transmit); below 1, chaining adds a cost of its own.
-Mpps counts the packets the lanes processed over the whole run (as workers_scaling.py); "steady" is the mean of
+Mpps counts the packets the lanes processed over the whole run (as workers_scaling.py; a chain: those its first app
+was given); "steady" is the mean of
 the status lines' received rate after --warm-s (what a learning build delivers once it has searched). AES keys: a
 fixed master key of this script.
 With --hpr given more than once (NAME=PATH), every case runs with each build in the same rounds, and the last table
@@ -60,7 +61,10 @@ def hpr_mpps(binary, app, capture, seconds, warm_s, routes, lanes, extra):
             return None
         s = json.load(open(js))
         steady = steady_rates(r.stdout, warm_s)
-        return sum(l["packets"] for l in s["lanes"]) / s["seconds"] / 1e6, statistics.mean(steady) if steady else 0.0
+        # A chain: the packets its first app was given (with apps on lanes of their own, --place-app, each packet is
+        # on a lane of every stage); one app: the lanes' packets.
+        handled = s["chain_events"][0]["packets_in"] if s.get("chain_events") else sum(l["packets"] for l in s["lanes"])
+        return handled / s["seconds"] / 1e6, statistics.mean(steady) if steady else 0.0
 
 
 def spread(xs):
