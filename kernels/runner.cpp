@@ -162,6 +162,11 @@ Result<std::shared_ptr<AppProgram>> AppProgram::with_parts(
   return p;
 }
 
+std::shared_ptr<AppProgram> AppProgram::part(uint32_t a, uint32_t b) const {
+  if (b == a + 1) return parts[a];
+  return *with_parts(b - a, [&](uint32_t k) -> Result<std::shared_ptr<AppProgram>> { return parts[a + k]; });
+}
+
 Result<std::shared_ptr<AppProgram>> AppProgram::with_tables_of(const App& app) const {
   if (!parts.empty())
     return with_parts(static_cast<uint32_t>(parts.size()),

@@ -91,6 +91,8 @@ struct AppProgram {
   Result<std::vector<cl::Kernel>> make_kernels(const App& app) const;
   // The program of stage k (one app: this one).
   const AppProgram& stage(uint32_t k) const { return parts.empty() ? *this : *parts[k]; }
+  // A chain's apps a..b-1 (ChainApp::part): app a's part where b = a + 1, else a chain of the parts; nothing is built.
+  std::shared_ptr<AppProgram> part(uint32_t a, uint32_t b) const;
 
  private:
   // A chain's program on this context, part k made by make(k) for k < n.

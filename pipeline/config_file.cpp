@@ -214,7 +214,8 @@ Status read_section(const toml::table& t, const std::string& section, const toml
       std::string known;
       for (const auto& x : run_settings())
         if (x.key.rfind(section + ".", 0) == 0) known += (known.empty() ? "" : ", ") + std::string(x.key.substr(section.size() + 1));
-      for (const char* n : {"lanes.weights", "devices.kinds", "faults.fail_after_batches", "faults.slow_lane_us"})
+      for (const char* n :
+           {"lanes.weights", "app.place", "devices.kinds", "faults.fail_after_batches", "faults.slow_lane_us"})
         if (std::string_view(n).rfind(section + ".", 0) == 0) known += (known.empty() ? "" : ", ") + std::string(n + section.size() + 1);
       return error(Code::kInvalidArgument, "unknown key {} (line {}; known in [{}]: {})", key, k.source().begin.line,
                    section, known.empty() ? "none" : known);
@@ -248,6 +249,29 @@ Status read_named_tables(const toml::table& t, RunConfig& c) {
         return error(Code::kInvalidArgument, "lanes.weights.\"{}\" must be a number 0..1e6 (line {})", name.str(),
                      v.source().begin.line);
       c.lane_weights[std::string(name.str())] = *x;
+    }
+  }
+  if (const toml::node* w = t.at_path("app.place").node()) {
+    const toml::table* pt = w->as_table();
+    if (pt == nullptr)
+      return error(Code::kInvalidArgument, "app.place must be a table of app = lane name or [lane names] (line {})",
+                   w->source().begin.line);
+    for (const auto& [name, v] : *pt) {
+      std::vector<std::string>& out = c.app_place[std::string(name.str())];
+      out.clear();
+      bool ok = true;
+      if (auto one = v.value<std::string>()) {
+        out.push_back(*one);
+      } else if (const toml::array* a = v.as_array()) {
+        for (const auto& x : *a) {
+          auto s = x.value<std::string>();
+          ok = ok && s.has_value();
+          if (s) out.push_back(*s);
+        }
+      }
+      if (!ok || out.empty())
+        return error(Code::kInvalidArgument, "app.place.{} must be a lane name or a list of them (line {})", name.str(),
+                     v.source().begin.line);
     }
   }
   struct Faults {

@@ -189,6 +189,10 @@ bool Pipeline::egress_poll() {
   bool any = false;
   uint64_t t0 = 0;
   for (size_t li = 0; li < lanes_.size(); ++li) {
+    if (stages_on_ && stage_of_[li] + size_t{1} < stage_lanes_.size()) {  // on to the next stage's lanes (stages.cpp)
+      any |= forward(li);
+      continue;
+    }
     size_t n = lanes_[li]->completions().pop_burst(e.refs.data(), e.refs.size());
     if (n == 0) continue;
     uint64_t now = monotonic_ns();

@@ -18,7 +18,7 @@ Lane::Lane(LaneConfig cfg, const kernels::App& app, std::unique_ptr<Executor> ex
   batch_.reserve(max_batch_);
   slice_capacity_ = kernels::slice_capacity(app, max_batch_);  // every version keeps the layout (Executor::adopt)
   max_slice_ = app.max_slice_bytes();
-  app_books_ = app.chain_length() > 1;
+  app_books_ = app.chain_length() > 1 || cfg_.chain_part;
   largest_slice_ = kernels::align_slice(max_slice_);
   done_.reserve(static_cast<size_t>(max_batch_) * (exec_->slots() + 1));
   account_fn_ = [this](std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& a, uint32_t k) {
@@ -61,6 +61,7 @@ void Lane::fail(const Status& st) {
 }
 
 void Lane::account(std::span<const Packet> pk, const kernels::BatchView& v, const kernels::App& app, uint32_t k) {
+  k += cfg_.first_app;
   bump(stats_.events[k], app.count_events(pk, v));
   if (app_books_) {
     bump(stats_.app_in[k], pk.size());

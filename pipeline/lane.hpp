@@ -88,6 +88,10 @@ struct LaneConfig {
   // under load the queue is never empty and batches fill). Devices keep timeout batching: a launch
   // costs them far more than a packet.
   bool run_what_arrived = false;
+  // A stage of a chain's lanes (pipeline/stages.cpp): the lane runs the chain's apps from first_app on; its books
+  // count them by their index in the chain.
+  bool chain_part = false;
+  uint32_t first_app = 0;
   // Fault injection on this lane alone (a failing or slow lane): it keeps the lane path and an executor of its own.
   bool injects_faults() const { return fail_after_batches != 0 || slow_batch_ns != 0; }
 };

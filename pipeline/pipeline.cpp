@@ -42,17 +42,33 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   p->flows_ = std::move(*ft);
   p->expected_seq_.assign(p->flows_->capacity(), 0);
   if (cfg.move_hold > 32767) return error(Code::kInvalidArgument, "move_hold: {} is above 32767 packets", cfg.move_hold);
+  StagePlan plan;  // app.place: each lane's stage and the apps it runs
+  if (!cfg.app_lanes.empty()) {
+    auto r = plan_stages(cfg, app);
+    if (!r) return r.status();
+    plan = std::move(*r);
+  }
   std::vector<LaneSpec> started;
-  for (auto& spec : cfg.lanes) {
+  std::vector<uint8_t> started_stage;
+  for (size_t si = 0; si < cfg.lanes.size(); ++si) {
+    LaneSpec& spec = cfg.lanes[si];
+    const bool staged = plan.first.size() > 1;
+    const uint8_t stage = staged ? plan.of_lane[si] : 0;
+    const kernels::App& lane_app = staged ? *plan.apps[stage] : *app;
+    if (staged) {
+      spec.lane.chain_part = true;
+      spec.lane.first_app = plan.first[stage];
+      if (spec.program) spec.program = spec.program->part(plan.first[stage], plan.end[stage]);
+    }
     if (spec.lane.batch_size == 0) return error(Code::kInvalidArgument, "lane {}: batch size must be at least 1", spec.lane.name);
     if (spec.lane.queue_size == 0) return error(Code::kInvalidArgument, "lane {}: queue size must be at least 1", spec.lane.name);
     ExecutorConfig ec{std::max(spec.lane.max_batch, spec.lane.batch_size), spec.in_flight};
     std::unique_ptr<Executor> ex;
     if (spec.kind == LaneSpec::Kind::kNative) {
-      ex = make_native_executor(*app, ec);
+      ex = make_native_executor(lane_app, ec);
     } else {
-      auto e = spec.shared ? spec.shared->client(*app, spec.program, spec.host_unified, ec)
-                           : make_cl_executor(*app, spec.program, spec.host_unified, ec);
+      auto e = spec.shared && !staged ? spec.shared->client(lane_app, spec.program, spec.host_unified, ec)
+                                      : make_cl_executor(lane_app, spec.program, spec.host_unified, ec);
       if (!e) {
         // A device whose queues or buffers cannot be created is left out; the other lanes go on.
         spdlog::warn("lane {} left out: {}", spec.lane.name, e.status().message());
@@ -61,12 +77,19 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
       }
       ex = std::move(*e);
     }
-    p->lanes_.push_back(std::make_unique<Lane>(spec.lane, *app, std::move(ex), cfg.completion_ring));
+    p->lanes_.push_back(std::make_unique<Lane>(spec.lane, lane_app, std::move(ex), cfg.completion_ring));
     p->egress_handled_.push_back(std::make_unique<std::atomic<uint64_t>>(0));
     started.push_back(std::move(spec));
+    started_stage.push_back(stage);
   }
   if (started.empty()) return error(Code::kUnavailable, "no lane could be started: {}", fmt::join(p->left_out_, "; "));
   cfg.lanes = std::move(started);
+  for (size_t s = 0; s < plan.first.size() && plan.first.size() > 1; ++s)
+    if (std::find(started_stage.begin(), started_stage.end(), s) == started_stage.end())
+      return error(Code::kUnavailable, "app.place: no lane of {} could be started: {}", plan.apps[s]->name(),
+                   fmt::join(p->left_out_, "; "));
+  plan.of_lane = std::move(started_stage);
+  p->init_stages(std::move(plan));
   HPR_RETURN_IF_ERROR(p->place_services(cfg.service_lanes, *app));
   // The app's first version (app_swap.hpp), held by every lane's executor until it takes the next.
   auto first = std::make_shared<AppVersion>();
@@ -75,7 +98,9 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   for (const auto& spec : cfg.lanes)
     first->programs.push_back(spec.kind == LaneSpec::Kind::kOpenCL ? spec.program : nullptr);
   p->swap_ = std::make_unique<AppSwap>(std::move(first));
-  for (size_t i = 0; i < p->lanes_.size(); ++i) HPR_RETURN_IF_ERROR(p->lanes_[i]->follow(p->swap_.get(), i));
+  // A lane of a stage runs a part of the chain: it follows no version (a live reload is refused, replace_app).
+  for (size_t i = 0; i < p->lanes_.size() && !p->stages_on_; ++i)
+    HPR_RETURN_IF_ERROR(p->lanes_[i]->follow(p->swap_.get(), i));
   // The balancer: one slot per flow-table id, one lane per lane, weights from the lanes.
   balance::BalancerConfig bc = cfg.balancer_cfg;
   bc.lanes = static_cast<uint32_t>(cfg.lanes.size());
@@ -187,7 +212,8 @@ Result<std::unique_ptr<Pipeline>> Pipeline::create(PipelineConfig cfg, std::shar
   } else {
     bool any_eligible = false;
     for (const auto& l : p->cfg_.lanes) any_eligible |= worker_eligible(l);
-    if (p->cfg_.run_to_completion && !p->shaper_ && any_eligible) {  // the worker path transmits on this thread
+    if (p->cfg_.run_to_completion && !p->shaper_ && any_eligible &&
+        !p->stages_on_) {  // the worker path transmits on this thread
       p->init_worker();
       p->worker_dynamic_ = true;
       for (size_t i = 0; i < p->lanes_.size(); ++i) p->in_place_[i] = worker_eligible(p->cfg_.lanes[i]);
@@ -306,25 +332,10 @@ uint8_t Pipeline::pick_lane(uint32_t hash, const std::vector<uint8_t>* allow) co
   // Weighted choice among the running lanes (a service's own, while one of them runs) by the flow hash: deterministic
   // per flow. Where all of them weigh 0 (a service's lanes while the learner runs the rest elsewhere, or every lane
   // left), evenly rather than a drop.
-  auto ok = [&](size_t i) { return lanes_[i]->state() == LaneState::kRunning && (allow == nullptr || (*allow)[i]); };
-  double total = 0;
-  size_t count = 0;
-  for (size_t i = 0; i < lanes_.size(); ++i)
-    if (ok(i)) {
-      total += weights_[i];
-      ++count;
-    }
-  if (count == 0) return allow != nullptr ? pick_lane(hash) : kNoLane;  // none of its lanes runs: as a failed lane's
-  const bool even = total <= 0;
-  double x = static_cast<double>(hash) / 4294967296.0 * (even ? static_cast<double>(count) : total);
-  uint8_t last = kNoLane;
-  for (size_t i = 0; i < lanes_.size(); ++i) {
-    if (!ok(i)) continue;
-    last = static_cast<uint8_t>(i);
-    x -= even ? 1.0 : weights_[i];
-    if (x < 0) break;
-  }
-  return last;
+  const uint8_t l = weighted_lane(
+      hash, [&](size_t i) { return lanes_[i]->state() == LaneState::kRunning && (allow == nullptr || (*allow)[i]); });
+  // None of its lanes runs: as a failed lane's (a stage's packets: no other lane runs its app).
+  return l == kNoLane && allow != nullptr && !stages_on_ ? pick_lane(hash) : l;
 }
 
 // Takes a drained lane out of the set; returns what it handed back and what was pushed to its queue
@@ -343,16 +354,19 @@ std::vector<Packet*> Pipeline::retire(Lane& lane) {
 // re-routed anything.
 bool Pipeline::handle_failed_lanes() {
   bool any = false;
-  for (size_t li = 0; li < lanes_.size(); ++li) {
-    Lane& lane = *lanes_[li];
-    LaneState st = lane.state();
-    if (st == LaneState::kRunning || st == LaneState::kRemoved) continue;
-    int rounds = 0;
-    while (lane.state() == LaneState::kFailed) backoff(rounds);  // the lane is handing back its packets
-    lane.join();
-    reroute(li, [this](size_t, int& r) { wait_step(r); });
-    any = true;
-  }
+  // Stages: the last stage's first, since retiring a lane waits for its completions to be handed on to the next.
+  const size_t stages = stages_on_ ? stage_lanes_.size() : 1;
+  for (size_t s = stages; s-- > 0;)
+    for (size_t li = 0; li < lanes_.size(); ++li) {
+      Lane& lane = *lanes_[li];
+      LaneState st = lane.state();
+      if (stage_of(li) != s || st == LaneState::kRunning || st == LaneState::kRemoved) continue;
+      int rounds = 0;
+      while (lane.state() == LaneState::kFailed) backoff(rounds);  // the lane is handing back its packets
+      lane.join();
+      reroute(li, [this](size_t, int& r) { wait_step(r); });
+      any = true;
+    }
   return any;
 }
 
@@ -370,7 +384,9 @@ std::vector<bool> Pipeline::reroute(size_t li, const std::function<void(size_t, 
   for (Packet* r : orphans) {
     Packet& o = *r;
     uint8_t to = kNoLane;
-    if (o.flow_id != kNoFlow) {
+    if (stage_of(li) > 0) {
+      to = stage_lane(o.hash, stage_of(li));  // a later stage's flow: by its hash, as forward() chooses
+    } else if (o.flow_id != kNoFlow) {
       FlowState& fs = flows_->state(o.flow_id);
       if (fs.lane == li || fs.lane == kNoLane) fs.lane = pick_lane(o.hash, lanes_for(o));
       to = fs.lane;
@@ -398,6 +414,9 @@ size_t Pipeline::descriptors_in_use() const {
 }
 
 Status Pipeline::set_lane_weights(const std::vector<float>& w) {
+  // A later stage's flows take their lane by the weights, without the move rule: weights that change would reorder.
+  if (stages_on_)
+    return error(Code::kUnimplemented, "app.place: the lanes of apps placed on their own keep their weights");
   if (w.size() != lanes_.size())
     return error(Code::kInvalidArgument, "{} lane weights given for {} lanes", w.size(), lanes_.size());
   for (float x : w)
@@ -566,6 +585,7 @@ Summary Pipeline::snapshot() const {
     for (uint32_t k = 0; k < app.chain_length(); ++k)
       s.chain_events.push_back({app.chain_label(k), std::string(app.chain_app(k).event_name()), 0});
   s.app_info = version->app->summary_info();
+  if (stages_on_) s.app_info.emplace_back("placement", stage_text_);
   const std::vector<std::string> services = version->app->service_names();
   for (size_t i = 0; i < services.size() && i < kServiceBooks; ++i) {
     const ServiceBooks& b = (*svc_books_)[i];
@@ -619,7 +639,7 @@ Summary Pipeline::snapshot() const {
     ls.batches = st.batches.load();
     ls.packets = st.packets.load();
     // The summary's events are the (last) app's; a chain's apps have theirs in chain_events.
-    ls.events = st.events[version->app->chain_length() - 1].load();
+    ls.events = st.events[(stages_on_ ? stage_end_[stage_of_[li]] : version->app->chain_length()) - 1].load();
     ls.queue_full = st.queue_full.load();
     s.events += ls.events;
     for (size_t k = 0; k < s.chain_events.size(); ++k) {

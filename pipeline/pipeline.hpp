@@ -114,6 +114,11 @@ struct PipelineConfig {
   // those are all 0 (a learner that runs everything elsewhere). The balancer places the other services' flows. Where
   // none of a service's lanes is running, its flows go to the running ones, as a failed lane's do.
   std::vector<std::vector<std::string>> service_lanes;
+  // Placement per app of a chain (app.place; stages.cpp): app k runs on the lanes whose names contain one of
+  // app_lanes[k]; an app with no entry (or an empty one) on the lanes that no app names. Consecutive apps on the same
+  // lanes are one stage; a lane of one stage hands the packets its apps passed on to the next stage's lanes. Empty:
+  // every lane runs the whole chain. Run to completion only.
+  std::vector<std::vector<std::string>> app_lanes;
   uint32_t flow_capacity = 1u << 20;
   uint64_t flow_idle_ns = 30'000'000'000ull;
   ParseOptions parse;
@@ -328,7 +333,9 @@ class Pipeline {
   void off_lane(const Packet& p) {
     if (p.flow_id == kNoFlow) return;
     uint32_t& exp = expected_seq_[p.flow_id];
-    if (p.seq != 0 && p.seq != exp) bump(reorders_, 1);
+    // Stages: a packet an earlier stage dropped left before its flow's older ones: what leaves last is in order when
+    // each flow's numbers only rise.
+    if (p.seq != 0 && (stages_on_ ? p.seq < exp : p.seq != exp)) bump(reorders_, 1);
     exp = p.seq + 1;
     flight_sub(p.flow_id);
   }
@@ -342,11 +349,47 @@ class Pipeline {
   Status place_services(const std::vector<std::vector<std::string>>& names, const kernels::App& app);
   // A running lane by the flow hash, weighted; `allow` (one flag per lane): only those, while one of them runs.
   uint8_t pick_lane(uint32_t hash, const std::vector<uint8_t>* allow = nullptr) const;
+  // Among the lanes i with ok(i), by the flow hash, weighted (evenly where they all weigh 0); kNoLane: none.
+  template <typename Ok>
+  uint8_t weighted_lane(uint32_t hash, Ok ok) const {
+    double total = 0;
+    size_t count = 0;
+    for (size_t i = 0; i < lanes_.size(); ++i)
+      if (ok(i)) {
+        total += weights_[i];
+        ++count;
+      }
+    if (count == 0) return 0xff;
+    const bool even = total <= 0;
+    double x = static_cast<double>(hash) / 4294967296.0 * (even ? static_cast<double>(count) : total);
+    uint8_t last = 0xff;
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+      if (!ok(i)) continue;
+      last = static_cast<uint8_t>(i);
+      x -= even ? 1.0 : weights_[i];
+      if (x < 0) break;
+    }
+    return last;
+  }
   // The lanes p's service may take (PipelineConfig::service_lanes), or nullptr: any.
   const std::vector<uint8_t>* lanes_for(const Packet& p) const {
+    if (stages_on_) return &stage_lanes_[0];
     return pins_on_ && p.svc < kServiceBooks && !svc_lanes_[p.svc].empty() ? &svc_lanes_[p.svc] : nullptr;
   }
   bool handle_failed_lanes();
+  // Stages (stages.cpp): the stage of each lane from PipelineConfig::app_lanes, the app each stage runs; forward: lane
+  // li's completions on to the next stage; stage_lane: a flow's lane in stage s, by its hash.
+  struct StagePlan {
+    std::vector<uint8_t> of_lane;                           // per LaneSpec
+    std::vector<uint32_t> first, end;                       // per stage: its apps [first, end) of the chain
+    std::vector<std::shared_ptr<const kernels::App>> apps;  // per stage
+    std::string text;                                       // "ipv4 on native0; dpi,md5 on cl0:pthread…, cl1:basic"
+  };
+  static Result<StagePlan> plan_stages(const PipelineConfig& cfg, const std::shared_ptr<const kernels::App>& app);
+  void init_stages(StagePlan plan);
+  bool forward(size_t li);
+  uint8_t stage_lane(uint32_t hash, size_t stage) const;
+  size_t stage_of(size_t li) const { return stages_on_ ? stage_of_[li] : 0; }
   std::vector<bool> reroute(size_t lane, const std::function<void(size_t, int&)>& room);
   std::vector<Packet*> retire(Lane& lane);
   bool enqueue(Packet& p, uint8_t lane);
@@ -406,6 +449,13 @@ class Pipeline {
   void adopt_placement(const std::vector<int16_t>& place);           // dispatcher: set_service_lanes' vector
   mutable std::mutex place_mu_;
   std::array<std::vector<uint8_t>, kServiceBooks> svc_lanes_shown_;  // svc_lanes_ for other threads (place_mu_)
+  // Stages (stages.cpp; set at create): per lane its stage, per stage its lanes as flags and its apps' end.
+  bool stages_on_ = false;
+  std::vector<uint8_t> stage_of_;
+  std::vector<std::vector<uint8_t>> stage_lanes_;
+  std::vector<uint32_t> stage_end_;
+  std::vector<std::shared_ptr<const kernels::App>> stage_apps_;
+  std::string stage_text_;
   std::vector<uint32_t> expected_seq_;  // egress-owned, per flow id
   Egress eg_;
   std::unique_ptr<Burst> burst_;         // dispatcher-owned

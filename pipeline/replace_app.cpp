@@ -15,6 +15,10 @@ double seconds_since(uint64_t t0) { return static_cast<double>(monotonic_ns() - 
 }  // namespace
 
 Result<Pipeline::Replaced> Pipeline::replace_app(const MakeApp& make, int timeout_ms) {
+  if (stages_on_)
+    return error(Code::kUnimplemented,
+                 "app.place: a live reload of a chain whose apps are on lanes of their own is not built yet; restart "
+                 "the run with the new files");
   const std::vector<Pipeline*> all = all_workers();
   Replaced r;
   // 1. Build everything beside the running versions; one failure and nothing is swapped.

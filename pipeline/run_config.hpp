@@ -125,6 +125,9 @@ struct RunConfig {
   // service[N].lanes: the lanes service N's flows may take (lane name substrings; empty: any lane, as the balancer
   // and the weights say). One list per [[service]], or none.
   std::vector<std::vector<std::string>> service_lanes;
+  // [app.place] / --place-app: a chain's app → the lanes it runs on (lane name substrings); the apps not named run on
+  // the lanes no app names (PipelineConfig::app_lanes; docs/chains.md "Placement per app").
+  std::map<std::string, std::vector<std::string>> app_place;
   std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
   std::map<std::string, uint64_t> slow_lane_us;  // fault injection [faults.slow_lane_us]: lane substring → µs added per batch
   double slow_from_s = 0, slow_until_s = 0;     // [faults] when the slow lanes are slow (seconds into the run; until 0: to the end)

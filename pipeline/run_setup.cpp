@@ -353,9 +353,14 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
   pc.flow_capacity = c.flow_capacity;
   pc.flow_idle_ns = static_cast<uint64_t>(c.flow_idle_s * 1e9);
   pc.backpressure = c.backpressure;
-  pc.run_to_completion = c.run_to_completion;
+  pc.run_to_completion = c.run_to_completion || !c.app_place.empty();  // app.place: validated not off
   pc.balancer = c.balancer;
   pc.service_lanes = c.service_lanes;
+  if (auto names = kernels::chain_apps(c.app); names && !c.app_place.empty())  // validated
+    for (const std::string& name : *names) {
+      auto it = c.app_place.find(name);
+      pc.app_lanes.push_back(it != c.app_place.end() ? it->second : std::vector<std::string>{});
+    }
   if (kernels::runs_app(c.app, c.app_opts, "ipv4") && c.icmp_time_exceeded) {
     in_addr a{};
     if (inet_pton(AF_INET, c.router_addr.c_str(), &a) != 1)
@@ -441,7 +446,7 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
     // fault of its own (a failing or slow lane is one worker's). auto: not on a CPU device, whose batches cost
     // little to launch and run on the workers' own cores (measured: docs/pipeline.md).
     const bool share = c.share_devices == "on" || (c.share_devices == "auto" && d.kind != DeviceKind::kCpu);
-    if (workers > 1 && share && SharedDevice::can_share(*ctx->app) && !s.lane.injects_faults())
+    if (workers > 1 && share && SharedDevice::can_share(*ctx->app) && !s.lane.injects_faults() && c.app_place.empty())
       s.shared = std::make_shared<SharedDevice>(workers);
     pc.lanes.push_back(std::move(s));
     ctx->devices.push_back(d);

@@ -375,6 +375,30 @@ Setting weight_setting() {
   return s;
 }
 
+// --place-app APP=LANE[,LANE...] (repeatable): [app.place] from the command line.
+Setting place_app_setting() {
+  Setting s{
+      "", "--place-app",
+      "A chain's app on lanes of its own: APP=LANE_NAME_SUBSTRING[,...], e.g. dpi=pthread (repeatable; [app.place] "
+      "in the file; the apps not named run on the lanes no app names; runs to completion, static weights)",
+      Arg::kMany, nullptr};
+  s.apply = [name = s.name()](RunConfig& c, const SettingValue& v) -> Status {
+    auto p = pairs_of(v, name, "dpi=pthread");
+    if (!p) return p.status();
+    for (const auto& [app, lanes] : *p) {
+      std::vector<std::string>& out = c.app_place[app];
+      out.clear();
+      for (size_t a = 0; a <= lanes.size();) {
+        const size_t b = std::min(lanes.find(',', a), lanes.size());
+        if (b > a) out.push_back(lanes.substr(a, b - a));
+        a = b + 1;
+      }
+    }
+    return Status::ok();
+  };
+  return s;
+}
+
 // --neighbour NEXT_HOP,PORT,MAC[,ADDRESS] (repeatable): the [[neighbour]] table from the command line; given, it
 // replaces the file's entries (as --out replaces its outputs). The MAC and the indexes are checked by validate().
 Setting neighbour_setting() {
@@ -598,11 +622,12 @@ std::vector<Setting> make_settings() {
       list_setting("lanes.cores", "--cores",
                    "Cores of the workers, in order (comma-separated; default: the cores this process may run on)", true,
                    HPR_REF(std::vector<std::string>, cores)),
-      choice_setting("lanes.share_devices", "--share-devices",
-                     "Workers' lanes on one OpenCL device: on: share its executor, so one launch carries what every "
-                     "worker sent while the device was busy (IPv4, DPI, MD5, chains of them); off: an executor per worker "
-                     "lane; auto (default): on for GPUs and accelerators, off for CPU devices",
-                     {"auto", "on", "off"}, HPR_REF(std::string, share_devices)),
+      choice_setting(
+          "lanes.share_devices", "--share-devices",
+          "Workers' lanes on one OpenCL device: on: share its executor, so one launch carries what every "
+          "worker sent while the device was busy (IPv4, DPI, MD5, chains of them); off: an executor per worker "
+          "lane; auto (default): on for GPUs and accelerators, off for CPU devices",
+          {"auto", "on", "off"}, HPR_REF(std::string, share_devices)),
       uint_setting("lanes.batch", "--batch", "Batch size per lane (packets, 1..65536)", 1, 65536,
                    HPR_SET(uint32_t, batch)),
       uint_setting("lanes.timeout_us", "--timeout-us",
@@ -616,6 +641,7 @@ std::vector<Setting> make_settings() {
       uint_setting("lanes.max_batch", "", "Largest batch the adaptive scheduler may set (0: batch; up to 65536)", 0,
                    65536, HPR_SET(uint32_t, max_batch)),
       weight_setting(),
+      place_app_setting(),
       neighbour_setting(),
       str_setting("lanes.balancer", "--balancer",
                   "Flow-to-lane policy: rr crc16 crc32 hrw whrw (default) ahrw subflow fcfs afs laps",
@@ -722,7 +748,7 @@ const Setting* find_setting(std::string_view key_or_flag) {
 }
 
 bool is_named_table(std::string_view key) {
-  return key == "lanes.weights" || key == "devices.kinds" || key == "faults.fail_after_batches" ||
+  return key == "lanes.weights" || key == "app.place" || key == "devices.kinds" || key == "faults.fail_after_batches" ||
          key == "faults.slow_lane_us";
 }
 

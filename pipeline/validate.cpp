@@ -155,8 +155,20 @@ Status validate_outputs(const RunConfig& c) {
 }  // namespace
 
 Status validate(const RunConfig& c) {
-  if (auto apps = kernels::chain_apps(c.app); !apps)
-    return error(Code::kInvalidArgument, "app.name (--app): {}", apps.status().message());
+  auto apps = kernels::chain_apps(c.app);
+  if (!apps) return error(Code::kInvalidArgument, "app.name (--app): {}", apps.status().message());
+  for (const auto& [name, lanes] : c.app_place)
+    if (std::find(apps->begin(), apps->end(), name) == apps->end())
+      return error(Code::kInvalidArgument,
+                   "app.place.{} (--place-app): '{}' is not an app of the chain {} (its apps: {})", name, name, c.app,
+                   fmt::join(*apps, ", "));
+  if (!c.app_place.empty() && !c.adapt_table.empty())
+    return error(Code::kInvalidArgument,
+                 "app.place (--place-app): the lanes keep their weights; adaptive.table (--table) would change them");
+  if (!c.app_place.empty() && c.run_to_completion_given && !c.run_to_completion)
+    return error(Code::kInvalidArgument,
+                 "app.place (--place-app): apps on lanes of their own run to completion; lanes.run_to_completion "
+                 "(--run-to-completion) is off");
   if (c.input.kind != "pcap" && c.input.kind != "dpdk" && c.input.kind != "generator")
     return error(Code::kInvalidArgument, "input.kind: '{}' is not one of pcap, dpdk, generator", c.input.kind);
   if (c.output.kind != "pcap" && c.output.kind != "dpdk" && c.output.kind != "null")
@@ -338,12 +350,16 @@ uint32_t input_buffers(const RunConfig& c, size_t device_lanes, uint16_t workers
 }
 
 bool learning_mode(const RunConfig& c) {
-  if (!c.adapt_table.empty() || c.adapt_static || !c.lane_weights.empty()) return false;
+  if (!c.adapt_table.empty() || c.adapt_static || !c.lane_weights.empty() || !c.app_place.empty()) return false;
   return !(c.native_lanes <= 1 && c.devices == std::vector<std::string>{"none"});
 }
 
 const char* auto_run_to_completion(RunConfig& c, unsigned host_cores) {
   if (c.run_to_completion_given || c.run_to_completion) return nullptr;
+  if (!c.app_place.empty()) {
+    c.run_to_completion = true;
+    return "apps on lanes of their own (app.place)";
+  }
   if (c.workers > 1) {
     c.run_to_completion = true;
     return "each worker is one thread";

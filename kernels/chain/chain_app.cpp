@@ -11,6 +11,11 @@ Result<std::shared_ptr<ChainApp>> ChainApp::create(std::vector<std::shared_ptr<A
   return std::shared_ptr<ChainApp>(new ChainApp(std::move(apps), max_frame));
 }
 
+std::shared_ptr<const App> ChainApp::part(uint32_t a, uint32_t b) const {
+  if (b == a + 1) return apps_[a];
+  return std::shared_ptr<ChainApp>(new ChainApp({apps_.begin() + a, apps_.begin() + b}, max_frame_));
+}
+
 ChainApp::ChainApp(std::vector<std::shared_ptr<App>> apps, uint32_t max_frame)
     : apps_(std::move(apps)), max_frame_(max_frame) {
   out_off_.push_back(0);

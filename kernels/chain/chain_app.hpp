@@ -23,6 +23,9 @@ class ChainApp final : public CompositeApp {
   // max_frame: the largest frame the run's port hands out (AppOptions::max_frame_bytes): a device gathers each
   // packet's span over every app's slice, at most the frame. Errors: fewer than two apps.
   static Result<std::shared_ptr<ChainApp>> create(std::vector<std::shared_ptr<App>> apps, uint32_t max_frame);
+  // Apps a..b-1 of this chain (a stage of lanes, pipeline/stages.cpp): the app itself where b = a + 1, else a chain of
+  // them, sharing their tables and keys with this one.
+  std::shared_ptr<const App> part(uint32_t a, uint32_t b) const;
 
   std::string_view name() const override { return name_; }
   uint32_t max_slice_bytes() const override;

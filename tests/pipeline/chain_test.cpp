@@ -220,3 +220,91 @@ TEST_CASE("a device lane that fails between two apps of a chain: its packets go 
   CHECK(s.chain_events[0].in == lanes);
   CHECK(s.chain_events[1].in == lanes);
 }
+
+TEST_CASE("apps on lanes of their own (app.place): each stage's lanes run its apps, output as the reference") {
+  // ipv4 on the devices, aes on the native lane: ipv4's drops (TTL 1, no route) leave at the first stage, aes encrypts
+  // what ipv4 passed on with the sequence numbers given at dispatch (its IVs equal the one-lane chain's). Then ipv4
+  // natively and dpi,md5 on the devices: two apps of one stage in one gathered batch.
+  const std::string gen = generated_capture("chain_place.pcap", 31, {"cmd.exe"});
+  struct Case {
+    const char* chain;
+    std::map<std::string, std::vector<std::string>> place;
+    const char* text;  // the summary's placement
+  };
+  for (const Case& k : {Case{"ipv4,aes", {{"ipv4", {"pthread", "basic"}}}, "ipv4 on cl"},
+                        Case{"ipv4,dpi,md5", {{"ipv4", {"native"}}}, "ipv4 on native0; dpi,md5 on cl"}})
+    for (const char* cap : {"pcap/ndpi/skype.pcap", "generated"}) {
+      DYNAMIC_SECTION(k.chain << " " << cap) {
+        const std::string path = cap == std::string("generated") ? gen : data_path(cap);
+        Summary s = check_against_reference(k.chain, path, [&](RunConfig& c) { c.app_place = k.place; });
+        bool shown = false;
+        for (const auto& [key, v] : s.app_info) shown |= key == "placement" && v.find(k.text) != std::string::npos;
+        CHECK(shown);
+        // Each app ran on its stage's lanes only: the first stage took every packet, the apps after it what the
+        // first passed on; each app's books count each packet once.
+        uint64_t first = 0, later = 0;
+        for (const auto& l : s.lanes) {
+          const bool on_native = l.name.find("native") != std::string::npos;
+          (on_native == (k.place.begin()->second[0] == "native") ? first : later) += l.packets;
+        }
+        REQUIRE(s.chain_events.size() == kernels::chain_apps(k.chain)->size());
+        CHECK(first == s.chain_events[0].in);
+        CHECK(later == s.chain_events[0].passed);
+        for (size_t a = 1; a < s.chain_events.size(); ++a) CHECK(s.chain_events[a].in == s.chain_events[0].passed);
+        CHECK(later > 0);
+      }
+    }
+}
+
+TEST_CASE("a lane of a later stage that fails: only its app's work is re-routed, to its stage's other lane") {
+  // ipv4 natively, dpi,md5 on both PoCL devices; pthread's 4th launch fails. Its packets, which ipv4 already ran on,
+  // go to basic (never back to the native lane, which would run ipv4 on them again): the output still equals the
+  // reference. 20,000 packets, so that the input cannot end before the lane fails.
+  EnvVar env("HPR_FAULT_CL", "enqueue:4@pthread");
+  const std::string gen = generated_capture("chain_place_fail.pcap", 37, {"cmd.exe"}, 20000);
+  RunHooks hooks;
+  hooks.before = [](Pipeline& p) {  // weights that change would move a later stage's flows without the move rule
+    CHECK_FALSE(p.set_lane_weights(std::vector<float>(p.lane_count(), 1)).is_ok());
+  };
+  Summary s = check_against_reference(
+      "ipv4,dpi,md5", gen,
+      [](RunConfig& c) {
+        c.app_place = {{"ipv4", {"native"}}};
+        c.batch = 16;
+      },
+      hooks);
+  CHECK(s.lane_failures == 1);
+  uint64_t native = 0;
+  for (const auto& l : s.lanes)
+    if (l.name == "native0") native = l.packets;
+  CHECK(native == s.chain_events[0].in);  // ipv4 ran each packet once
+  CHECK(s.chain_events[1].in == s.chain_events[0].passed);
+}
+
+TEST_CASE("bad placements of a chain's apps are refused naming app.place, nothing started") {
+  RunConfig c = base_config();
+  c.app = "ipv4,dpi,md5";
+  c.input = {.kind = "pcap", .pcap = data_path("pcap/ndpi/skype.pcap")};
+  c.output = {.kind = "null"};
+  auto refused = [&](std::map<std::string, std::vector<std::string>> place, const std::string& what) {
+    c.app_place = std::move(place);
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    INFO(r.status().message());
+    CHECK(r.status().message().find(what) != std::string::npos);
+  };
+  refused({{"aes", {"native"}}}, "app.place.aes (--place-app): 'aes' is not an app of the chain ipv4,dpi,md5");
+  refused({{"dpi", {"gpu"}}}, "app.place.dpi: 'gpu' is in no lane's name (the lanes: ");
+  refused({{"ipv4", {"native"}}, {"md5", {"native"}}},
+          "app.place: lane native0 would run ipv4 and md5, which are not next to each other on the same lanes");
+  refused({{"ipv4", {"native", "pthread", "basic"}}}, "app.place.dpi: no lane is left for it");
+  c.adapt_table = "/tmp/table.json";
+  refused({{"ipv4", {"native"}}}, "app.place (--place-app): the lanes keep their weights; adaptive.table (--table)");
+  c.adapt_table.clear();
+  c.run_to_completion = false;
+  c.run_to_completion_given = true;
+  refused({{"ipv4", {"native"}}}, "app.place (--place-app): apps on lanes of their own run to completion");
+  c.run_to_completion_given = false;
+  c.app = "md5";
+  refused({{"md5", {"native"}}}, "app.place: places the apps of one chain (--app ipv4,dpi); md5 is one app");
+}
