@@ -257,21 +257,13 @@ Status read_named_tables(const toml::table& t, RunConfig& c) {
       return error(Code::kInvalidArgument, "app.place must be a table of app = lane name or [lane names] (line {})",
                    w->source().begin.line);
     for (const auto& [name, v] : *pt) {
-      std::vector<std::string>& out = c.app_place[std::string(name.str())];
-      out.clear();
-      bool ok = true;
-      if (auto one = v.value<std::string>()) {
-        out.push_back(*one);
-      } else if (const toml::array* a = v.as_array()) {
-        for (const auto& x : *a) {
-          auto s = x.value<std::string>();
-          ok = ok && s.has_value();
-          if (s) out.push_back(*s);
-        }
-      }
-      if (!ok || out.empty())
-        return error(Code::kInvalidArgument, "app.place.{} must be a lane name or a list of them (line {})", name.str(),
+      const std::string key = fmt::format("app.place.{}", name.str());
+      auto l = strs_of(SettingValue{.node = &v, .line = static_cast<int>(v.source().begin.line)}, key, false);
+      if (!l) return l.status();
+      if (l->empty())
+        return error(Code::kInvalidArgument, "{}: want a lane name or a list of them (line {})", key,
                      v.source().begin.line);
+      c.app_place[std::string(name.str())] = std::move(*l);
     }
   }
   struct Faults {

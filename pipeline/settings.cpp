@@ -79,34 +79,6 @@ Result<bool> bool_of(const SettingValue& v, const std::string& name) {
   return bad(name, v, fmt::format("'{}' is not on or off", s));
 }
 
-// A string or a list of strings (file); every use of the flag, each split at commas when `split`.
-Result<std::vector<std::string>> strs_of(const SettingValue& v, const std::string& name, bool split) {
-  std::vector<std::string> out;
-  if (v.node != nullptr) {
-    if (auto s = v.node->value<std::string>()) return std::vector<std::string>{*s};
-    const toml::array* a = v.node->as_array();
-    if (a == nullptr) return bad(name, v, "want a string or a list of strings");
-    for (const auto& e : *a) {
-      auto s = e.value<std::string>();
-      if (!s) return bad(name, v, "want a list of strings");
-      out.push_back(*s);
-    }
-    return out;
-  }
-  for (const auto& a : v.args) {
-    if (!split) {
-      out.push_back(a);
-      continue;
-    }
-    for (size_t b = 0, e; b <= a.size(); b = e + 1) {
-      e = a.find(',', b);
-      if (e == std::string::npos) e = a.size();
-      if (e > b) out.push_back(a.substr(b, e - b));
-    }
-  }
-  return out;
-}
-
 template <typename T>
 using Ref = std::function<T&(RunConfig&)>;
 
@@ -386,13 +358,9 @@ Setting place_app_setting() {
     auto p = pairs_of(v, name, "dpi=pthread");
     if (!p) return p.status();
     for (const auto& [app, lanes] : *p) {
-      std::vector<std::string>& out = c.app_place[app];
-      out.clear();
-      for (size_t a = 0; a <= lanes.size();) {
-        const size_t b = std::min(lanes.find(',', a), lanes.size());
-        if (b > a) out.push_back(lanes.substr(a, b - a));
-        a = b + 1;
-      }
+      auto l = strs_of(SettingValue{.args = {lanes}}, name + " " + app, true);
+      if (!l) return l.status();
+      c.app_place[app] = std::move(*l);
     }
     return Status::ok();
   };
@@ -729,6 +697,34 @@ std::vector<Setting> make_settings() {
 #undef HPR_SET
 
 }  // namespace
+
+// A string or a list of strings (file); every use of the flag, each split at commas when `split`.
+Result<std::vector<std::string>> strs_of(const SettingValue& v, const std::string& name, bool split) {
+  std::vector<std::string> out;
+  if (v.node != nullptr) {
+    if (auto s = v.node->value<std::string>()) return std::vector<std::string>{*s};
+    const toml::array* a = v.node->as_array();
+    if (a == nullptr) return bad(name, v, "want a string or a list of strings");
+    for (const auto& e : *a) {
+      auto s = e.value<std::string>();
+      if (!s) return bad(name, v, "want a list of strings");
+      out.push_back(*s);
+    }
+    return out;
+  }
+  for (const auto& a : v.args) {
+    if (!split) {
+      out.push_back(a);
+      continue;
+    }
+    for (size_t b = 0, e; b <= a.size(); b = e + 1) {
+      e = a.find(',', b);
+      if (e == std::string::npos) e = a.size();
+      if (e > b) out.push_back(a.substr(b, e - b));
+    }
+  }
+  return out;
+}
 
 std::string Setting::name() const {
   if (key.empty()) return std::string(flag);

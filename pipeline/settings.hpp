@@ -48,5 +48,7 @@ const Setting* find_setting(std::string_view key_or_flag);
 // Sub-tables whose keys are names chosen by the user (lane names, device names), read by
 // config_file.cpp: lanes.weights, devices.kinds, faults.fail_after_batches, faults.slow_lane_us.
 bool is_named_table(std::string_view key);
+// A string or a list of strings (file); every use of the flag, each split at commas when `split`. Errors name `name`.
+Result<std::vector<std::string>> strs_of(const SettingValue& v, const std::string& name, bool split);
 
 }  // namespace hpr
