@@ -209,6 +209,7 @@ int cmd_run(RunConfig cfg, bool quiet) {
   if (!c.budget.empty()) fmt::print("  {}\n", c.budget);
   fmt::print("  {}\n", c.buffers);
   for (const auto& l : c.left_out) fmt::print("  left out: {}\n", l);
+  if (!c.placed_from.empty()) fmt::print("  apps placed from the learned state: {}\n", c.placed_from);
   if (const std::string placed = c.pipeline->placement(); !placed.empty())
     fmt::print("  services placed: {}{}\n", placed, cfg.workers > 1 ? " (worker 0; each worker's own lanes alike)" : "");
   fmt::print("  {}\n", (*extras)->describe());

@@ -50,7 +50,8 @@ Result<std::unique_ptr<RunExtras>> RunExtras::create(const RunConfig& cfg, RunCo
       cfg.power,
       add_host_threads(power_lanes(ctx.devices, cfg.native_lanes, cfg.workers), cfg.workers, cfg.run_to_completion),
       monotonic_ns());
-  const bool learning = learning_mode(cfg);
+  // app.place = learned that placed the apps: static weights, as app.place's.
+  const bool learning = learning_mode(cfg) && !ctx.pipeline->staged();
   if (!learning && cfg.adapt_table.empty()) {
     if (!cfg.adapt_csv.empty()) {
       auto f = QuantumCsv::open(cfg.adapt_csv);

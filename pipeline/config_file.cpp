@@ -253,10 +253,16 @@ Status read_named_tables(const toml::table& t, RunConfig& c) {
   }
   if (const toml::node* w = t.at_path("app.place").node()) {
     const toml::table* pt = w->as_table();
-    if (pt == nullptr)
-      return error(Code::kInvalidArgument, "app.place must be a table of app = lane name or [lane names] (line {})",
+    if (auto v = w->value<std::string>(); v && *v == "learned") {
+      c.app_place_learned = true;
+      pt = nullptr;
+    } else if (pt == nullptr) {
+      return error(Code::kInvalidArgument,
+                   "app.place must be \"learned\" or a table of app = lane name or [lane names] (line {})",
                    w->source().begin.line);
-    for (const auto& [name, v] : *pt) {
+    }
+    static const toml::table kNone;
+    for (const auto& [name, v] : pt ? *pt : kNone) {
       const std::string key = fmt::format("app.place.{}", name.str());
       auto l = strs_of(SettingValue{.node = &v, .line = static_cast<int>(v.source().begin.line)}, key, false);
       if (!l) return l.status();

@@ -211,6 +211,8 @@ class Pipeline {
   // The services placed on lanes of their own (PipelineConfig::service_lanes), for the start line:
   // "gw on cl0:pthread-…; dns on cl1:basic, native0"; empty where none is.
   std::string placement() const;
+  // Whether the chain's apps run on lanes of their own (app.place; then the weights are static).
+  bool staged() const { return stages_on_; }
   std::vector<std::string> placed_on(size_t service) const;  // service's lanes by name now; empty: any (any thread)
   // The services learning mode may place (sched::Setup::place): with two lanes and two services or more, each one
   // the user gave no lanes.

@@ -128,6 +128,9 @@ struct RunConfig {
   // [app.place] / --place-app: a chain's app → the lanes it runs on (lane name substrings); the apps not named run on
   // the lanes no app names (PipelineConfig::app_lanes; docs/chains.md "Placement per app").
   std::map<std::string, std::vector<std::string>> app_place;
+  // app.place = "learned" / --place-app learned: each app placed from its own learned state at the start
+  // (pipeline/place_learned.hpp); app_place is then empty.
+  bool app_place_learned = false;
   std::map<std::string, uint64_t> fail_after;  // fault injection: lane name substring → batch
   std::map<std::string, uint64_t> slow_lane_us;  // fault injection [faults.slow_lane_us]: lane substring → µs added per batch
   double slow_from_s = 0, slow_until_s = 0;     // [faults] when the slow lanes are slow (seconds into the run; until 0: to the end)
@@ -231,6 +234,7 @@ struct RunContext {
   std::vector<std::unique_ptr<Port>> worker_ports;  // the other workers' rx and tx views (rx, tx: worker 0's)
   std::vector<std::shared_ptr<kernels::App>> worker_apps;  // apps that keep per-flow state: one per other worker
   std::string buffers;  // "input buffers 34816 (...)" (start line; a DPDK pool that does not fit warns)
+  std::string placed_from;  // app.place = "learned": what was placed from what (start line), else ""
   std::string budget;  // "workers 2 on cores 0,1", "core budget: 2 cores; ...; PoCL CPU threads 1 ..." (start line)
   std::unique_ptr<Pipeline> pipeline;     // worker 0; the others run beside it (Pipeline::add_worker)
 };

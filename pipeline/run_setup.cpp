@@ -14,6 +14,7 @@
 #include "kernels/ipv4/ipv4_app.hpp"
 #include "pipeline/device_check.hpp"
 #include "pipeline/fault_injection.hpp"
+#include "pipeline/place_learned.hpp"
 #include "pipeline/run_config.hpp"
 #include "pipeline/shared_device.hpp"
 #include "runtime/ports/dpdk_port.hpp"
@@ -464,6 +465,21 @@ Result<std::unique_ptr<RunContext>> prepare_run(const RunConfig& c) {
                  ctx->left_out.empty() ? std::string("none chosen") : fmt::format("{}", fmt::join(ctx->left_out, "; ")));
   if (std::none_of(pc.lanes.begin(), pc.lanes.end(), [](const LaneSpec& s) { return s.lane.weight > 0; }))
     return error(Code::kInvalidArgument, "lanes.weights: every lane has weight 0, so no lane would take a flow");
+  if (c.app_place_learned) {
+    std::vector<std::string> names;
+    for (const auto& l : pc.lanes) names.push_back(l.lane.name);
+    LearnedPlacement lp = place_learned(c, ctx->devices, names);
+    spdlog::info("app.place learned: {}", lp.text);
+    ctx->placed_from = std::move(lp.text);
+    if (!lp.app_lanes.empty()) {
+      pc.app_lanes = std::move(lp.app_lanes);
+      pc.run_to_completion = true;
+      for (size_t i = 0; i < pc.lanes.size(); ++i) {
+        pc.lanes[i].lane.weight = lp.weights[i];
+        pc.lanes[i].shared.reset();  // stages run on devices of their own (Pipeline::create)
+      }
+    }
+  }
   pc.port_map.assign(c.port_map.begin(), c.port_map.end());
   if (!cores.empty()) pc.cpu = cores[0];
   pc.control_cpu = control_core;

@@ -352,9 +352,17 @@ Setting place_app_setting() {
   Setting s{
       "", "--place-app",
       "A chain's app on lanes of its own: APP=LANE_NAME_SUBSTRING[,...], e.g. dpi=pthread (repeatable; [app.place] "
-      "in the file; the apps not named run on the lanes no app names; runs to completion, static weights)",
+      "in the file; the apps not named run on the lanes no app names; runs to completion, static weights); or "
+      "'learned': each app where its own learned state measured it fastest (app.place = \"learned\")",
       Arg::kMany, nullptr};
   s.apply = [name = s.name()](RunConfig& c, const SettingValue& v) -> Status {
+    // 'learned' replaces the file's placement; APP=LANES entries replace the file's 'learned'.
+    c.app_place_learned = std::find(v.args.begin(), v.args.end(), "learned") != v.args.end();
+    if (c.app_place_learned) {
+      if (v.args.size() > 1) return bad(name, v, "'learned' places every app: give it alone");
+      c.app_place.clear();
+      return Status::ok();
+    }
     auto p = pairs_of(v, name, "dpi=pthread");
     if (!p) return p.status();
     for (const auto& [app, lanes] : *p) {

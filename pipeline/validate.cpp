@@ -162,6 +162,24 @@ Status validate(const RunConfig& c) {
       return error(Code::kInvalidArgument,
                    "app.place.{} (--place-app): '{}' is not an app of the chain {} (its apps: {})", name, name, c.app,
                    fmt::join(*apps, ", "));
+  if (c.app_place_learned && (apps->size() < 2 || !c.app_opts.services.empty()))
+    return error(Code::kInvalidArgument,
+                 "app.place = learned (--place-app learned): places the apps of one chain (--app ipv4,dpi); {}",
+                 c.app_opts.services.empty()
+                     ? fmt::format("{} is one app", c.app)
+                     : std::string("with [[service]] give each service its lanes (service[N].lanes)"));
+  if (c.app_place_learned && !c.lane_weights.empty())
+    return error(Code::kInvalidArgument,
+                 "app.place = learned (--place-app learned): sets the lanes' weights from the learned state; "
+                 "lanes.weights (--weight) would set others");
+  if (c.app_place_learned && !c.adapt_table.empty())
+    return error(Code::kInvalidArgument,
+                 "app.place = learned (--place-app learned): places from the learned state; adaptive.table (--table) "
+                 "would set the lanes' weights from another");
+  if (c.app_place_learned && c.run_to_completion_given && !c.run_to_completion)
+    return error(Code::kInvalidArgument,
+                 "app.place = learned (--place-app learned): apps on lanes of their own run to completion; "
+                 "lanes.run_to_completion (--run-to-completion) is off");
   if (!c.app_place.empty() && !c.adapt_table.empty())
     return error(Code::kInvalidArgument,
                  "app.place (--place-app): the lanes keep their weights; adaptive.table (--table) would change them");
@@ -356,7 +374,7 @@ bool learning_mode(const RunConfig& c) {
 
 const char* auto_run_to_completion(RunConfig& c, unsigned host_cores) {
   if (c.run_to_completion_given || c.run_to_completion) return nullptr;
-  if (!c.app_place.empty()) {
+  if (!c.app_place.empty() || c.app_place_learned) {
     c.run_to_completion = true;
     return "apps on lanes of their own (app.place)";
   }

@@ -50,6 +50,13 @@ printf '[[service]]\nname = "udp"\nchain = "md5"\nproto = "udp"\nlanes = ["nativ
   echo "ok: the start line names a service's lanes, and the service whose lane is learned" ||
   fail "services placed: $(head -c 600 "$tmp/placed.log")"
 expect 2 "service[0].lanes (udp): 'native1' is in no lane's name (the lanes: native0)" run -c "$tmp/placed.toml" --devices none --duration 0.2 --state-dir none --ctl none
+# A chain placed from each app's learned state: without them nothing is placed, the start line says why.
+mkdir "$tmp/states"
+"$hpr" run --app ipv4,md5 --place-app learned --devices none --native 2 --duration 0.2 --state-dir "$tmp/states" \
+  --ctl none --routes "$tmp/routes.txt" >"$tmp/learned.log" 2>&1 &&
+  grep -qF "  apps placed from the learned state: not placed: no learned state for ipv4 ($tmp/states/learned-ipv4.json not found), md5 (" "$tmp/learned.log" &&
+  echo "ok: --place-app learned names the learned states it lacks" || fail "place-app learned: $(head -c 900 "$tmp/learned.log")"
+expect 2 "app.place = learned (--place-app learned): places the apps of one chain (--app ipv4,dpi); md5 is one app" run --app md5 --place-app learned --devices none
 printf '[lanes]\nbatch = "big"\n' >"$tmp/bad.toml"
 expect 2 "lanes.batch (--batch): want an integer" run -c "$tmp/bad.toml"
 # issue 12: a port map naming an output that does not exist, and a bad neighbour MAC, refused before the run.

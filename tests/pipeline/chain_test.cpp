@@ -3,9 +3,14 @@
 // real captures and generated traffic; each app keeps its events and log lines; bad chains are refused naming
 // app.name.
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "kernels/registry.hpp"
+#include "pipeline/adaptive_control.hpp"
+#include "pipeline/learn_state.hpp"
+#include "pipeline/settings.hpp"
 #include "tests/pipeline/pipeline_fixture.hpp"
 
 using namespace hpr;
@@ -307,4 +312,115 @@ TEST_CASE("bad placements of a chain's apps are refused naming app.place, nothin
   c.run_to_completion_given = false;
   c.app = "md5";
   refused({{"md5", {"native"}}}, "app.place: places the apps of one chain (--app ipv4,dpi); md5 is one app");
+}
+
+TEST_CASE("app.place = learned: each app where its own learned state measured it fastest, output as the reference") {
+  // Lanes pthread and native0; the states say ipv4 runs fastest on native0 alone and dpi on pthread alone, the whole
+  // chain on both at a fifth of that: the run places ipv4 on native0 and dpi on pthread (static weights), and its
+  // output, drops and result log equal the reference.
+  namespace fs = std::filesystem;
+  const fs::path dir = tmp_path("learned_states");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string cap = data_path("pcap/ndpi/skype.pcap");
+  auto tweak = [&](RunConfig& c) {
+    c.devices = {"pthread"};
+    c.native_lanes = 1;
+    c.adapt_state_dir = dir.string();
+  };
+  RunConfig c = pcap_config("ipv4,dpi", cap, tmp_path("learned_out.pcap"));
+  tweak(c);
+  std::vector<DeviceInfo> devices;  // the fingerprint's
+  {
+    auto ctx = prepare_run(c);
+    REQUIRE(ctx.is_ok());
+    devices = (*ctx)->devices;
+    REQUIRE(devices.size() == 1);
+  }
+  auto save = [&](const std::string& app, std::vector<std::pair<std::vector<float>, double>> pts) {
+    prof::ConfigTable t;
+    t.fingerprint = machine_fingerprint(devices, 1, app, traffic_description(c.input));
+    std::vector<sched::MeasuredSetup> m;
+    for (const auto& [w, gbps] : pts) {
+      sched::MeasuredSetup x;
+      x.setup = {w, {256, 256}};
+      x.rate_bps = {gbps * 1e9, 0.05e9, 8};
+      x.power_w = {30, 1, 8};
+      x.latency_p50_ns = x.latency_p99_ns = {1e4, 1e3, 8};
+      m.push_back(x);
+    }
+    record_measured(t, m, sched::PowerSource::kModel, t.fingerprint.traffic);
+    REQUIRE(prof::save_table(state_file(dir.string(), app), t).is_ok());
+  };
+  save("ipv4", {{{0, 1}, 5}, {{1, 0}, 1}, {{0.5, 0.5}, 1}});
+  save("dpi", {{{1, 0}, 5}, {{0, 1}, 1}, {{0.5, 0.5}, 1}});
+  Summary s = check_against_reference("ipv4,dpi", cap, [&](RunConfig& k) {
+    tweak(k);
+    k.app_place_learned = true;
+  });
+  bool shown = false;
+  for (const auto& [key, v] : s.app_info) shown |= key == "placement" && v.starts_with("ipv4 on native0; dpi on cl");
+  CHECK(shown);
+  REQUIRE(s.chain_events.size() == 2);
+  for (const auto& l : s.lanes)
+    CHECK(l.packets == (l.name == "native0" ? s.chain_events[0].in : s.chain_events[0].passed));
+  // Without dpi's state nothing is placed, and the start says why.
+  fs::remove(state_file(dir.string(), "dpi"));
+  c.app_place_learned = true;
+  auto ctx = prepare_run(c);
+  REQUIRE(ctx.is_ok());
+  CHECK_FALSE((*ctx)->pipeline->staged());
+  CHECK((*ctx)->placed_from.find("not placed: no learned state for dpi (" + state_file(dir.string(), "dpi") +
+                                 " not found)") == 0);
+}
+
+TEST_CASE("app.place = learned is refused where it cannot place, naming the setting") {
+  RunConfig c = base_config();
+  c.input = {.kind = "pcap", .pcap = data_path("pcap/ndpi/skype.pcap")};
+  c.output = {.kind = "null"};
+  c.app_place_learned = true;
+  auto refused = [&](const std::string& app, const std::string& what) {
+    c.app = app;
+    auto r = prepare_run(c);
+    REQUIRE_FALSE(r.is_ok());
+    INFO(r.status().message());
+    CHECK(r.status().message().find(what) != std::string::npos);
+  };
+  refused("md5",
+          "app.place = learned (--place-app learned): places the apps of one chain (--app ipv4,dpi); md5 is one");
+  c.lane_weights = {{"native", 2}};
+  refused("ipv4,dpi", "app.place = learned (--place-app learned): sets the lanes' weights from the learned state");
+  c.lane_weights.clear();
+  c.adapt_table = "/tmp/table.json";
+  refused("ipv4,dpi", "app.place = learned (--place-app learned): places from the learned state; adaptive.table");
+  c.adapt_table.clear();
+  c.run_to_completion = false;
+  c.run_to_completion_given = true;
+  refused("ipv4,dpi", "app.place = learned (--place-app learned): apps on lanes of their own run to completion");
+}
+
+TEST_CASE("app.place = learned from the file and --place-app learned; a bad value names the setting") {
+  const std::string path = tmp_path("place_learned.toml");
+  std::ofstream(path) << "[app]\nname = \"ipv4,dpi\"\nplace = \"learned\"\n";
+  auto c = load_run_config(path);
+  REQUIRE(c.is_ok());
+  CHECK(c->app_place_learned);
+  CHECK(c->app_place.empty());
+  std::ofstream(path) << "[app]\nname = \"ipv4,dpi\"\nplace = \"best\"\n";
+  auto bad = load_run_config(path);
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message().find("app.place must be \"learned\" or a table") != std::string::npos);
+  const Setting* flag = find_setting("--place-app");
+  REQUIRE(flag != nullptr);
+  RunConfig f;
+  f.app_place = {{"ipv4", {"native"}}};  // the file's, replaced by 'learned'
+  REQUIRE(flag->apply(f, SettingValue{.args = {"learned"}}).is_ok());
+  CHECK(f.app_place_learned);
+  CHECK(f.app_place.empty());
+  REQUIRE(flag->apply(f, SettingValue{.args = {"dpi=pthread"}}).is_ok());
+  CHECK_FALSE(f.app_place_learned);
+  CHECK(f.app_place.at("dpi") == std::vector<std::string>{"pthread"});
+  auto st = flag->apply(f, SettingValue{.args = {"learned", "dpi=pthread"}});
+  REQUIRE_FALSE(st.is_ok());
+  CHECK(st.message().find("'learned' places every app: give it alone") != std::string::npos);
 }
