@@ -63,7 +63,7 @@ def hpr_mpps(binary, app, capture, seconds, warm_s, routes, lanes, extra):
         steady = steady_rates(r.stdout, warm_s)
         # A chain: the packets its first app was given (with apps on lanes of their own, --place-app, each packet is
         # on a lane of every stage); one app: the lanes' packets.
-        handled = s["chain_events"][0]["packets_in"] if s.get("chain_events") else sum(l["packets"] for l in s["lanes"])
+        handled = vs_testpmd.processed(s)
         return handled / s["seconds"] / 1e6, statistics.mean(steady) if steady else 0.0
 
 

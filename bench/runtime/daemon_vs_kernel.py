@@ -22,7 +22,7 @@ import argparse, csv, json, os, statistics, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vs_testpmd import testpmd  # noqa: E402
+from vs_testpmd import processed, testpmd  # noqa: E402
 
 
 def kernel(build, app, size):
@@ -55,7 +55,7 @@ def daemon(binary, app, size, seconds, capture=None):
             print(r.stderr, file=sys.stderr)
             return None
         s = json.load(open(js))
-        return sum(l["packets"] for l in s["lanes"]) / s["seconds"] / 1e6
+        return processed(s) / s["seconds"] / 1e6
 
 
 def main():

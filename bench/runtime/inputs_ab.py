@@ -50,7 +50,7 @@ def main():
                     if p.returncode:
                         sys.exit(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr[-600:]}")
                     s = json.load(open(js))
-                    m = sum(l["packets"] for l in s["lanes"]) / s["seconds"] / 1e6
+                    m = vs_testpmd.processed(s) / s["seconds"] / 1e6
                     rate.setdefault((c, b), []).append(m)
                     print(r, c, b, f"{m:.3f}", flush=True)
     x, y = names

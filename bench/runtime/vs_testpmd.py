@@ -117,6 +117,12 @@ def classify(capture, seconds, mode):
     return json.loads(out.strip().splitlines()[-1])["mpps"]
 
 
+def processed(s):
+    """Packets the run's lanes took, from an `hpr run` summary (JSON): a chain's first app's (with its apps on lanes
+    of their own, --place-app, each packet is on a lane of every stage, so the lanes' sum counts it once a stage)."""
+    return s["chain_events"][0]["packets_in"] if s.get("chain_events") else sum(l["packets"] for l in s["lanes"])
+
+
 def hpr_cmd(binary, rx_vdev, app, devices, native, rtc, batch, seconds, summary_json):
     """hpr run's command line: net_pcap0 (rx_vdev) in, net_null0 out, the summary to summary_json."""
     return [binary, "run", "-q", "--app", app, "--in", "dpdk:net_pcap0", "--out", "dpdk:net_null0",
@@ -136,8 +142,7 @@ def hpr_run(binary, capture, seconds, app, devices, native, rtc, batch):
             print(r.stderr, file=sys.stderr)
             return None
         s = json.load(open(js))
-        processed = sum(l["packets"] for l in s["lanes"])
-        return {"mpps": processed / s["seconds"] / 1e6, "gbps": s["tx"]["bytes"] * 8 / s["seconds"] / 1e9,
+        return {"mpps": processed(s) / s["seconds"] / 1e6, "gbps": s["tx"]["bytes"] * 8 / s["seconds"] / 1e9,
                 "p50_us": s["latency_ns"]["p50"] / 1e3, "p99_us": s["latency_ns"]["p99"] / 1e3,
                 "dropped": s["dropped"], "reorders": s["reorders"]}
 

@@ -62,7 +62,7 @@ def hpr_n(binary, captures, workers, spread, seconds, devices="none", app="ipv4"
             print(r.stdout[-1000:], r.stderr[-2000:], file=sys.stderr)
             return None
         s = json.load(open(js))
-        return sum(l["packets"] for l in s["lanes"]) / s["seconds"] / 1e6
+        return vs_testpmd.processed(s) / s["seconds"] / 1e6
 
 
 def main():

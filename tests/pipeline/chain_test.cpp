@@ -261,6 +261,30 @@ TEST_CASE("apps on lanes of their own (app.place): each stage's lanes run its ap
     }
 }
 
+TEST_CASE("apps on lanes of their own with two workers: each worker's stages, output as the reference") {
+  // ipv4 natively, dpi on pthread, in each of two workers (their lanes named w0:…, w1:…; the devices not shared:
+  // stages run on executors of their own): both workers' first stages took every packet between them, their second
+  // stages what ipv4 passed on.
+  if (cores_here().size() < 2) return;
+  Summary s = check_against_reference("ipv4,dpi", data_path("pcap/ndpi/skype.pcap"), [](RunConfig& c) {
+    c.workers = 2;
+    c.devices = {"pthread"};
+    c.native_lanes = 1;
+    c.app_place = {{"ipv4", {"native"}}};
+  });
+  uint64_t native = 0, device = 0;
+  for (const auto& l : s.lanes) {
+    INFO(l.name);
+    CHECK((l.name.starts_with("w0:") || l.name.starts_with("w1:")));
+    CHECK(l.packets > 0);
+    (l.name.find("native") != std::string::npos ? native : device) += l.packets;
+  }
+  CHECK(s.lanes.size() == 4);
+  CHECK(native == s.chain_events[0].in);
+  CHECK(device == s.chain_events[0].passed);
+  CHECK(s.chain_events[1].in == s.chain_events[0].passed);
+}
+
 TEST_CASE("a lane of a later stage that fails: only its app's work is re-routed, to its stage's other lane") {
   // ipv4 natively, dpi,md5 on both PoCL devices; pthread's 4th launch fails. Its packets, which ipv4 already ran on,
   // go to basic (never back to the native lane, which would run ipv4 on them again): the output still equals the
