@@ -184,6 +184,11 @@ void OnlineBalancer::run(const Setup& s) {
   running_ = s;
   changed_ = true;
   settle_ = p_.settle_quanta;
+  if (quantum_ns_ > 0 && left_p99_ns_ > static_cast<double>(quantum_ns_))
+    settle_ =
+        std::max(settle_, std::min(p_.max_settle_quanta,
+                                   static_cast<uint32_t>(std::ceil(left_p99_ns_ / static_cast<double>(quantum_ns_)))));
+  left_p99_ns_ = 0;
 }
 
 std::vector<Setup> OnlineBalancer::candidates() const {
@@ -712,6 +717,7 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
   changed_ = false;
   event_.clear();
   measured_.clear();
+  if (now_ns_ != 0 && q.now_ns > now_ns_) quantum_ns_ = q.now_ns - now_ns_;
   now_ns_ = q.now_ns;
   offered_.push_back(q.offered_bps);
   while (offered_.size() > p_.rate_window) offered_.pop_front();
@@ -719,6 +725,7 @@ const Setup& OnlineBalancer::step(const QuantumFigures& q) {
     --settle_;
     return running_;
   }
+  left_p99_ns_ = std::max(left_p99_ns_, q.latency_p99_ns);  // the setup's own (not its settling quanta's)
   double s = score(q);
   note_lanes(q);
   switch (phase_) {

@@ -55,7 +55,8 @@
 //             solo, a loss keeps the incumbent with its figures taken afresh.
 //
 // A quantum is scored only when the setup it ran was in force for the whole quantum (settle_quanta after a change:
-// flows move to their new lane only once nothing of theirs is in flight, so a change never reorders).
+// flows move to their new lane only once nothing of theirs is in flight, so a change never reorders), and the
+// packets of the setup before it have left (as many quanta as its p99 latency, up to max_settle_quanta).
 // Pure: input = figures of one quantum, output = the setup to run next; no clocks, threads or I/O.
 #include <cstdint>
 #include <deque>
@@ -79,6 +80,11 @@ struct BalancerParams {
   // share of the incumbent's median, beyond both spreads, is done once the incumbent has min_samples (0: off).
   double clear_loss = 0.2;
   uint32_t settle_quanta = 1;
+  // After a change, also as many quanta as the p99 latency (rx to tx) of the setup left, up to this: its packets are
+  // still leaving, the flows held by the move rule until they have (a slow lane's backlog of 100+ ms at 40 ms quanta:
+  // dpi,md5 on PoCL and a native lane here, where one settling quantum scored native0 alone at half its rate and the
+  // catch-up after it for the mix, and learning ran 0.41x native0 alone, docs/scheduler.md).
+  uint32_t max_settle_quanta = 4;
   uint32_t visit_quanta = 2;  // scored quanta per visit
   uint32_t warmup_quanta = 5;  // not scored at the start of a run from a saved setup
   double first_step = 0.125, min_step = 1.0 / 16;
@@ -249,6 +255,8 @@ class OnlineBalancer {
   std::vector<MeasuredSetup> measured_;
   size_t visit_ = 0;
   uint32_t left_ = 0, settle_ = 0;
+  double left_p99_ns_ = 0;   // the highest p99 of the running setup's scored quanta (the setup a change leaves)
+  uint64_t quantum_ns_ = 0;  // the last quantum's length
   // hold
   uint32_t off_count_ = 0;
   std::vector<double> up_;  // consecutive incumbent samples above its figures
