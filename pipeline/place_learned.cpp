@@ -223,7 +223,8 @@ LearnedPlacement place_learned(const RunConfig& c, const std::vector<DeviceInfo>
     }
   }
   // Run to completion (stages are), the native lanes (after the devices') run on the worker's one thread.
-  const uint32_t host = ((1U << c.native_lanes) - 1) << devices.size();
+  const size_t lanes_n = devices.size() + c.native_lanes;  // more than kMaxDevices: not placed (place_from_learned)
+  const uint32_t host = lanes_n <= 31 ? ((1U << c.native_lanes) - 1) << devices.size() : 0;
   return place_from_learned(*apps, lanes, have, why, traffic, host);
 }
 
