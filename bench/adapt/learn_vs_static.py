@@ -73,6 +73,33 @@ def write_md(path, lines):
     print("\n".join(lines))
 
 
+def rotated_rounds(cases, rounds, run_one):
+    """`rounds` rounds of every case in `cases` (names), one at a time (2 cores), the order rotated each round.
+    run_one(name) -> run()'s dict or None. Returns ({case: {round: steady Mpps}}, {case: {round: nJ a packet}},
+    the power source)."""
+    res, nj, source = {}, {}, None
+    for r in range(rounds):
+        order = list(cases)
+        order = order[r % len(order):] + order[:r % len(order)]
+        for name in order:
+            x = run_one(name)
+            if x is None:
+                continue
+            res.setdefault(name, {})[r] = x["steady"]
+            if x["nj_per_packet"] is not None:
+                nj.setdefault(name, {})[r] = x["nj_per_packet"]
+                source = x["power_source"]
+            print(f"round {r + 1} {name}: {x['steady']:.3f} Mpps, {x['nj_per_packet'] or 0:.0f} nJ/packet",
+                  file=sys.stderr, flush=True)
+    return res, nj, source
+
+
+def per_round_ratio(d, case, ref):
+    """case ÷ ref round by round in d ({case: {round: value}}): median, min, max (0s: no round with both)."""
+    xs = [d[case][r] / d[ref][r] for r in d.get(case, {}) if d.get(ref, {}).get(r, 0) > 0]
+    return (statistics.median(xs), min(xs), max(xs)) if xs else (0, 0, 0)
+
+
 def summarise(vals):
     med = statistics.median(vals)
     return med, (max(vals) - min(vals)) / med if med else 0.0

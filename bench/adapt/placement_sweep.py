@@ -57,29 +57,16 @@ def main():
     for combo in itertools.product(lanes, repeat=len(names)):
         cases["place " + "/".join(combo)] = (["--static"], placed_toml(mix, names, combo))
     lvs.SERVICES["mix"] = ""  # the cases give the whole TOML (run() then passes no --app)
-    res, nj, source = {}, {}, None
     if lvs.run(a.hpr, "mix", a.seconds, a.warm_s, ["--state-dir", state] + shlex.split(a.run_args), mix) is None:
         sys.exit("placement_sweep: the seeding learning run failed")
-    for r in range(a.rounds):
-        order = list(cases)
-        order = order[r % len(order):] + order[:r % len(order)]
-        for name in order:
-            extra, toml = cases[name]
-            x = lvs.run(a.hpr, "mix", a.seconds, a.warm_s, extra + shlex.split(a.run_args), toml)
-            if x is None:
-                continue
-            res.setdefault(name, {})[r] = x["steady"]
-            if x["nj_per_packet"] is not None:
-                nj.setdefault(name, {})[r] = x["nj_per_packet"]
-                source = x["power_source"]
-            print(f"round {r + 1} {name}: {x['steady']:.3f} Mpps, {x['nj_per_packet'] or 0:.0f} nJ/packet",
-                  file=sys.stderr, flush=True)
+    res, nj, source = lvs.rotated_rounds(
+        cases, a.rounds,
+        lambda name: lvs.run(a.hpr, "mix", a.seconds, a.warm_s, cases[name][0] + shlex.split(a.run_args), cases[name][1]))
     table = {n: lvs.summarise(list(v.values())) for n, v in res.items()}
     placements = [n for n in table if n.startswith("place ")]
     best = max(placements, key=lambda n: table[n][0])
-    def per_round(d, case):  # case ÷ the best placement, round by round: median, min, max (0s: no round)
-        xs = [d[case][r] / d[best][r] for r in d.get(case, {}) if d.get(best, {}).get(r, 0) > 0]
-        return (statistics.median(xs), min(xs), max(xs)) if xs else (0, 0, 0)
+    def per_round(d, case):  # case ÷ the best placement, round by round
+        return lvs.per_round_ratio(d, case, best)
     mmm = lambda t: dict(zip(("median", "min", "max"), t))  # noqa: E731
     ratio, energy = per_round(res, "learn"), per_round(nj, "learn")
     saved, saved_energy = per_round(res, "learn, saved state"), per_round(nj, "learn, saved state")

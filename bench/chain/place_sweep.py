@@ -67,26 +67,10 @@ def main():
     cases = dict(placements(apps, lanes, lane_args))
     cases["learned"] = ["--place-app", "learned", "--state-dir", state] + lane_args
     cases["learn"] = ["--state-dir", "none"] + lane_args
-    res, nj, source = {}, {}, None
-    for rnd in range(a.rounds):
-        order = list(cases)
-        order = order[rnd % len(order):] + order[:rnd % len(order)]
-        for name in order:
-            x = lvs.run(a.hpr, a.chain, a.seconds, a.warm_s, ["--ctl", "none"] + cases[name])
-            if x is None:
-                continue
-            res.setdefault(name, {})[rnd] = x["steady"]
-            if x["nj_per_packet"] is not None:
-                nj.setdefault(name, {})[rnd] = x["nj_per_packet"]
-                source = x["power_source"]
-            print(f"round {rnd + 1} {name}: {x['steady']:.3f} Mpps, {x['nj_per_packet'] or 0:.0f} nJ/packet",
-                  file=sys.stderr, flush=True)
+    res, nj, source = lvs.rotated_rounds(
+        cases, a.rounds, lambda name: lvs.run(a.hpr, a.chain, a.seconds, a.warm_s, ["--ctl", "none"] + cases[name]))
     table = {n: lvs.summarise(list(v.values())) for n, v in res.items()}
     best = max((n for n in table if n.startswith("place ")), key=lambda n: table[n][0])
-
-    def per_round(d, case):  # case ÷ the best placement, round by round: median, min, max
-        xs = [d[case][k] / d[best][k] for k in d.get(case, {}) if d.get(best, {}).get(k, 0) > 0]
-        return (statistics.median(xs), min(xs), max(xs)) if xs else (0, 0, 0)
 
     nj_med = {n: statistics.median(v.values()) for n, v in nj.items()}
     lines = [f"chain {a.chain}, lanes `{a.lanes_args}`; {decided[0] if decided else 'no decision line'}", "",
@@ -96,7 +80,7 @@ def main():
         e = f"{nj_med[n]:.0f}" if n in nj_med else ""
         lines.append(f"| {n}{' (best static)' if n == best else ''} | {m:.3f} ({100 * s:.0f} %) | {e} |")
     for label in ("learned", "learn"):
-        x, e = per_round(res, label), per_round(nj, label)
+        x, e = lvs.per_round_ratio(res, label, best), lvs.per_round_ratio(nj, label, best)
         lines.append(f"| **{label} ÷ best static, per round** | **{x[0]:.2f}** ({x[1]:.2f}–{x[2]:.2f}) | "
                      f"{e[0]:.2f} ({e[1]:.2f}–{e[2]:.2f}) |")
     lvs.write_md(os.path.join(a.out, "place_sweep.md"), lines)
