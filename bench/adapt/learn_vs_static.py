@@ -100,6 +100,20 @@ def per_round_ratio(d, case, ref):
     return (statistics.median(xs), min(xs), max(xs)) if xs else (0, 0, 0)
 
 
+def case_rows(table, nj_med, best, best_label, warm_s, source, ratios):
+    """Markdown rows: each case's median Mpps (spread) and nJ a packet, fastest first, `best` marked; then each
+    (label, rate ratio, energy ratio) of `ratios` as "label ÷ best_label, per round"."""
+    lines = [f"| case | Mpps after {warm_s:g} s, median (spread) | energy, nJ a packet (whole run; {source}) |",
+             "|---|---|---|"]
+    for n, (m, s) in sorted(table.items(), key=lambda kv: -kv[1][0]):
+        e = f"{nj_med[n]:.0f}" if n in nj_med else ""
+        lines.append(f"| {n}{f' ({best_label})' if n == best else ''} | {m:.3f} ({100 * s:.0f} %) | {e} |")
+    for label, x, e in ratios:
+        lines.append(f"| **{label} ÷ {best_label}, per round** | **{x[0]:.2f}** ({x[1]:.2f}–{x[2]:.2f}) | "
+                     f"{e[0]:.2f} ({e[1]:.2f}–{e[2]:.2f}) |")
+    return lines
+
+
 def summarise(vals):
     med = statistics.median(vals)
     return med, (max(vals) - min(vals)) / med if med else 0.0

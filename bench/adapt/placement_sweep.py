@@ -77,15 +77,9 @@ def main():
               "saved_vs_best": mmm(saved), "saved_vs_best_energy": mmm(saved_energy)}
     with open(os.path.join(a.out, "placement_sweep.json"), "w") as f:
         json.dump(report, f, indent=1)
-    lines = [f"services {', '.join(names)} (placements: each on one of {', '.join(lanes)})", "",
-             f"| case | Mpps after {a.warm_s:g} s, median (spread) | energy, nJ a packet (whole run; {source}) |",
-             "|---|---|---|"]
-    for n, (m, s) in sorted(table.items(), key=lambda kv: -kv[1][0]):
-        e = f"{nj_med[n]:.0f}" if n in nj_med else ""
-        lines.append(f"| {n}{' (best placement)' if n == best else ''} | {m:.3f} ({100 * s:.0f} %) | {e} |")
-    for label, x, e in (("learn", ratio, energy), ("learn, saved state", saved, saved_energy)):
-        lines.append(f"| **{label} ÷ best placement, per round** | **{x[0]:.2f}** ({x[1]:.2f}–{x[2]:.2f}) | "
-                     f"{e[0]:.2f} ({e[1]:.2f}–{e[2]:.2f}) |")
+    lines = [f"services {', '.join(names)} (placements: each on one of {', '.join(lanes)})", ""] + lvs.case_rows(
+        table, nj_med, best, "best placement", a.warm_s, source,
+        (("learn", ratio, energy), ("learn, saved state", saved, saved_energy)))
     lvs.write_md(os.path.join(a.out, "placement_sweep.md"), lines)
 
 

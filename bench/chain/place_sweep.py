@@ -71,18 +71,10 @@ def main():
         cases, a.rounds, lambda name: lvs.run(a.hpr, a.chain, a.seconds, a.warm_s, ["--ctl", "none"] + cases[name]))
     table = {n: lvs.summarise(list(v.values())) for n, v in res.items()}
     best = max((n for n in table if n.startswith("place ")), key=lambda n: table[n][0])
-
     nj_med = {n: statistics.median(v.values()) for n, v in nj.items()}
-    lines = [f"chain {a.chain}, lanes `{a.lanes_args}`; {decided[0] if decided else 'no decision line'}", "",
-             f"| case | Mpps after {a.warm_s:g} s, median (spread) | energy, nJ a packet (whole run; {source}) |",
-             "|---|---|---|"]
-    for n, (m, s) in sorted(table.items(), key=lambda kv: -kv[1][0]):
-        e = f"{nj_med[n]:.0f}" if n in nj_med else ""
-        lines.append(f"| {n}{' (best static)' if n == best else ''} | {m:.3f} ({100 * s:.0f} %) | {e} |")
-    for label in ("learned", "learn"):
-        x, e = lvs.per_round_ratio(res, label, best), lvs.per_round_ratio(nj, label, best)
-        lines.append(f"| **{label} ÷ best static, per round** | **{x[0]:.2f}** ({x[1]:.2f}–{x[2]:.2f}) | "
-                     f"{e[0]:.2f} ({e[1]:.2f}–{e[2]:.2f}) |")
+    ratios = [(x, lvs.per_round_ratio(res, x, best), lvs.per_round_ratio(nj, x, best)) for x in ("learned", "learn")]
+    lines = [f"chain {a.chain}, lanes `{a.lanes_args}`; {decided[0] if decided else 'no decision line'}", ""] + \
+        lvs.case_rows(table, nj_med, best, "best static", a.warm_s, source, ratios)
     lvs.write_md(os.path.join(a.out, "place_sweep.md"), lines)
 
 
