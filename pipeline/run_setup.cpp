@@ -56,7 +56,7 @@ Result<std::unique_ptr<Port>> make_endpoint(const RunConfig& c, bool is_input, I
   if (e.kind == "null") return make_null_port();
   GeneratorConfig g;
   if (buffers.count != 0) g.pool_slots = buffers.count;
-  g.max_packets = e.gen_packets;
+  g.max_packets = e.gen_packets_given || c.duration_s <= 0 ? e.gen_packets : 0;
   g.seed = e.gen_seed;
   g.flows = e.gen_flows;
   if (e.gen_zipf > 0) {

@@ -485,8 +485,11 @@ std::vector<Setting> make_settings() {
       uint_setting("input.loops", "--loops", "Input pcap: read the file this many times (0: forever)", 0, kU32,
                    HPR_SET(uint32_t, input.loops)),
       str_setting("input.dpdk_port", "", "Input ethdev name (e.g. net_pcap0)", HPR_REF(std::string, input.dpdk_port)),
-      uint_setting("input.packets", "--packets", "Generator: packets to send (0: unlimited)", 0, UINT64_MAX,
-                   HPR_SET(uint64_t, input.gen_packets)),
+      given_setting(uint_setting("input.packets", "--packets",
+                                 "Generator: packets to send (0: unlimited; default 1000000, or unlimited when "
+                                 "--duration is given)",
+                                 0, UINT64_MAX, HPR_SET(uint64_t, input.gen_packets)),
+                    HPR_REF(bool, input.gen_packets_given)),
       num_setting("input.rate_pps", "--rate-pps", "Generator: offered rate in packets/s (0: as fast as possible)", 0,
                   1e10, HPR_REF(double, input.gen_rate_pps)),
       str_setting("input.rate_steps", "--rate-steps",

@@ -334,11 +334,12 @@ Result<std::unique_ptr<GeneratorPort>> Generator::create(const GeneratorConfig& 
 
   static constexpr const char* kSizeNames[] = {"fixed", "uniform", "imix"};
   static constexpr const char* kRateNames[] = {"unpaced", "constant", "steps", "holt-winters"};
-  g->describe_ = fmt::format("generator seed:{} size:{} flows:{} {}{} rate:{}{}", cfg.seed,
+  g->describe_ = fmt::format("generator seed:{} size:{} flows:{} {}{} rate:{} packets:{}{}", cfg.seed,
                              kSizeNames[static_cast<int>(cfg.size_mode)], cfg.flows,
                              cfg.popularity == Popularity::kZipf ? "zipf:" : "uniform",
                              cfg.popularity == Popularity::kZipf ? fmt::format("{}", cfg.zipf_s) : std::string(),
                              kRateNames[static_cast<int>(cfg.rate.mode)],
+                             cfg.max_packets == 0 ? std::string("unlimited") : std::to_string(cfg.max_packets),
                              cfg.template_capture.empty() ? std::string() : " templates:" + cfg.template_capture);
   return std::unique_ptr<GeneratorPort>(std::move(g));
 }

@@ -1,12 +1,14 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "kernels/ipv4/routes.hpp"
 #include "kernels/registry.hpp"
+#include "pipeline/settings.hpp"
 #include "tests/pipeline/pipeline_fixture.hpp"
 
 using namespace hpr;
@@ -771,5 +773,31 @@ TEST_CASE("run to completion: one thread does everything, with the same output, 
     CHECK(s.shaper_delayed > 0);
     CHECK(s.tx_packets == 3000);
     CHECK(took_worker_path(s) == worker);
+  }
+}
+
+TEST_CASE("the generator's packet count: 1,000,000 by default, unlimited when a duration is given and it is not") {
+  // A learning run of `--duration 10` had ended after 0.4 s, its 1,000,000 packets sent; the start line shows it.
+  struct Case {
+    double duration;
+    std::optional<uint64_t> packets;  // given
+    const char* shown;
+  };
+  for (const Case& k : {Case{0, {}, "packets:1000000"}, Case{2, {}, "packets:unlimited"}, Case{2, 5000, "packets:5000"},
+                        Case{0, 0, "packets:unlimited"}}) {
+    RunConfig c = base_config();
+    c.input = {.kind = "generator"};
+    c.output = {.kind = "null"};
+    c.devices = {"none"};
+    c.duration_s = k.duration;
+    if (k.packets) {
+      const Setting* flag = find_setting("--packets");
+      REQUIRE(flag != nullptr);
+      REQUIRE(flag->apply(c, SettingValue{.args = {std::to_string(*k.packets)}}).is_ok());
+    }
+    auto ctx = prepare_run(c);
+    REQUIRE(ctx.is_ok());
+    INFO((*ctx)->rx->describe());
+    CHECK((*ctx)->rx->describe().find(k.shown) != std::string::npos);
   }
 }
